@@ -1,0 +1,35 @@
+# Two commands matter: `make demo` and `make test`. Both create .venv if missing.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP_FLAGS ?= --disable-pip-version-check -q
+
+.PHONY: demo test test-fast install install-dev bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip $(PIP_FLAGS) install --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PY) -m pip $(PIP_FLAGS) install -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(PY)
+	$(PY) -m pip $(PIP_FLAGS) install -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+demo: install
+	$(VENV)/bin/blockopt run quadratic --blocks 32 --dim 4 --coupling 0.3 --agents 32 \
+		--merge checked --max-rounds 500 --seed 7 --report out/demo/report.json
+
+test: install-dev
+	$(PY) -m pytest -q
+
+test-fast: install-dev
+	$(PY) -m pytest -q -m "not slow"
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis

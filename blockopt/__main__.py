@@ -1,0 +1,3 @@
+from blockopt.cli import main
+
+raise SystemExit(main())

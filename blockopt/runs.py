@@ -1,0 +1,90 @@
+"""``blockopt run``: drive one task to the end, show progress, write the report and pictures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from coordinator.engine import EngineSettings, RoundOutcome
+from coordinator.inproc import RunResult, RunSettings, run_inproc
+from coordinator.ledger import Report, RunLedger, build_report, relative_gap
+from coordinator.plots import convergence_plot
+from tasks.base import Task
+
+
+def progress_line(outcome: RoundOutcome, ledger: RunLedger) -> str:
+    r = outcome.record
+    rel = relative_gap(r.objective, ledger.reference)
+    held = {True: "held", False: "VIOLATED", None: "-"}[r.held]
+    return (
+        f"round {r.round:4d}  F={r.objective:.10g}  gap={r.gap:.3e} (rel {rel:.2e})  "
+        f"merged {r.accepted}/{r.proposals}  edges {r.interfering}  {r.merge_kind:<19s} bound {held}"
+    )
+
+
+def report_of(result: RunResult, agents: int) -> Report:
+    task = result.task
+    return build_report(
+        result.ledger,
+        task_info={"kind": task.kind, "name": task.name, "blocks": task.n_blocks,
+                   "params": task.params.model_dump()},
+        agents=agents,
+        merge_policy=result.engine.settings.merge_policy,
+        status=result.status,
+        final_objective=result.snapshot.objective,
+        feasible=task.feasible(result.snapshot.state),
+    )
+
+
+def summary_lines(report: Report) -> list[str]:
+    o, b = report.objective, report.bound
+    return [
+        f"{report.task['name']}: {report.status} after {report.rounds} rounds in {report.wall_s:.2f}s "
+        f"({report.agents} agents, {report.merge_policy} merging)",
+        f"  objective {o['initial']:.10g} -> {o['final']:.10g}; {o['reference_kind']} {o['reference']:.10g}; "
+        f"relative gap {o['relative_gap']:.3e}; feasible {report.feasible}",
+        f"  proposals {report.proposals['received']} received, {report.proposals['accepted']} accepted, "
+        f"{report.proposals['rejected']} rejected",
+        f"  bound held in {b.rounds_held}/{b.rounds_checked} rounds; kappa {b.kappa}, gamma [{b.gamma_min}, "
+        f"{b.gamma_max}], delta {b.delta_max}; rate {b.rate}, floor {b.floor}; "
+        f"envelope from first {b.envelope_window} rounds held {b.envelope_rounds_held}/{b.envelope_rounds_checked}",
+    ]
+
+
+def write_outputs(report: Report, task: Task[Any], state: Any, path: Path) -> list[str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report.model_dump_json(indent=2))
+    stem = str(path.with_suffix(""))
+    written = [str(path), convergence_plot(report, stem + "-convergence.png")]
+    written += task.pictures(state, stem)
+    return written
+
+
+def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> Report:
+    settings = RunSettings(
+        agents=args.agents, max_rounds=args.max_rounds, time_limit=args.time_limit,
+        seed=getattr(args, "seed", 0), envelope_window=args.window,
+    )
+    engine_settings = EngineSettings(merge_policy=args.merge)
+
+    def show(outcome: RoundOutcome, ledger: RunLedger) -> None:
+        if not args.quiet:
+            print(progress_line(outcome, ledger), file=sys.stderr, flush=True)
+
+    result = run_inproc(task, knobs, settings, engine_settings, on_round=show)
+    report = report_of(result, args.agents)
+    for line in summary_lines(report):
+        print(line)
+    if args.report is not None:
+        for written in write_outputs(report, task, result.snapshot.state, args.report):
+            print(f"  wrote {written}")
+    return report
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())

@@ -1,0 +1,302 @@
+"""The round engine: validate, score, build the interference graph, select, commit (DESIGN §5).
+
+Pure: it takes a snapshot and proposals and returns the next snapshot, the
+round record and one verdict per proposal. Stores, HTTP and agents live
+elsewhere, so the algorithm is testable (and benchmarkable) on its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from coordinator import errors
+from coordinator.convergence import MergedScore, RoundBound, round_bound
+from coordinator.records import MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
+from coordinator.selection import (
+    best_pairwise_combination,
+    max_weight_independent_set,
+    pairwise_model_value,
+)
+from tasks.base import InvalidProposal as TaskInvalidProposal
+from tasks.base import Task
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    merge_policy: MergePolicy = "checked"
+    relative_tolerance: float = 1e-12
+    """Objective resolution relative to the task's scale: smaller differences count as zero."""
+    model_agreement: float = 1e-6
+    """Relative disagreement between pairwise model and exact check that triggers the greedy fallback."""
+
+
+@dataclass
+class RoundOutcome:
+    snapshot: Snapshot
+    record: RoundRecord
+    verdicts: list[Verdict]
+    bound: RoundBound | None
+    committed: bool
+
+
+@dataclass
+class _Scored:
+    proposal: Proposal
+    value: Any
+    gain: float
+    footprint: frozenset[Hashable] = field(default_factory=frozenset)
+
+
+class _Meter:
+    """Times the task's objective evaluations, so engine overhead can be reported without them."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __call__(self, fn: Callable[..., float], *args: Any) -> float:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+
+class RoundEngine:
+    def __init__(self, task: Task[Any], settings: EngineSettings | None = None) -> None:
+        self.task = task
+        self.settings = settings or EngineSettings()
+        self.tolerance = self.settings.relative_tolerance * task.scale()
+        self.reference = task.reference()
+
+    # -- snapshots --------------------------------------------------------
+    def initial_snapshot(self) -> Snapshot:
+        state = self.task.initial_state()
+        return Snapshot(
+            version=0,
+            objective=self.task.objective(state),
+            block_versions=tuple(0 for _ in range(self.task.n_blocks)),
+            state=state,
+        )
+
+    def gap(self, objective: float) -> float:
+        return objective - self.reference.value
+
+    # -- admission ----------------------------------------------------------
+    def admit(self, snap: Snapshot, proposal: Proposal) -> Any:
+        """The decoded block value, or a typed error (invalid, stale)."""
+        if not 0 <= proposal.block < self.task.n_blocks:
+            raise errors.InvalidProposal(
+                f"block {proposal.block} does not exist (0..{self.task.n_blocks - 1})",
+                reason_code="wrong_block",
+            )
+        if proposal.base_version > snap.version:
+            raise errors.InvalidProposal(
+                f"base version {proposal.base_version} is newer than the current version {snap.version}",
+                reason_code="future_base",
+            )
+        if snap.block_versions[proposal.block] > proposal.base_version:
+            raise errors.StaleBase(
+                f"block {proposal.block} changed at version {snap.block_versions[proposal.block]},"
+                f" after the proposal's base version {proposal.base_version}",
+                block=proposal.block,
+                base_version=proposal.base_version,
+                current_version=snap.version,
+            )
+        try:
+            return self.task.validate(proposal.block, proposal.value)
+        except TaskInvalidProposal as exc:
+            raise errors.InvalidProposal(exc.reason, reason_code=exc.code) from None
+
+    # -- the round ----------------------------------------------------------
+    def run_round(self, snap: Snapshot, proposals: Sequence[Proposal], round_index: int) -> RoundOutcome:
+        started = time.perf_counter()
+        meter = _Meter()
+        verdicts: dict[str, Verdict] = {}
+
+        def reject(p: Proposal, code: str, reason: str, delta: float | None = None) -> None:
+            verdicts[p.id] = Verdict(
+                proposal_id=p.id, block=p.block, status="rejected", code=code, reason=reason,
+                round=round_index, predicted=p.predicted_improvement, delta=delta,
+            )
+
+        state, f0 = snap.state, snap.objective
+        improving: list[_Scored] = []
+        for p in proposals:
+            try:
+                value = self.admit(snap, p)
+            except errors.BlockoptError as exc:
+                reject(p, exc.context.get("reason_code") or exc.code, exc.message)
+                continue
+            gain = f0 - meter(self.task.evaluate_change, state, {p.block: value})
+            if gain <= self.tolerance:
+                reject(p, "not_improving", f"standalone improvement {gain:.6g} is not positive", gain)
+                continue
+            fp = self.task.footprint(state, p.block, value)
+            improving.append(_Scored(p, value, gain, fp))
+
+        graph = self._interference_graph(state, f0, improving, meter)
+        chosen, checks = self._select(state, f0, improving, graph, meter)
+
+        changes = {improving[i].proposal.block: improving[i].value for i in chosen}
+        committed = False
+        new_snap = snap
+        if changes:
+            new_state = self.task.apply(state, changes)
+            f1 = meter(self.task.objective, new_state)
+            if f1 < f0 - self.tolerance:
+                version = snap.version + 1
+                blocks = list(snap.block_versions)
+                for b in changes:
+                    blocks[b] = version
+                new_snap = Snapshot(version, f1, tuple(blocks), new_state)
+                committed = True
+
+        merged_scores: list[MergedScore] = []
+        for i, s in enumerate(improving):
+            p = s.proposal
+            if committed and i in chosen:
+                rebased = p.base_version < snap.version
+                verdicts[p.id] = Verdict(
+                    proposal_id=p.id, block=p.block, status="accepted", code="merged",
+                    reason="merged" + (f" (rebased from version {p.base_version})" if rebased else ""),
+                    round=round_index, predicted=p.predicted_improvement, delta=s.gain,
+                )
+                merged_scores.append(MergedScore(p.predicted_improvement, s.gain))
+            elif i in chosen:
+                reject(p, "combination_worse", "the checked combination did not improve the objective", s.gain)
+            else:
+                reject(p, "not_selected", "interferes with a better combination in this round", s.gain)
+
+        bound = round_bound(f0, new_snap.objective, self.reference.value, merged_scores, self.tolerance)
+        merged_set = chosen if committed else set()
+        merge_kind = "none"
+        if merged_set:
+            interfering_merged = graph.subgraph(merged_set).number_of_edges() > 0
+            merge_kind = "checked_combination" if interfering_merged else "independent"
+        elapsed = time.perf_counter() - started
+        record = RoundRecord(
+            round=round_index,
+            version=new_snap.version,
+            objective=new_snap.objective,
+            gap=self.gap(new_snap.objective),
+            proposals=len(proposals),
+            accepted=len(merged_set),
+            interfering=graph.number_of_edges(),
+            merge_kind=merge_kind,
+            kappa=bound.kappa if bound else None,
+            gamma=bound.gamma if bound else None,
+            delta=bound.delta if bound else None,
+            rhs=bound.rhs if bound else None,
+            held=bound.held if bound else None,
+            checks=checks,
+            engine_seconds=elapsed - meter.seconds,
+            eval_seconds=meter.seconds,
+        )
+        ordered = [verdicts[p.id] for p in proposals]
+        return RoundOutcome(new_snap, record, ordered, bound, committed)
+
+    # -- interference ---------------------------------------------------------
+    def _interference_graph(
+        self, state: Any, f0: float, scored: list[_Scored], meter: _Meter
+    ) -> nx.Graph:
+        graph = nx.Graph()
+        for i, s in enumerate(scored):
+            graph.add_node(i, gain=s.gain)
+        for i, j in itertools.combinations(range(len(scored)), 2):
+            a, b = scored[i], scored[j]
+            if a.proposal.block == b.proposal.block:
+                graph.add_edge(i, j, exclusive=True, c=float("inf"))
+            elif a.footprint & b.footprint:
+                c = meter(
+                    self.task.interaction,
+                    state,
+                    (a.proposal.block, a.value),
+                    (b.proposal.block, b.value),
+                    f0,
+                )
+                if abs(c) > self.tolerance:
+                    graph.add_edge(i, j, c=c)
+        return graph
+
+    # -- selection --------------------------------------------------------------
+    def _exact_gain(self, state: Any, f0: float, scored: list[_Scored], subset: set[int], meter: _Meter) -> float:
+        changes = {scored[i].proposal.block: scored[i].value for i in subset}
+        return f0 - meter(self.task.evaluate_change, state, changes)
+
+    def _agrees(self, predicted: float, exact: float) -> bool:
+        return abs(predicted - exact) <= self.tolerance + self.settings.model_agreement * abs(predicted)
+
+    def _greedy_checked(
+        self, state: Any, f0: float, scored: list[_Scored], groups: list[set[int]], gains: list[float], meter: _Meter
+    ) -> tuple[set[int], float, int]:
+        """Add groups best-first, keeping each addition only if the exact objective improves."""
+        order = sorted(range(len(groups)), key=lambda k: -gains[k])
+        chosen, best, checks = set(groups[order[0]]), gains[order[0]], 0
+        blocks = lambda idx: {scored[i].proposal.block for i in idx}  # noqa: E731
+        for k in order[1:]:
+            if blocks(chosen) & blocks(groups[k]):
+                continue  # two values for one block can never be merged together
+            trial = chosen | groups[k]
+            exact = self._exact_gain(state, f0, scored, trial, meter)
+            checks += 1
+            if exact > best + self.tolerance:
+                chosen, best = trial, exact
+        return chosen, best, checks
+
+    def _select(
+        self, state: Any, f0: float, scored: list[_Scored], graph: nx.Graph, meter: _Meter
+    ) -> tuple[set[int], int]:
+        if not scored:
+            return set(), 0
+        checks = 0
+        if self.settings.merge_policy == "independent":
+            chosen = max_weight_independent_set(graph)
+            groups = [{i} for i in chosen]
+            gains = [scored[i].gain for i in chosen]
+        else:
+            groups, gains = [], []
+            for comp in nx.connected_components(graph):
+                sub = graph.subgraph(comp)
+                group, gain, used = self._checked_component(state, f0, scored, sub, meter)
+                groups.append(group)
+                gains.append(gain)
+                checks += used
+        union = set().union(*groups)
+        if len(groups) == 1:
+            return union, checks
+        exact = self._exact_gain(state, f0, scored, union, meter)
+        checks += 1
+        if self._agrees(sum(gains), exact) and exact > 0:
+            return union, checks
+        chosen, _, used = self._greedy_checked(state, f0, scored, groups, gains, meter)
+        return chosen, checks + used
+
+    def _checked_component(
+        self, state: Any, f0: float, scored: list[_Scored], sub: nx.Graph, meter: _Meter
+    ) -> tuple[set[int], float, int]:
+        """The component's best combination under the pairwise model, checked exactly."""
+        nodes = list(sub.nodes)
+        best_single = max(nodes, key=lambda n: scored[n].gain)
+        if len(nodes) == 1:
+            return {best_single}, scored[best_single].gain, 0
+        subset = best_pairwise_combination(sub)
+        predicted = pairwise_model_value(sub, subset)
+        exact = self._exact_gain(state, f0, scored, subset, meter) if len(subset) > 1 else scored[best_single].gain
+        checks = 1 if len(subset) > 1 else 0
+        if not self._agrees(predicted, exact):
+            greedy, greedy_gain, used = self._greedy_checked(
+                state, f0, scored, [{n} for n in nodes], [scored[n].gain for n in nodes], meter
+            )
+            checks += used
+            if greedy_gain > exact:
+                subset, exact = greedy, greedy_gain
+        if exact < scored[best_single].gain:
+            return {best_single}, scored[best_single].gain, checks
+        return subset, exact, checks
+

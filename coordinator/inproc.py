@@ -1,0 +1,107 @@
+"""The engine-only path: the task's own proposers drive the round engine in one process.
+
+Used for algorithm benchmarks and tests of the theory (``blockopt run --inproc``);
+the service path sends the same proposals over HTTP instead.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from coordinator.engine import EngineSettings, RoundEngine, RoundOutcome
+from coordinator.ledger import RunLedger, StopRule, TaskStatus
+from coordinator.records import Proposal, Snapshot, Usage
+from tasks.base import Proposer, Task
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    agents: int = 1
+    max_rounds: int = 500
+    time_limit: float | None = None
+    seed: int = 0
+    stop: StopRule = StopRule()
+    envelope_window: int = 3
+
+
+@dataclass
+class RunResult:
+    task: Task[Any]
+    engine: RoundEngine
+    snapshot: Snapshot
+    ledger: RunLedger
+    status: TaskStatus
+
+
+def contract_envelope(
+    task: Task[Any], snap: Snapshot, block: int, budget: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What an agent receives with a lease: its block, the base version, the budget left, the task data."""
+    return {
+        "block": block,
+        "version": snap.version,
+        "budget": budget or {},
+        "data": task.contract(snap.state, block),
+    }
+
+
+def blocks_for_round(n_blocks: int, agents: int, round_index: int) -> list[int]:
+    """A rotating assignment: every block is proposed for once every ceil(n/A) rounds."""
+    active = min(agents, n_blocks)
+    start = (round_index * active) % n_blocks
+    return [(start + a) % n_blocks for a in range(active)]
+
+
+def run_inproc(
+    task: Task[Any],
+    knobs: BaseModel,
+    settings: RunSettings,
+    engine_settings: EngineSettings,
+    on_round: Callable[[RoundOutcome, RunLedger], None] | None = None,
+) -> RunResult:
+    engine = RoundEngine(task, engine_settings)
+    snap = engine.initial_snapshot()
+    ledger = RunLedger(engine.reference, snap.objective, engine.tolerance, settings.envelope_window)
+    proposers: list[Proposer] = [
+        task.make_proposer(knobs, seed=settings.seed * 1000 + a) for a in range(settings.agents)
+    ]
+    status: TaskStatus = "budget_exhausted"
+    for round_index in range(settings.max_rounds):
+        if settings.time_limit is not None and ledger.wall_s >= settings.time_limit:
+            break
+        remaining = None if settings.time_limit is None else settings.time_limit - ledger.wall_s
+        proposals = []
+        for agent, block in enumerate(blocks_for_round(task.n_blocks, settings.agents, round_index)):
+            budget = {"rounds": settings.max_rounds - round_index, "seconds": remaining}
+            contract = contract_envelope(task, snap, block, budget)
+            t0 = time.perf_counter()
+            draft = proposers[agent].propose(contract)
+            seconds = time.perf_counter() - t0
+            if draft is None:
+                continue
+            proposals.append(
+                Proposal(
+                    id=uuid.uuid4().hex,
+                    agent=f"agent-{agent}",
+                    block=draft.block,
+                    value=draft.value,
+                    base_version=snap.version,
+                    predicted_improvement=draft.predicted_improvement,
+                    usage=Usage(calls=1, seconds=seconds),
+                )
+            )
+        outcome = engine.run_round(snap, proposals, round_index)
+        snap = outcome.snapshot
+        ledger.add_round(outcome.record, outcome.bound, proposals, outcome.verdicts)
+        if on_round is not None:
+            on_round(outcome, ledger)
+        if ledger.converged(snap.objective, settings.stop):
+            status = "converged"
+            break
+    return RunResult(task, engine, snap, ledger, status)

@@ -1,0 +1,90 @@
+"""Plain records the engine reads and writes: proposals, verdicts, snapshots, rounds.
+
+They are pydantic models so that stores can persist them as JSON and the API
+can return them unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+MergePolicy = Literal["independent", "checked"]
+
+
+class Usage(BaseModel):
+    """What producing a proposal cost, as honestly reported by the agent."""
+
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+    reasoning_tokens: int = Field(0, ge=0)
+    calls: int = Field(0, ge=0)
+    seconds: float = Field(0.0, ge=0.0)
+    model: str = Field("heuristic", max_length=200)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Proposal(BaseModel):
+    id: str
+    agent: str
+    block: int
+    value: Any
+    base_version: int
+    predicted_improvement: float
+    usage: Usage = Field(default_factory=Usage)
+
+
+Status = Literal["accepted", "rejected", "pending"]
+
+
+class Verdict(BaseModel):
+    proposal_id: str
+    block: int
+    status: Status
+    code: str
+    """``merged``, ``invalid_proposal``, ``stale_base``, ``not_improving``, ``not_selected``, ..."""
+    reason: str
+    round: int | None = None
+    predicted: float | None = None
+    delta: float | None = None
+    """The measured standalone improvement Δ_p (when it was scored)."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One committed state x_t (the task's live state object), its objective and,
+    per block, the version it last changed at. Stores persist it through
+    ``Task.dump_state``; the engine never mutates it."""
+
+    version: int
+    objective: float
+    block_versions: tuple[int, ...]
+    state: Any
+
+
+class RoundRecord(BaseModel):
+    """One row of the run history (DESIGN §10) plus what a user debugging a run wants."""
+
+    round: int
+    version: int
+    objective: float
+    gap: float
+    proposals: int
+    accepted: int
+    interfering: int
+    """Edges of the interference graph among improving proposals."""
+    merge_kind: Literal["none", "independent", "checked_combination"]
+    kappa: float | None
+    gamma: float | None
+    delta: float | None
+    rhs: float | None
+    held: bool | None
+    checks: int = 0
+    """Exact evaluations of combinations done to select the merge."""
+    engine_seconds: float = 0.0
+    eval_seconds: float = 0.0

@@ -1,0 +1,244 @@
+"""Synthetic quadratic F(x) = ½xᵀAx − bᵀx with a known optimum (DESIGN §4).
+
+This is where the convergence theory is checked to machine precision: the
+exact optimum is F* = −½bᵀA⁻¹b, the exact correction for block i is
+Σ_{j≠i} A_ij x_j, and two block moves interact by c_ij = Δx_iᵀA_ijΔx_j.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from tasks.base import Draft, InvalidProposal, Proposer, Reference, Task
+
+
+class QuadraticParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    blocks: int = Field(16, ge=1, le=4096, description="number of blocks n")
+    dim: int = Field(4, ge=1, le=256, description="size d of each block")
+    coupling: float = Field(
+        0.3, ge=0.0, le=1.0, description="0 = separable blocks, 1 = fully coupled Gram matrix"
+    )
+    ridge: float = Field(0.1, gt=0.0, le=100.0, description="diagonal shift; larger = better conditioned")
+    seed: int = Field(0, ge=0, description="instance seed")
+
+
+class QuadraticProposerParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    noise: float = Field(0.0, ge=0.0, description="std-dev σ of Gaussian noise on the correction vector")
+    staleness: int = Field(0, ge=0, description="use other blocks' values from k versions ago")
+
+
+@dataclass(frozen=True)
+class QuadState:
+    """x and the cached product Ax; arrays are never mutated after construction."""
+
+    x: np.ndarray
+    ax: np.ndarray
+
+
+def generate_matrix(p: QuadraticParams) -> tuple[np.ndarray, np.ndarray]:
+    """A = (1−c)·blockdiag(S) + c·S with S = GGᵀ/N + ridge·I: SPD by construction.
+
+    A convex combination of two SPD matrices (a principal block-diagonal part of
+    an SPD matrix is SPD) is SPD for every c in [0, 1].
+    """
+    rng = np.random.default_rng(p.seed)
+    size = p.blocks * p.dim
+    g = rng.standard_normal((size, size))
+    s = g @ g.T / size + p.ridge * np.eye(size)
+    diag = np.zeros_like(s)
+    for i in range(p.blocks):
+        sl = slice(i * p.dim, (i + 1) * p.dim)
+        diag[sl, sl] = s[sl, sl]
+    a = (1.0 - p.coupling) * diag + p.coupling * s
+    b = rng.standard_normal(size)
+    return a, b
+
+
+class QuadraticTask(Task[QuadState]):
+    kind = "quadratic"
+    Params = QuadraticParams
+    ProposerParams = QuadraticProposerParams
+
+    def __init__(self, params: QuadraticParams) -> None:  # type: ignore[override]
+        super().__init__(params)
+        self.p = params
+        self.d = params.dim
+        self.a, self.b = generate_matrix(params)
+        self._optimum = float(-0.5 * self.b @ np.linalg.solve(self.a, self.b))
+        coupled = [
+            frozenset(
+                j
+                for j in range(params.blocks)
+                if np.any(self.a[self._sl(i), self._sl(j)] != 0.0)
+            )
+            for i in range(params.blocks)
+        ]
+        self._coupled = coupled
+
+    def _sl(self, i: int) -> slice:
+        return slice(i * self.d, (i + 1) * self.d)
+
+    @property
+    def name(self) -> str:
+        p = self.p
+        return f"quadratic-n{p.blocks}-d{p.dim}-c{p.coupling:g}-s{p.seed}"
+
+    @property
+    def n_blocks(self) -> int:
+        return self.p.blocks
+
+    def initial_state(self) -> QuadState:
+        x = np.zeros(self.p.blocks * self.d)
+        return QuadState(x=x, ax=self.a @ x)
+
+    def objective(self, state: QuadState) -> float:
+        x = state.x
+        return float(0.5 * x @ (self.a @ x) - self.b @ x)
+
+    def apply(self, state: QuadState, changes: Mapping[int, np.ndarray]) -> QuadState:
+        x = state.x.copy()
+        for i, v in changes.items():
+            x[self._sl(i)] = v
+        return QuadState(x=x, ax=self.a @ x)
+
+    def evaluate_change(self, state: QuadState, changes: Mapping[int, np.ndarray]) -> float:
+        """F(x+Δ) = F(x) + Σ_i Δ_iᵀ(Ax−b)_i + ½ Σ_{i,j} Δ_iᵀA_ijΔ_j, touching only changed blocks."""
+        x, ax = state.x, state.ax
+        f = float(0.5 * x @ ax - self.b @ x)
+        steps = {i: np.asarray(v) - x[self._sl(i)] for i, v in changes.items()}
+        for i, di in steps.items():
+            sl = self._sl(i)
+            f += float(di @ (ax[sl] - self.b[sl]))
+            for j, dj in steps.items():
+                f += 0.5 * float(di @ self.a[sl, self._sl(j)] @ dj)
+        return f
+
+    def interaction(
+        self,
+        state: QuadState,
+        p: tuple[int, Any],
+        q: tuple[int, Any],
+        f0: float | None = None,
+    ) -> float:
+        """Closed form c_ij = Δx_iᵀ A_ij Δx_j."""
+        (i, vi), (j, vj) = p, q
+        if i == j:
+            return super().interaction(state, p, q, f0)
+        di = np.asarray(vi) - state.x[self._sl(i)]
+        dj = np.asarray(vj) - state.x[self._sl(j)]
+        return float(di @ self.a[self._sl(i), self._sl(j)] @ dj)
+
+    def block_value(self, state: QuadState, block: int) -> np.ndarray:
+        return state.x[self._sl(block)].copy()
+
+    def footprint(self, state: QuadState, block: int, value: Any) -> frozenset[Hashable]:
+        """The blocks whose correction term this move changes (its coupled coordinates)."""
+        return self._coupled[block]
+
+    def contract(self, state: QuadState, block: int) -> dict[str, Any]:
+        sl = self._sl(block)
+        a_ii = self.a[sl, sl]
+        x_i = state.x[sl]
+        correction = state.ax[sl] - a_ii @ x_i
+        return {
+            "kind": self.kind,
+            "dim": self.d,
+            "x": x_i.tolist(),
+            "local_objective": {"A": a_ii.tolist(), "b": self.b[sl].tolist()},
+            "correction": correction.tolist(),
+            "surrogate": "minimize 0.5*y'Ay - b'y + y'correction over y",
+        }
+
+    def validate(self, block: int, value: Any) -> np.ndarray:
+        if not 0 <= block < self.n_blocks:
+            raise InvalidProposal(f"block {block} does not exist (0..{self.n_blocks - 1})", "wrong_block")
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidProposal("block value must be a list of numbers", "bad_shape") from None
+        if arr.shape != (self.d,):
+            raise InvalidProposal(
+                f"block value must have shape ({self.d},), got {arr.shape}", "bad_shape"
+            )
+        if not np.all(np.isfinite(arr)):
+            raise InvalidProposal("block value must be finite", "bad_value")
+        return arr
+
+    def encode_value(self, value: np.ndarray) -> list[float]:
+        return np.asarray(value, dtype=float).tolist()
+
+    def reference(self) -> Reference:
+        return Reference(self._optimum, "optimum")
+
+    def feasible(self, state: QuadState) -> bool:
+        return True
+
+    def dump_state(self, state: QuadState) -> dict[str, Any]:
+        return {"x": state.x.tolist()}
+
+    def load_state(self, data: Any) -> QuadState:
+        x = np.asarray(data["x"], dtype=float)
+        return QuadState(x=x, ax=self.a @ x)
+
+    def make_proposer(self, knobs: BaseModel, seed: int = 0) -> QuadraticProposer:
+        k = QuadraticProposerParams.model_validate(knobs.model_dump())
+        return QuadraticProposer(noise=k.noise, staleness=k.staleness, seed=seed)
+
+    def scale(self) -> float:
+        return max(1.0, abs(self._optimum))
+
+
+class QuadraticProposer(Proposer):
+    """Minimizes the block surrogate exactly: y = A_ii⁻¹(b_i − correction).
+
+    ``noise`` perturbs the correction; ``staleness`` k replaces it by the one
+    seen at version v−k (the newest seen at or before it; the oldest seen when
+    none is that old), modelling an agent that reads other blocks late.
+    """
+
+    def __init__(self, noise: float = 0.0, staleness: int = 0, seed: int = 0) -> None:
+        self.noise = noise
+        self.staleness = staleness
+        self.rng = np.random.default_rng(seed)
+        self._seen: dict[int, dict[int, np.ndarray]] = {}
+
+    def _correction(self, block: int, version: int, exact: np.ndarray) -> np.ndarray:
+        if self.staleness == 0:
+            return exact
+        seen = self._seen.setdefault(block, {})
+        seen[version] = exact
+        old = [v for v in seen if v <= version - self.staleness]
+        chosen = max(old) if old else min(seen)
+        for v in [v for v in seen if v < chosen]:
+            del seen[v]
+        return seen[chosen]
+
+    def propose(self, contract: Mapping[str, Any]) -> Draft | None:
+        data = contract["data"]
+        a = np.asarray(data["local_objective"]["A"], dtype=float)
+        b = np.asarray(data["local_objective"]["b"], dtype=float)
+        x = np.asarray(data["x"], dtype=float)
+        corr = self._correction(
+            int(contract["block"]), int(contract.get("version", 0)), np.asarray(data["correction"])
+        )
+        if self.noise > 0.0:
+            corr = corr + self.noise * self.rng.standard_normal(corr.shape)
+        y = np.linalg.solve(a, b - corr)
+
+        def surrogate(v: np.ndarray) -> float:
+            return float(0.5 * v @ a @ v - b @ v + v @ corr)
+
+        predicted = surrogate(x) - surrogate(y)
+        return Draft(block=int(contract["block"]), value=y.tolist(), predicted_improvement=predicted)
+
+
+TASK = QuadraticTask
