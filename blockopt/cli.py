@@ -113,6 +113,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     _check_run_options(args)
     cls = kinds()[args.kind]
+    blocks = cls.Params.model_fields.get("blocks")
+    if blocks is not None and blocks.default is None and not hasattr(args, "blocks"):
+        args.blocks = args.agents  # kinds whose partition defaults to "one block per agent"
     params = model_from_args(args.kind, cls.Params, args)
     knobs = model_from_args(args.kind, cls.ProposerParams, args)
     report = execute_run(cls(params), knobs, args)
