@@ -8,6 +8,7 @@ contain tokens.
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 
@@ -28,12 +29,25 @@ class BlockoptError(Exception):
     def _public_context(self) -> dict[str, Any]:
         return {k: v for k, v in self.context.items() if v is not None}
 
+    def headers(self) -> dict[str, str]:
+        """Response headers the error implies: Retry-After (whole seconds, per HTTP; the body's
+        ``retry_after`` carries the precise float)."""
+        retry = self.context.get("retry_after")
+        return {"Retry-After": str(max(0, math.ceil(float(retry))))} if retry is not None else {}
+
 
 class InvalidRequest(BlockoptError):
     """The request is malformed or names parameters that do not exist."""
 
     status = 400
     code = "invalid_request"
+
+
+class ValidationFailed(InvalidRequest):
+    """The body or query does not fit the route's model (names the field, never echoes the input)."""
+
+    status = 422
+    code = "validation_error"
 
 
 class InvalidProposal(BlockoptError):
@@ -68,6 +82,11 @@ class NotFound(BlockoptError):
     code = "not_found"
 
 
+class MethodNotAllowed(BlockoptError):
+    status = 405
+    code = "method_not_allowed"
+
+
 class Conflict(BlockoptError):
     """The request was valid when sent but the shared state has moved on."""
 
@@ -99,6 +118,12 @@ class VersionConflict(Conflict):
     code = "version_conflict"
 
 
+class StaleFence(Conflict):
+    """A round runner whose lock was taken over tried to commit (its fencing token is old)."""
+
+    code = "stale_fence"
+
+
 class PayloadTooLarge(BlockoptError):
     status = 413
     code = "payload_too_large"
@@ -121,6 +146,13 @@ class NoBlockAvailable(RateLimited):
     """Every block is leased; retry shortly."""
 
     code = "no_block_available"
+
+
+class NotReady(BlockoptError):
+    """The service is starting or stopping."""
+
+    status = 503
+    code = "not_ready"
 
 
 class Unavailable(BlockoptError):

@@ -6,10 +6,11 @@ the service path sends the same proposals over HTTP instead.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -71,6 +72,11 @@ def run_inproc(
     proposers: list[Proposer] = [
         task.make_proposer(knobs, seed=settings.seed * 1000 + a) for a in range(settings.agents)
     ]
+    # With fewer agents than blocks a block comes back once per sweep, so stalling is counted in sweeps;
+    # a lagging proposer (stale views) may legitimately find nothing for `lag` of its leases.
+    sweep = math.ceil(task.n_blocks / min(settings.agents, task.n_blocks))
+    lag = max(p.lag_rounds for p in proposers)
+    stop = replace(settings.stop, stall_rounds=(settings.stop.stall_rounds + lag) * sweep)
     status: TaskStatus = "budget_exhausted"
     for round_index in range(settings.max_rounds):
         if settings.time_limit is not None and ledger.wall_s >= settings.time_limit:
@@ -101,7 +107,7 @@ def run_inproc(
         ledger.add_round(outcome.record, outcome.bound, proposals, outcome.verdicts)
         if on_round is not None:
             on_round(outcome, ledger)
-        if ledger.converged(snap.objective, settings.stop):
+        if ledger.converged(snap.objective, stop):
             status = "converged"
             break
     return RunResult(task, engine, snap, ledger, status)

@@ -63,6 +63,11 @@ class Proposer(abc.ABC):
     the model; they never see the whole state, only the contract.
     """
 
+    @property
+    def lag_rounds(self) -> int:
+        """Rounds this proposer may find nothing while still converging (e.g. stale views catching up)."""
+        return 0
+
     @abc.abstractmethod
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         """Return a draft for ``contract["block"]``, or None when no improvement is found."""

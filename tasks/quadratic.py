@@ -201,35 +201,36 @@ class QuadraticProposer(Proposer):
     """Minimizes the block surrogate exactly: y = A_ii⁻¹(b_i − correction).
 
     ``noise`` perturbs the correction; ``staleness`` k replaces it by the one
-    seen at version v−k (the newest seen at or before it; the oldest seen when
-    none is that old), modelling an agent that reads other blocks late.
+    this agent received k leases of the block ago (k versions ago when every
+    round commits; the oldest it has when it has fewer), modelling an agent
+    that reads the other blocks late. Such an agent legitimately proposes
+    nothing for up to k rounds while its view catches up (``lag_rounds``).
     """
 
     def __init__(self, noise: float = 0.0, staleness: int = 0, seed: int = 0) -> None:
         self.noise = noise
         self.staleness = staleness
         self.rng = np.random.default_rng(seed)
-        self._seen: dict[int, dict[int, np.ndarray]] = {}
+        self._seen: dict[int, list[np.ndarray]] = {}
 
-    def _correction(self, block: int, version: int, exact: np.ndarray) -> np.ndarray:
+    @property
+    def lag_rounds(self) -> int:
+        return self.staleness
+
+    def _correction(self, block: int, exact: np.ndarray) -> np.ndarray:
         if self.staleness == 0:
             return exact
-        seen = self._seen.setdefault(block, {})
-        seen[version] = exact
-        old = [v for v in seen if v <= version - self.staleness]
-        chosen = max(old) if old else min(seen)
-        for v in [v for v in seen if v < chosen]:
-            del seen[v]
-        return seen[chosen]
+        seen = self._seen.setdefault(block, [])
+        seen.append(exact)
+        del seen[: max(0, len(seen) - self.staleness - 1)]
+        return seen[0]
 
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         data = contract["data"]
         a = np.asarray(data["local_objective"]["A"], dtype=float)
         b = np.asarray(data["local_objective"]["b"], dtype=float)
         x = np.asarray(data["x"], dtype=float)
-        corr = self._correction(
-            int(contract["block"]), int(contract.get("version", 0)), np.asarray(data["correction"])
-        )
+        corr = self._correction(int(contract["block"]), np.asarray(data["correction"], dtype=float))
         if self.noise > 0.0:
             corr = corr + self.noise * self.rng.standard_normal(corr.shape)
         y = np.linalg.solve(a, b - corr)

@@ -1,0 +1,254 @@
+"""The Store interface: every piece of task state, behind async calls a Redis store can implement.
+
+Rules every implementation keeps (``tests/store_contract.py`` checks them):
+
+- ``commit`` is atomic and version-checked: it fails with ``VersionConflict``
+  when the head moved past ``expected_version`` and with ``StaleFence`` when
+  ``fence`` is not the current round-lock token, so a paused runner never
+  commits late. Head, verdicts, consumed proposals, round record, runtime and
+  counters change together or not at all.
+- ``enqueue_proposal`` consumes the lease and stores the proposal in one step;
+  only then is the proposal acknowledged. Re-sending the same proposal id is
+  idempotent. A stored proposal leaves the queue only through a commit that
+  gives it a verdict.
+- Lease expiry is by wall-clock time passed in by the caller (``now``), so
+  replicas agree and tests can drive time.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from coordinator.ledger import TaskStatus, UsageTotals
+from coordinator.records import MergePolicy, Proposal, RoundRecord, Verdict
+
+TaskMode = Literal["rounds", "async"]
+TERMINAL: frozenset[str] = frozenset({"converged", "budget_exhausted", "stopped", "failed"})
+
+
+class Budgets(BaseModel):
+    """Task budgets; None means unlimited. Exceeding one gives 429 budget_exceeded."""
+
+    rounds: int | None = Field(None, ge=1)
+    seconds: float | None = Field(None, gt=0)
+    tokens: int | None = Field(None, ge=0)
+    calls: int | None = Field(None, ge=0)
+    agent_tokens: int | None = Field(None, ge=0, description="per agent")
+    agent_calls: int | None = Field(None, ge=0, description="per agent")
+
+
+class TaskSpec(BaseModel):
+    """What a task is: fixed at creation. A replica rebuilds the Task from (kind, params)."""
+
+    id: str
+    kind: str
+    name: str
+    n_blocks: int
+    params: dict[str, Any]
+    merge_policy: MergePolicy
+    mode: TaskMode
+    budgets: Budgets
+    proposer: dict[str, Any]
+    reference: float
+    reference_kind: str
+    initial_objective: float
+    tolerance: float
+    window: int
+    stop_relative_gap: float
+    stop_stall_rounds: int
+    join_token_hash: str
+    created_at: float
+
+
+class WindowState(BaseModel):
+    """Async mode: the bookkeeping window that becomes the next round record."""
+
+    opened_at: float | None = None
+    start_objective: float | None = None
+    proposals: int = 0
+    accepted: int = 0
+    interfering: int = 0
+    checks: int = 0
+    merged: list[tuple[float, float]] = Field(default_factory=list)
+    """(predicted, measured) improvement of each merge in the window."""
+    engine_seconds: float = 0.0
+    eval_seconds: float = 0.0
+
+
+class TaskRuntime(BaseModel):
+    status: TaskStatus = "running"
+    reason: str | None = None
+    round: int = 0
+    """Rounds recorded so far (the next round's index)."""
+    stalled: int = 0
+    finished_at: float | None = None
+    window: WindowState = Field(default_factory=WindowState)
+
+
+class Head(BaseModel):
+    """The committed state x_t as ``Task.dump_state`` JSON, with its version bookkeeping."""
+
+    version: int
+    objective: float
+    block_versions: list[int]
+    state: Any
+
+
+class Lease(BaseModel):
+    id: str
+    task_id: str
+    block: int
+    agent: str
+    version: int
+    granted_at: float
+    expires_at: float
+
+
+class AgentRecord(BaseModel):
+    id: str
+    task_id: str
+    name: str
+    token_hash: str
+    proposer: str = "heuristic"
+    model: str = "heuristic"
+    joined_at: float
+
+
+class QueuedProposal(BaseModel):
+    proposal: Proposal
+    received_at: float
+
+
+class RoundEntry(BaseModel):
+    record: RoundRecord
+    bound: dict[str, Any] | None = None
+    """``RoundBound`` fields, so a ledger can be rebuilt from the store."""
+    opened_at: float | None = None
+    closed_at: float
+
+
+class UsageRow(BaseModel):
+    agent: str
+    model: str
+    usage: UsageTotals
+
+
+@dataclass
+class Commit:
+    """One atomic change of a task's books (see ``Store.commit``)."""
+
+    expected_version: int
+    fence: int
+    runtime: TaskRuntime
+    head: Head | None = None
+    """None: the head does not change (a round that merged nothing, a rejected arrival)."""
+    verdicts: list[Verdict] = field(default_factory=list)
+    """Verdicts of consumed proposals: they leave the queue."""
+    round: RoundEntry | None = None
+    counters: dict[str, float] = field(default_factory=dict)
+    """Increments of the task's counters (``accepted``, ``rejected:<code>``, ``merges:<kind>``, ...)."""
+
+
+class Store(abc.ABC):
+    """Async task-state store. Errors are from ``coordinator.errors`` (NotFound, Conflict, ...)."""
+
+    # -- tasks ------------------------------------------------------------
+    @abc.abstractmethod
+    async def create_task(self, spec: TaskSpec, head: Head) -> None: ...
+
+    @abc.abstractmethod
+    async def get_task(self, task_id: str) -> TaskSpec:
+        """The spec, or NotFound."""
+
+    @abc.abstractmethod
+    async def list_tasks(self) -> list[TaskSpec]: ...
+
+    @abc.abstractmethod
+    async def get_runtime(self, task_id: str) -> TaskRuntime: ...
+
+    @abc.abstractmethod
+    async def finish(self, task_id: str, status: TaskStatus, reason: str, now: float) -> bool:
+        """Move a running task to a terminal status; False when it had already ended."""
+
+    @abc.abstractmethod
+    async def get_head(self, task_id: str) -> Head: ...
+
+    # -- rounds -------------------------------------------------------------
+    @abc.abstractmethod
+    async def acquire_round_lock(self, task_id: str, owner: str, ttl: float, now: float) -> int | None:
+        """A fencing token (strictly increasing per task) or None when another owner holds the lock."""
+
+    @abc.abstractmethod
+    async def release_round_lock(self, task_id: str, fence: int) -> None: ...
+
+    @abc.abstractmethod
+    async def commit(self, task_id: str, commit: Commit) -> None:
+        """Apply ``commit`` atomically, or raise VersionConflict / StaleFence and change nothing."""
+
+    @abc.abstractmethod
+    async def rounds(self, task_id: str, since: int = 0) -> list[RoundEntry]: ...
+
+    @abc.abstractmethod
+    async def counters(self, task_id: str) -> dict[str, float]: ...
+
+    # -- agents -------------------------------------------------------------
+    @abc.abstractmethod
+    async def add_agent(self, agent: AgentRecord) -> None: ...
+
+    @abc.abstractmethod
+    async def agent_by_token(self, task_id: str, token_hash: str) -> AgentRecord | None: ...
+
+    @abc.abstractmethod
+    async def list_agents(self, task_id: str) -> list[AgentRecord]: ...
+
+    # -- leases ---------------------------------------------------------------
+    @abc.abstractmethod
+    async def acquire_lease(self, task_id: str, agent: str, version: int, ttl: float, now: float) -> Lease | None:
+        """The agent's active lease if it has one, else a free block (not leased, no queued
+        proposal), least recently leased first; None when every block is taken."""
+
+    @abc.abstractmethod
+    async def renew_lease(self, task_id: str, lease_id: str, agent: str, ttl: float, now: float) -> Lease:
+        """LeaseExpired when it lapsed or is unknown; Forbidden when another agent holds it."""
+
+    @abc.abstractmethod
+    async def release_lease(self, task_id: str, lease_id: str, agent: str) -> None: ...
+
+    @abc.abstractmethod
+    async def active_leases(self, task_id: str, now: float) -> list[Lease]: ...
+
+    @abc.abstractmethod
+    async def expire_leases(self, task_id: str, now: float) -> list[Lease]:
+        """Drop lapsed leases (their blocks become free) and count them."""
+
+    # -- proposals --------------------------------------------------------------
+    @abc.abstractmethod
+    async def enqueue_proposal(
+        self, task_id: str, lease_id: str, proposal: Proposal, now: float
+    ) -> tuple[QueuedProposal, bool]:
+        """Consume the lease and store the proposal atomically; (stored, created).
+
+        A proposal id already stored returns it with created=False (idempotent
+        retry). Otherwise LeaseExpired when the lease is gone, Forbidden when it
+        belongs to another agent, WrongBlock when it is for another block.
+        """
+
+    @abc.abstractmethod
+    async def pending_proposals(self, task_id: str) -> list[QueuedProposal]:
+        """Stored proposals without a verdict, oldest first."""
+
+    @abc.abstractmethod
+    async def get_proposal(self, task_id: str, proposal_id: str) -> tuple[QueuedProposal, Verdict | None]: ...
+
+    @abc.abstractmethod
+    async def usage(self, task_id: str) -> list[UsageRow]: ...
+
+    async def ping(self) -> bool:
+        return True
+
+    async def close(self) -> None:
+        return None

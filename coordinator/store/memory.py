@@ -1,0 +1,280 @@
+"""The embedded store: one process, dictionaries behind one lock.
+
+Every method does its whole change without awaiting, so each call is atomic
+on the event loop; the lock makes that true for callers on other threads too.
+Records are copied in and out, so nobody holds a live reference to the books.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from coordinator import errors
+from coordinator.ledger import TaskStatus, UsageTotals
+from coordinator.records import Proposal, Verdict
+from coordinator.store.base import (
+    TERMINAL,
+    AgentRecord,
+    Commit,
+    Head,
+    Lease,
+    QueuedProposal,
+    RoundEntry,
+    Store,
+    TaskRuntime,
+    TaskSpec,
+    UsageRow,
+)
+
+
+@dataclass
+class _TaskBooks:
+    spec: TaskSpec
+    head: Head
+    runtime: TaskRuntime = field(default_factory=TaskRuntime)
+    leases: dict[int, Lease] = field(default_factory=dict)
+    lease_seq: dict[int, int] = field(default_factory=dict)
+    seq: int = 0
+    pending: dict[str, QueuedProposal] = field(default_factory=dict)
+    proposals: dict[str, QueuedProposal] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    rounds: list[RoundEntry] = field(default_factory=list)
+    counters: Counter[str] = field(default_factory=Counter)
+    usage: dict[tuple[str, str], UsageTotals] = field(default_factory=dict)
+    agents: dict[str, AgentRecord] = field(default_factory=dict)
+    agents_by_token: dict[str, str] = field(default_factory=dict)
+    lock_owner: str | None = None
+    lock_fence: int = 0
+    lock_expires: float = 0.0
+
+
+class MemoryStore(Store):
+    def __init__(self) -> None:
+        self._tasks: dict[str, _TaskBooks] = {}
+        self._lock = threading.Lock()
+
+    def _books(self, task_id: str) -> _TaskBooks:
+        books = self._tasks.get(task_id)
+        if books is None:
+            raise errors.NotFound(f"no task '{task_id}'", task_id=task_id)
+        return books
+
+    # -- tasks ------------------------------------------------------------
+    async def create_task(self, spec: TaskSpec, head: Head) -> None:
+        with self._lock:
+            if spec.id in self._tasks:
+                raise errors.Conflict(f"task '{spec.id}' already exists", task_id=spec.id)
+            self._tasks[spec.id] = _TaskBooks(spec=spec.model_copy(deep=True), head=head.model_copy(deep=True))
+
+    async def get_task(self, task_id: str) -> TaskSpec:
+        with self._lock:
+            return self._books(task_id).spec.model_copy(deep=True)
+
+    async def list_tasks(self) -> list[TaskSpec]:
+        with self._lock:
+            return [b.spec.model_copy(deep=True) for b in self._tasks.values()]
+
+    async def get_runtime(self, task_id: str) -> TaskRuntime:
+        with self._lock:
+            return self._books(task_id).runtime.model_copy(deep=True)
+
+    async def finish(self, task_id: str, status: TaskStatus, reason: str, now: float) -> bool:
+        with self._lock:
+            books = self._books(task_id)
+            if books.runtime.status in TERMINAL:
+                return False
+            books.runtime.status = status
+            books.runtime.reason = reason
+            books.runtime.finished_at = now
+            books.leases.clear()
+            return True
+
+    async def get_head(self, task_id: str) -> Head:
+        with self._lock:
+            return self._books(task_id).head.model_copy()
+
+    # -- rounds -------------------------------------------------------------
+    async def acquire_round_lock(self, task_id: str, owner: str, ttl: float, now: float) -> int | None:
+        with self._lock:
+            books = self._books(task_id)
+            if books.lock_owner is not None and books.lock_owner != owner and books.lock_expires > now:
+                return None
+            books.lock_fence += 1
+            books.lock_owner = owner
+            books.lock_expires = now + ttl
+            return books.lock_fence
+
+    async def release_round_lock(self, task_id: str, fence: int) -> None:
+        with self._lock:
+            books = self._books(task_id)
+            if books.lock_fence == fence:
+                books.lock_owner = None
+                books.lock_expires = 0.0
+
+    async def commit(self, task_id: str, commit: Commit) -> None:
+        with self._lock:
+            books = self._books(task_id)
+            if commit.fence != books.lock_fence or books.lock_owner is None:
+                raise errors.StaleFence(
+                    f"fencing token {commit.fence} is stale (current {books.lock_fence})", task_id=task_id
+                )
+            if books.head.version != commit.expected_version:
+                raise errors.VersionConflict(
+                    f"head is at version {books.head.version}, expected {commit.expected_version}",
+                    task_id=task_id, current_version=books.head.version,
+                )
+            if commit.head is not None:
+                if commit.head.version <= books.head.version:
+                    raise errors.VersionConflict("a commit must increase the version", task_id=task_id)
+                books.head = commit.head.model_copy(deep=True)
+            for v in commit.verdicts:
+                books.verdicts[v.proposal_id] = v.model_copy()
+                books.pending.pop(v.proposal_id, None)
+            if commit.round is not None:
+                books.rounds.append(commit.round.model_copy(deep=True))
+            runtime = commit.runtime.model_copy(deep=True)
+            if books.runtime.status in TERMINAL:  # a stop landed meanwhile: keep it
+                runtime.status, runtime.reason = books.runtime.status, books.runtime.reason
+                runtime.finished_at = books.runtime.finished_at
+            books.runtime = runtime
+            books.counters.update(commit.counters)
+
+    async def rounds(self, task_id: str, since: int = 0) -> list[RoundEntry]:
+        with self._lock:
+            return [r.model_copy(deep=True) for r in self._books(task_id).rounds[since:]]
+
+    async def counters(self, task_id: str) -> dict[str, float]:
+        with self._lock:
+            return dict(self._books(task_id).counters)
+
+    # -- agents -------------------------------------------------------------
+    async def add_agent(self, agent: AgentRecord) -> None:
+        with self._lock:
+            books = self._books(agent.task_id)
+            books.agents[agent.id] = agent.model_copy()
+            books.agents_by_token[agent.token_hash] = agent.id
+
+    async def agent_by_token(self, task_id: str, token_hash: str) -> AgentRecord | None:
+        with self._lock:
+            books = self._tasks.get(task_id)
+            if books is None:
+                return None
+            agent_id = books.agents_by_token.get(token_hash)
+            return books.agents[agent_id].model_copy() if agent_id is not None else None
+
+    async def list_agents(self, task_id: str) -> list[AgentRecord]:
+        with self._lock:
+            return [a.model_copy() for a in self._books(task_id).agents.values()]
+
+    # -- leases ---------------------------------------------------------------
+    def _expire(self, books: _TaskBooks, now: float) -> list[Lease]:
+        lapsed = [lease for lease in books.leases.values() if lease.expires_at <= now]
+        for lease in lapsed:
+            del books.leases[lease.block]
+        if lapsed:
+            books.counters["leases_expired"] += len(lapsed)
+        return lapsed
+
+    async def acquire_lease(self, task_id: str, agent: str, version: int, ttl: float, now: float) -> Lease | None:
+        with self._lock:
+            books = self._books(task_id)
+            self._expire(books, now)
+            for lease in books.leases.values():
+                if lease.agent == agent:
+                    return lease.model_copy()
+            busy = set(books.leases) | {q.proposal.block for q in books.pending.values()}
+            free = [b for b in range(books.spec.n_blocks) if b not in busy]
+            if not free:
+                return None
+            block = min(free, key=lambda b: (books.lease_seq.get(b, -1), b))
+            books.seq += 1
+            books.lease_seq[block] = books.seq
+            lease = Lease(
+                id=uuid.uuid4().hex, task_id=task_id, block=block, agent=agent, version=version,
+                granted_at=now, expires_at=now + ttl,
+            )
+            books.leases[block] = lease
+            books.counters["leases_granted"] += 1
+            return lease.model_copy()
+
+    def _find_lease(self, books: _TaskBooks, lease_id: str, agent: str, now: float) -> Lease:
+        self._expire(books, now)
+        for lease in books.leases.values():
+            if lease.id == lease_id:
+                if lease.agent != agent:
+                    raise errors.Forbidden("this lease belongs to another agent", lease_id=lease_id)
+                return lease
+        raise errors.LeaseExpired("the lease expired or was released; lease a block again", lease_id=lease_id)
+
+    async def renew_lease(self, task_id: str, lease_id: str, agent: str, ttl: float, now: float) -> Lease:
+        with self._lock:
+            books = self._books(task_id)
+            lease = self._find_lease(books, lease_id, agent, now)
+            lease.expires_at = now + ttl
+            return lease.model_copy()
+
+    async def release_lease(self, task_id: str, lease_id: str, agent: str) -> None:
+        with self._lock:
+            books = self._books(task_id)
+            for block, lease in list(books.leases.items()):
+                if lease.id == lease_id:
+                    if lease.agent != agent:
+                        raise errors.Forbidden("this lease belongs to another agent", lease_id=lease_id)
+                    del books.leases[block]
+                    return
+
+    async def active_leases(self, task_id: str, now: float) -> list[Lease]:
+        with self._lock:
+            books = self._books(task_id)
+            return [lease.model_copy() for lease in books.leases.values() if lease.expires_at > now]
+
+    async def expire_leases(self, task_id: str, now: float) -> list[Lease]:
+        with self._lock:
+            return self._expire(self._books(task_id), now)
+
+    # -- proposals --------------------------------------------------------------
+    async def enqueue_proposal(
+        self, task_id: str, lease_id: str, proposal: Proposal, now: float
+    ) -> tuple[QueuedProposal, bool]:
+        with self._lock:
+            books = self._books(task_id)
+            known = books.proposals.get(proposal.id)
+            if known is not None:
+                if known.proposal.agent != proposal.agent:
+                    raise errors.Conflict("that proposal id is taken", proposal_id=proposal.id)
+                return known.model_copy(deep=True), False
+            lease = self._find_lease(books, lease_id, proposal.agent, now)
+            if lease.block != proposal.block:
+                raise errors.WrongBlock(
+                    f"the lease is for block {lease.block}, not block {proposal.block}",
+                    leased_block=lease.block, block=proposal.block,
+                )
+            del books.leases[lease.block]
+            queued = QueuedProposal(proposal=proposal.model_copy(deep=True), received_at=now)
+            books.proposals[proposal.id] = queued
+            books.pending[proposal.id] = queued
+            books.counters["received"] += 1
+            key = (proposal.agent, proposal.usage.model)
+            books.usage.setdefault(key, UsageTotals()).add(proposal.usage)
+            return queued.model_copy(deep=True), True
+
+    async def pending_proposals(self, task_id: str) -> list[QueuedProposal]:
+        with self._lock:
+            return [q.model_copy(deep=True) for q in self._books(task_id).pending.values()]
+
+    async def get_proposal(self, task_id: str, proposal_id: str) -> tuple[QueuedProposal, Verdict | None]:
+        with self._lock:
+            books = self._books(task_id)
+            queued = books.proposals.get(proposal_id)
+            if queued is None:
+                raise errors.NotFound(f"no proposal '{proposal_id}' in this task", proposal_id=proposal_id)
+            verdict = books.verdicts.get(proposal_id)
+            return queued.model_copy(deep=True), (verdict.model_copy() if verdict else None)
+
+    async def usage(self, task_id: str) -> list[UsageRow]:
+        with self._lock:
+            books = self._books(task_id)
+            return [UsageRow(agent=a, model=m, usage=u.model_copy()) for (a, m), u in books.usage.items()]
