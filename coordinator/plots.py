@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from coordinator.ledger import Report  # noqa: E402
 
@@ -33,6 +34,9 @@ def convergence_plot(report: Report, path: str) -> str:
                  f"(held {b.envelope_rounds_held}/{b.envelope_rounds_checked} later rounds)")
         ax.semilogy(step_x[: len(b.window_envelope)], [max(v, _FLOOR) for v in b.window_envelope], ":",
                     color="#2ca02c", lw=1.5, label=label)
+    if b.floor and 0 < b.floor < float("inf"):
+        ax.axhline(b.floor, color="#7f7f7f", lw=0.8, ls="-.", label=f"error floor Γδ/(γκ) = {b.floor:.2g}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     positive = [g for g in gaps if g > _FLOOR]
     if positive:
         ax.set_ylim(bottom=max(min(positive) / 10, 1e-18), top=max(positive) * 10)

@@ -1,0 +1,70 @@
+"""`blockopt run quadratic` end to end as a user runs it: progress, summary, report, picture, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REQUIRED = {
+    "task": {"kind", "name", "blocks"},
+    "proposals": {"received", "accepted", "rejected"},
+    "objective": {"initial", "final", "reference", "reference_kind"},
+    "usage": {"tokens", "calls"},
+    "bound": {"rounds_checked", "rounds_held", "kappa", "gamma_min", "gamma_max", "delta_max", "rate", "floor",
+              "envelope_window", "envelope_rounds_checked", "envelope_rounds_held"},
+}
+HISTORY = {"round", "objective", "gap", "accepted", "interfering", "kappa", "gamma", "delta", "rhs", "held"}
+
+
+def blockopt(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "blockopt", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_run_quadratic_converges_and_writes_report_and_plot(tmp_path: Path) -> None:
+    report_path = tmp_path / "r.json"
+    done = blockopt("run", "quadratic", "--inproc", "--blocks", "16", "--dim", "4", "--coupling", "0.3",
+                    "--noise", "0", "--agents", "16", "--merge", "checked", "--max-rounds", "500", "--seed", "7",
+                    "--report", str(report_path))
+    assert done.returncode == 0, done.stderr
+    assert "round    0" in done.stderr  # progress, one line per round
+    assert "converged" in done.stdout
+    report = json.loads(report_path.read_text())
+    for key in ("agents", "merge_policy", "status", "rounds", "feasible", "wall_s", "history"):
+        assert key in report
+    for key, fields in REQUIRED.items():
+        assert fields <= set(report[key]), key
+    assert all(HISTORY <= set(row) for row in report["history"])
+    assert report["status"] == "converged"
+    assert report["bound"]["rounds_held"] == report["bound"]["rounds_checked"]
+    o = report["objective"]
+    assert (o["final"] - o["reference"]) / abs(o["reference"]) <= 1e-8
+    png = tmp_path / "r-convergence.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--coupling", "3"], "coupling"),
+        (["--blocks", "x"], "--blocks"),
+        (["--blocks", "0"], "blocks"),
+        (["--agents", "0"], "--agents"),
+        (["--merge", "sometimes"], "--merge"),
+        (["--noise", "-1"], "noise"),
+    ],
+)
+def test_bad_arguments_give_one_line_and_exit_2(args: list[str], needle: str) -> None:
+    done = blockopt("run", "quadratic", "--inproc", *args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_unknown_kind_is_one_line() -> None:
+    done = blockopt("run", "nosuchkind")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
