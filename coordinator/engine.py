@@ -17,7 +17,7 @@ import networkx as nx
 
 from coordinator import errors
 from coordinator.convergence import MergedScore, RoundBound, round_bound
-from coordinator.records import MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
+from coordinator.records import MergeKind, MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.selection import (
     best_pairwise_combination,
     max_weight_independent_set,
@@ -133,7 +133,11 @@ class RoundEngine:
             except errors.BlockoptError as exc:
                 reject(p, exc.context.get("reason_code") or exc.code, exc.message)
                 continue
-            gain = f0 - meter(self.task.evaluate_change, state, {p.block: value})
+            try:
+                gain = f0 - meter(self.task.evaluate_change, state, {p.block: value})
+            except TaskInvalidProposal as exc:  # found only by running it (e.g. a plan with other rows)
+                reject(p, exc.code, exc.reason)
+                continue
             if gain <= self.tolerance:
                 reject(p, "not_improving", f"standalone improvement {gain:.6g} is not positive", gain)
                 continue
@@ -175,7 +179,7 @@ class RoundEngine:
 
         bound = round_bound(f0, new_snap.objective, self.reference.value, merged_scores, self.tolerance)
         merged_set = chosen if committed else set()
-        merge_kind = "none"
+        merge_kind: MergeKind = "none"
         if merged_set:
             interfering_merged = graph.subgraph(merged_set).number_of_edges() > 0
             merge_kind = "checked_combination" if interfering_merged else "independent"

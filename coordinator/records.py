@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 MergePolicy = Literal["independent", "checked"]
+MergeKind = Literal["none", "independent", "checked_combination"]
 
 
 class Usage(BaseModel):
@@ -78,7 +79,7 @@ class RoundRecord(BaseModel):
     accepted: int
     interfering: int
     """Edges of the interference graph among improving proposals."""
-    merge_kind: Literal["none", "independent", "checked_combination"]
+    merge_kind: MergeKind
     kappa: float | None
     gamma: float | None
     delta: float | None
