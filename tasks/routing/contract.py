@@ -1,0 +1,95 @@
+"""The contract of a block: its robots and the other robots' paths where they can matter.
+
+"Where they can matter" is the block's bounding region (starts, goals and
+current paths, widened by a margin) during the block's time window (its
+longest current path plus slack); visits to the block's goal cells are kept at
+any time, because a robot parked there conflicts with every later visit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tasks.routing.instance import Instance
+from tasks.routing.occupancy import Path
+
+
+def region_of(inst: Instance, robots: tuple[int, ...], paths: tuple[Path, ...], margin: int) -> tuple[int, int, int, int]:
+    w = inst.grid.width
+    xs: list[int] = []
+    ys: list[int] = []
+    for r in robots:
+        for c in paths[r]:
+            xs.append(c % w)
+            ys.append(c // w)
+    return (
+        max(0, min(xs) - margin),
+        max(0, min(ys) - margin),
+        min(inst.grid.width - 1, max(xs) + margin),
+        min(inst.grid.height - 1, max(ys) + margin),
+    )
+
+
+def build_contract(
+    inst: Instance, paths: tuple[Path, ...], block: int, margin: int, weight: int
+) -> dict[str, Any]:
+    grid = inst.grid
+    w = grid.width
+    robots = inst.blocks[block]
+    mine = set(robots)
+    x0, y0, x1, y1 = region_of(inst, robots, paths, margin)
+    window = max(len(paths[r]) for r in robots) + 2 * margin + 8
+    goals = {inst.goals[r] for r in robots}
+
+    def wanted(t: int, c: int) -> bool:
+        x, y = c % w, c // w
+        return x0 <= x <= x1 and y0 <= y <= y1 and (t <= window or c in goals)
+
+    moves: list[list[Any]] = []
+    size = total = 0
+    for o, path in enumerate(paths):
+        if o in mine:
+            continue
+        total += len(path)
+        last = len(path) - 1
+        run: list[list[int]] = []
+        t0 = 0
+        for t, c in enumerate(path):
+            if wanted(t, c):
+                if not run:
+                    t0 = t
+                run.append([c % w, c // w])
+            elif run:
+                moves.append([o, t0, run, 0])
+                size += len(run)
+                run = []
+        if run:
+            moves.append([o, t0, run, 1 if t0 + len(run) - 1 == last else 0])
+            size += len(run)
+    return {
+        "kind": "routing",
+        "map": grid.name,
+        "width": grid.width,
+        "height": grid.height,
+        "conflict_weight": weight,
+        "max_len": inst.max_len,
+        "robots": [
+            {
+                "id": r,
+                "start": list(grid.xy(inst.starts[r])),
+                "goal": list(grid.xy(inst.goals[r])),
+                "path": [list(grid.xy(c)) for c in paths[r]],
+            }
+            for r in robots
+        ],
+        "region": [x0, y0, x1, y1],
+        "window": [0, window],
+        "reservations": {
+            "moves": moves,
+            "size": size,
+            "plan_size": total,
+            "format": "[robot, t0, [[x, y] at t0, t0+1, ...], 1 if the run ends on arrival at the robot's goal]",
+        },
+        "surrogate": "minimize sum of arrival times + conflict_weight x (conflicts inside the block + with reservations)",
+        "value_format": "one path per robot, in the order of 'robots': [[x, y] at t = 0, 1, ...], ending at the goal",
+    }

@@ -1,0 +1,100 @@
+"""The 4-connected grid: cells as ints ``y * width + x``, neighbour lists and cached BFS distances.
+
+Cells are plain ints so that the occupancy index and the A* search key dicts by
+``t * n_cells + cell`` without building tuples in the inner loops.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+UNREACHABLE = -1
+
+
+@dataclass(eq=False)
+class Grid:
+    """A rectangular map; ``free[c]`` is True for passable cells."""
+
+    width: int
+    height: int
+    free: tuple[bool, ...]
+    name: str = "grid"
+    _moves: list[tuple[int, ...]] = field(default_factory=list, repr=False)
+    _dist: dict[int, list[int]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.free) != self.width * self.height:
+            raise ValueError("free mask does not match width x height")
+        w, h = self.width, self.height
+        moves: list[tuple[int, ...]] = []
+        for c in range(w * h):
+            if not self.free[c]:
+                moves.append(())
+                continue
+            x, y = c % w, c // w
+            out = [c]  # waiting is always a move
+            for nx, ny in ((x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)):
+                if 0 <= nx < w and 0 <= ny < h and self.free[ny * w + nx]:
+                    out.append(ny * w + nx)
+            moves.append(tuple(out))
+        self._moves = moves
+
+    @classmethod
+    def from_rows(cls, rows: list[str], name: str = "grid") -> Grid:
+        """Rows of characters, ``.`` (or ``G``) free and anything else blocked."""
+        height, width = len(rows), len(rows[0]) if rows else 0
+        free = tuple(ch in ".G" for row in rows for ch in row)
+        return cls(width, height, free, name)
+
+    @property
+    def n_cells(self) -> int:
+        return self.width * self.height
+
+    def cell(self, x: int, y: int) -> int:
+        return y * self.width + x
+
+    def xy(self, c: int) -> tuple[int, int]:
+        return c % self.width, c // self.width
+
+    def inside(self, x: int, y: int) -> bool:
+        return 0 <= x < self.width and 0 <= y < self.height
+
+    def moves(self, c: int) -> tuple[int, ...]:
+        """The cells reachable in one step from ``c``, itself (wait) first."""
+        return self._moves[c]
+
+    def rows(self) -> list[str]:
+        w = self.width
+        return ["".join("." if self.free[y * w + x] else "@" for x in range(w)) for y in range(self.height)]
+
+    def distances(self, goal: int) -> list[int]:
+        """4-connected BFS distance of every cell to ``goal`` (UNREACHABLE if none); cached per goal."""
+        cached = self._dist.get(goal)
+        if cached is not None:
+            return cached
+        dist = [UNREACHABLE] * self.n_cells
+        dist[goal] = 0
+        queue = deque([goal])
+        moves = self._moves
+        while queue:
+            c = queue.popleft()
+            d = dist[c] + 1
+            for n in moves[c]:
+                if dist[n] == UNREACHABLE:
+                    dist[n] = d
+                    queue.append(n)
+        self._dist[goal] = dist
+        return dist
+
+    def shortest_path(self, start: int, goal: int) -> list[int]:
+        """One shortest path (following the BFS gradient), or [] when the goal is unreachable."""
+        dist = self.distances(goal)
+        if dist[start] == UNREACHABLE:
+            return []
+        path = [start]
+        c = start
+        while c != goal:
+            c = min((n for n in self._moves[c] if dist[n] != UNREACHABLE), key=dist.__getitem__)
+            path.append(c)
+        return path

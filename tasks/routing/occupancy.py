@@ -1,0 +1,173 @@
+"""The space-time occupancy index and conflict counting (the scorer).
+
+A path is a tuple of cells, trimmed so that it ends on its first arrival for
+good at the goal: the robot moves during steps ``0..T-1`` (T = len - 1, its
+cost) and is *parked* at the goal from time T on, forever.
+
+Conflicts are counted per robot pair and time: a vertex conflict for two robots
+in one cell at one time (a parked robot counts at every time after it arrived),
+an edge conflict for two robots swapping cells in one step.
+
+The index keys dicts by ints (``t * n + cell`` and ``(t * n + a) * n + b``) and
+stores robot ids, so the conflicts of a few paths against everybody else cost
+about the length of those paths: this is what makes scoring incremental.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+Path = tuple[int, ...]
+
+
+def canonical(path: Iterable[int]) -> Path:
+    """Drop the trailing waits at the goal: the robot parks there anyway."""
+    p = list(path)
+    while len(p) > 1 and p[-1] == p[-2]:
+        p.pop()
+    return tuple(p)
+
+
+def cost(path: Path) -> int:
+    return len(path) - 1
+
+
+@dataclass
+class OccupancyIndex:
+    """Who is where when. Values are tuples, so a shallow ``copy`` is a safe copy-on-write."""
+
+    n: int
+    vert: dict[int, tuple[int, ...]]
+    """t*n + cell -> robots moving through the cell at time t (t < their T)."""
+    edge: dict[int, tuple[int, ...]]
+    """(t*n + a)*n + b -> robots stepping a -> b (a != b) between t and t+1."""
+    visits: dict[int, tuple[tuple[int, int], ...]]
+    """cell -> (t, robot) for every moving visit (to count conflicts with a robot parked there)."""
+    park: dict[int, tuple[int, int]]
+    """goal cell -> (robot, T): the robot occupies the cell at every t >= T."""
+
+    @classmethod
+    def empty(cls, n: int) -> OccupancyIndex:
+        return cls(n, {}, {}, {}, {})
+
+    @classmethod
+    def build(cls, n: int, paths: Mapping[int, Path]) -> OccupancyIndex:
+        idx = cls.empty(n)
+        for r, p in paths.items():
+            idx.add(r, p)
+        return idx
+
+    def copy(self) -> OccupancyIndex:
+        return OccupancyIndex(self.n, dict(self.vert), dict(self.edge), dict(self.visits), dict(self.park))
+
+    def add(self, robot: int, path: Path) -> None:
+        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        last = len(path) - 1
+        for t in range(last):
+            c = path[t]
+            k = t * n + c
+            vert[k] = vert.get(k, ()) + (robot,)
+            visits[c] = visits.get(c, ()) + ((t, robot),)
+            b = path[t + 1]
+            if b != c:
+                ek = k * n + b
+                edge[ek] = edge.get(ek, ()) + (robot,)
+        self.park[path[last]] = (robot, last)
+
+    def remove(self, robot: int, path: Path) -> None:
+        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        last = len(path) - 1
+        for t in range(last):
+            c = path[t]
+            k = t * n + c
+            _drop(vert, k, tuple(r for r in vert[k] if r != robot))
+            if c in visits:
+                _drop(visits, c, tuple(v for v in visits[c] if v[1] != robot))
+            b = path[t + 1]
+            if b != c:
+                ek = k * n + b
+                _drop(edge, ek, tuple(r for r in edge[ek] if r != robot))
+        if self.park.get(path[last], (None,))[0] == robot:
+            del self.park[path[last]]
+
+    def total_conflicts(self) -> int:
+        """All conflicts of the indexed plan, from the index alone."""
+        n = self.n
+        total = sum(len(v) * (len(v) - 1) // 2 for v in self.vert.values())
+        for cell, (robot, start) in self.park.items():
+            total += sum(1 for t, r in self.visits.get(cell, ()) if t >= start and r != robot)
+        edge = self.edge
+        nn = n * n
+        for k, robots in edge.items():
+            t, rest = divmod(k, nn)
+            a, b = divmod(rest, n)
+            if a < b:
+                other = edge.get((t * n + b) * n + a)
+                if other:
+                    total += len(robots) * len(other)
+        return total
+
+    def cross_conflicts(self, paths: Mapping[int, Path], exclude: frozenset[int] | set[int]) -> int:
+        """Conflicts between ``paths`` and the indexed robots not in ``exclude``.
+
+        Costs about the total length of ``paths`` (plus the visits to their goals).
+        """
+        n, vert, edge, park, visits = self.n, self.vert, self.edge, self.park, self.visits
+        total = 0
+        for path in paths.values():
+            last = len(path) - 1
+            for t in range(last):
+                c = path[t]
+                k = t * n + c
+                occ = vert.get(k)
+                if occ:
+                    total += sum(1 for o in occ if o not in exclude)
+                pk = park.get(c)
+                if pk is not None and pk[1] <= t and pk[0] not in exclude:
+                    total += 1
+                b = path[t + 1]
+                if b != c:
+                    sw = edge.get((t * n + b) * n + c)
+                    if sw:
+                        total += sum(1 for o in sw if o not in exclude)
+            g = path[last]
+            for t, o in visits.get(g, ()):
+                if t >= last and o not in exclude:
+                    total += 1
+        return total
+
+
+def _drop(d: dict, key: int, value: tuple) -> None:  # type: ignore[type-arg]
+    if value:
+        d[key] = value
+    else:
+        del d[key]
+
+
+def conflicts_among(n: int, paths: Mapping[int, Path]) -> int:
+    """Conflicts inside a small set of paths (a block, or two blocks)."""
+    return OccupancyIndex.build(n, paths).total_conflicts()
+
+
+def conflicts_between(n: int, a: Mapping[int, Path], b: Mapping[int, Path]) -> int:
+    """Conflicts between two disjoint sets of robots (only pairs with one robot in each)."""
+    if len(a) > len(b):
+        a, b = b, a
+    return OccupancyIndex.build(n, b).cross_conflicts(a, frozenset())
+
+
+def full_conflicts(n: int, paths: Mapping[int, Path]) -> int:
+    """Full re-scoring of a whole plan (what incremental scoring must agree with)."""
+    return conflicts_among(n, paths)
+
+
+def change_in_conflicts(
+    index: OccupancyIndex, old: Mapping[int, Path], new: Mapping[int, Path]
+) -> int:
+    """Conflicts after replacing ``old`` paths by ``new`` ones, minus before (same robots)."""
+    robots = frozenset(new)
+    n = index.n
+    after = index.cross_conflicts(new, robots) + conflicts_among(n, new)
+    before = index.cross_conflicts(old, robots) + conflicts_among(n, old)
+    return after - before

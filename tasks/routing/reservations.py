@@ -1,0 +1,101 @@
+"""The agent-side reservation table: other robots' space-time cells, as counts.
+
+Built from a contract (robot identities are not needed by the planner, only
+how many robots are where), and updated in place while a proposer re-plans a
+neighbourhood: paths are added and removed as the LNS moves robots around.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tasks.routing.occupancy import Path
+
+
+@dataclass
+class Reservations:
+    n: int
+    vert: dict[int, int] = field(default_factory=dict)
+    """t*n + cell -> robots moving through the cell at time t."""
+    edge: dict[int, int] = field(default_factory=dict)
+    """(t*n + a)*n + b -> robots stepping a -> b between t and t+1."""
+    park: dict[int, int] = field(default_factory=dict)
+    """cell -> time from which a robot is parked there for good."""
+    visits: dict[int, list[int]] = field(default_factory=dict)
+    """cell -> times of moving visits (conflicts with a robot that parks there later)."""
+    t_static: int = 0
+    """No moving reservation at or after t_static + 1: the table is time-invariant from there."""
+
+    def add_run(self, t0: int, cells: list[int], arrives: bool = False) -> None:
+        """Occupy ``cells`` at times t0, t0+1, ... (a clipped piece of another robot's path).
+
+        With ``arrives`` the last cell is the robot's goal, reached at that time
+        and occupied for good from then on.
+        """
+        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        moving = cells[:-1] if arrives else cells
+        prev = -1
+        t = t0 - 1
+        for t, c in enumerate(moving, t0):
+            k = t * n + c
+            vert[k] = vert.get(k, 0) + 1
+            visits.setdefault(c, []).append(t)
+            if prev >= 0 and prev != c:
+                ek = ((t - 1) * n + prev) * n + c
+                edge[ek] = edge.get(ek, 0) + 1
+            prev = c
+        if t + 1 > self.t_static:
+            self.t_static = t + 1
+        if arrives:
+            goal = cells[-1]
+            arrival = t0 + len(cells) - 1
+            if prev >= 0 and prev != goal:
+                ek = ((arrival - 1) * n + prev) * n + goal
+                edge[ek] = edge.get(ek, 0) + 1
+            self.park[goal] = arrival
+            if arrival > self.t_static:
+                self.t_static = arrival
+
+    def add_path(self, path: Path) -> None:
+        self.add_run(0, list(path), arrives=True)
+
+    def remove_path(self, path: Path) -> None:
+        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        last = len(path) - 1
+        for t in range(last):
+            c = path[t]
+            k = t * n + c
+            left = vert[k] - 1
+            if left:
+                vert[k] = left
+            else:
+                del vert[k]
+            visits[c].remove(t)
+            b = path[t + 1]
+            if b != c:
+                ek = k * n + b
+                left = edge[ek] - 1
+                if left:
+                    edge[ek] = left
+                else:
+                    del edge[ek]
+        if self.park.get(path[last]) == last:
+            del self.park[path[last]]
+
+    def path_conflicts(self, path: Path) -> int:
+        """Conflicts of one path (not in the table) with everything in the table."""
+        n, vert, edge, park = self.n, self.vert, self.edge, self.park
+        total = 0
+        last = len(path) - 1
+        for t in range(last):
+            c = path[t]
+            total += vert.get(t * n + c, 0)
+            pk = park.get(c)
+            if pk is not None and pk <= t:
+                total += 1
+            b = path[t + 1]
+            if b != c:
+                total += edge.get((t * n + b) * n + c, 0)
+        g = path[last]
+        total += sum(1 for t in self.visits.get(g, ()) if t >= last)
+        return total

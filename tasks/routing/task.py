@@ -1,0 +1,257 @@
+"""The routing kind (DESIGN §4 "routing"): F = sum of costs + W x conflicts, scored incrementally."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tasks.base import InvalidProposal, Reference, Task
+from tasks.routing.contract import build_contract
+from tasks.routing.instance import Instance, RoutingParams, build_instance
+from tasks.routing.lns import RoutingProposer
+from tasks.routing.occupancy import (
+    OccupancyIndex,
+    Path,
+    canonical,
+    change_in_conflicts,
+    conflicts_between,
+    cost,
+    full_conflicts,
+)
+
+
+class RoutingProposerParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    time_budget: float = Field(0.5, gt=0.0, le=600.0, description="seconds of LNS per proposal")
+    neighbourhood: int = Field(8, ge=1, le=1000, description="robots re-planned together in one LNS step")
+    patience: int = Field(
+        3, ge=0, le=1000,
+        description="extra empty rounds before the run counts as stalled (LNS is random: a miss is not a proof)",
+    )
+
+
+@dataclass(frozen=True)
+class RoutingState:
+    """Paths per robot plus the occupancy index and the running totals; never mutated."""
+
+    paths: tuple[Path, ...]
+    index: OccupancyIndex
+    soc: int
+    conflicts: int
+
+
+class RoutingTask(Task[RoutingState]):
+    """Multi-robot path finding on a 4-connected grid (MovingAI instances or generated grids)."""
+
+    kind = "routing"
+    Params = RoutingParams
+    ProposerParams = RoutingProposerParams
+
+    def __init__(self, params: RoutingParams) -> None:  # type: ignore[override]
+        super().__init__(params)
+        self.p = params
+        self.inst: Instance = build_instance(params)
+        self.grid = self.inst.grid
+        self.weight = self.inst.n_robots * self.inst.max_len + 1
+        """W: more than any sum of path lengths, so one conflict outweighs any detour."""
+        self._robot_block = {r: b for b, rs in enumerate(self.inst.blocks) for r in rs}
+
+    # -- instance -----------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.inst.name
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.inst.blocks)
+
+    def initial_state(self) -> RoutingState:
+        """Every robot on its own shortest path, ignoring the others."""
+        g = self.grid
+        paths = tuple(tuple(g.shortest_path(s, t)) for s, t in zip(self.inst.starts, self.inst.goals, strict=True))
+        return self.state_of(paths)
+
+    def state_of(self, paths: tuple[Path, ...]) -> RoutingState:
+        index = OccupancyIndex.build(self.grid.n_cells, dict(enumerate(paths)))
+        return RoutingState(paths, index, sum(cost(p) for p in paths), index.total_conflicts())
+
+    # -- model -----------------------------------------------------------------
+    def objective(self, state: RoutingState) -> float:
+        return float(state.soc + self.weight * state.conflicts)
+
+    def full_objective(self, paths: tuple[Path, ...]) -> float:
+        """From scratch, without any cached index (tests compare it with the incremental totals)."""
+        conflicts = full_conflicts(self.grid.n_cells, dict(enumerate(paths)))
+        return float(sum(cost(p) for p in paths) + self.weight * conflicts)
+
+    def _changed(self, state: RoutingState, changes: Mapping[int, tuple[Path, ...]]) -> tuple[dict[int, Path], dict[int, Path]]:
+        old: dict[int, Path] = {}
+        new: dict[int, Path] = {}
+        for b, value in changes.items():
+            for r, p in zip(self.inst.blocks[b], value, strict=True):
+                if state.paths[r] != p:
+                    old[r] = state.paths[r]
+                    new[r] = p
+        return old, new
+
+    def evaluate_change(self, state: RoutingState, changes: Mapping[int, tuple[Path, ...]]) -> float:
+        """Costs about the length of the changed paths: only they are looked up in the index."""
+        old, new = self._changed(state, changes)
+        d_soc = sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
+        d_conf = change_in_conflicts(state.index, old, new) if new else 0
+        return float(state.soc + d_soc + self.weight * (state.conflicts + d_conf))
+
+    def apply(self, state: RoutingState, changes: Mapping[int, tuple[Path, ...]]) -> RoutingState:
+        old, new = self._changed(state, changes)
+        if not new:
+            return state
+        d_conf = change_in_conflicts(state.index, old, new)
+        index = state.index.copy()
+        paths = list(state.paths)
+        for r, p in old.items():
+            index.remove(r, p)
+        for r, p in new.items():
+            index.add(r, p)
+            paths[r] = p
+        d_soc = sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
+        return RoutingState(tuple(paths), index, state.soc + d_soc, state.conflicts + d_conf)
+
+    def block_value(self, state: RoutingState, block: int) -> tuple[Path, ...]:
+        return tuple(state.paths[r] for r in self.inst.blocks[block])
+
+    def footprint(self, state: RoutingState, block: int, value: tuple[Path, ...]) -> frozenset[Hashable]:
+        """Cells of the old and new paths of the robots that change: every conflict shares a cell."""
+        cells: set[int] = set()
+        for r, p in zip(self.inst.blocks[block], value, strict=True):
+            if state.paths[r] != p:
+                cells.update(p)
+                cells.update(state.paths[r])
+        return frozenset(cells)
+
+    def interaction(
+        self, state: RoutingState, p: tuple[int, Any], q: tuple[int, Any], f0: float | None = None
+    ) -> float:
+        """c_pq = W x (X(P', Q') − X(P', Q) − X(P, Q') + X(P, Q)), X = conflicts between two robot sets.
+
+        Everything else in F is separable between two blocks, so only the cross
+        conflicts of the changed robots can make Δ_pq differ from Δ_p + Δ_q.
+        """
+        if p[0] == q[0]:
+            return super().interaction(state, p, q, f0)
+        op, np_ = self._changed(state, {p[0]: p[1]})
+        oq, nq = self._changed(state, {q[0]: q[1]})
+        if not np_ or not nq:
+            return 0.0
+        n = self.grid.n_cells
+        x = (
+            conflicts_between(n, np_, nq)
+            - conflicts_between(n, np_, oq)
+            - conflicts_between(n, op, nq)
+            + conflicts_between(n, op, oq)
+        )
+        return float(self.weight * x)
+
+    def contract(self, state: RoutingState, block: int) -> dict[str, Any]:
+        return build_contract(self.inst, state.paths, block, self.p.margin, self.weight)
+
+    def validate(self, block: int, value: Any) -> tuple[Path, ...]:
+        if not 0 <= block < self.n_blocks:
+            raise InvalidProposal(f"block {block} does not exist (0..{self.n_blocks - 1})", "wrong_block")
+        if isinstance(value, Mapping):
+            value = value.get("paths")
+        robots = self.inst.blocks[block]
+        if not isinstance(value, list | tuple) or len(value) != len(robots):
+            raise InvalidProposal(
+                f"block {block} needs a list of {len(robots)} paths (one per robot, in contract order)", "bad_shape"
+            )
+        return tuple(self._path(r, raw) for r, raw in zip(robots, value, strict=True))
+
+    def _path(self, robot: int, raw: Any) -> Path:
+        g = self.grid
+        if not isinstance(raw, list | tuple) or not raw:
+            raise InvalidProposal(f"robot {robot}: a path is a non-empty list of [x, y] cells", "bad_shape")
+        if len(raw) > self.inst.max_len + 1:
+            raise InvalidProposal(f"robot {robot}: path longer than max_len {self.inst.max_len}", "over_budget")
+        cells: list[int] = []
+        for t, xy in enumerate(raw):
+            if (
+                not isinstance(xy, list | tuple)
+                or len(xy) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in xy)
+            ):
+                raise InvalidProposal(f"robot {robot}: step {t} is not an [x, y] pair of integers", "bad_shape")
+            x, y = xy
+            if not g.inside(x, y):
+                raise InvalidProposal(f"robot {robot}: ({x}, {y}) at t={t} is off the map", "illegal_move")
+            c = g.cell(x, y)
+            if not g.free[c]:
+                raise InvalidProposal(f"robot {robot}: ({x}, {y}) at t={t} is blocked", "illegal_move")
+            if cells and c not in g.moves(cells[-1]):
+                raise InvalidProposal(
+                    f"robot {robot}: jump from {g.xy(cells[-1])} to ({x}, {y}) at t={t}", "illegal_move"
+                )
+            cells.append(c)
+        if cells[0] != self.inst.starts[robot]:
+            raise InvalidProposal(
+                f"robot {robot}: path starts at {g.xy(cells[0])}, not at {g.xy(self.inst.starts[robot])}", "illegal_move"
+            )
+        if cells[-1] != self.inst.goals[robot]:
+            raise InvalidProposal(
+                f"robot {robot}: path ends at {g.xy(cells[-1])}, not at its goal {g.xy(self.inst.goals[robot])}",
+                "illegal_move",
+            )
+        return canonical(cells)
+
+    def encode_value(self, value: tuple[Path, ...]) -> list[list[list[int]]]:
+        return [[list(self.grid.xy(c)) for c in p] for p in value]
+
+    def lower_bound(self) -> int:
+        """Σ 4-connected BFS distances (the scenario's octile lengths are not a bound here)."""
+        g = self.grid
+        return sum(g.distances(t)[s] for s, t in zip(self.inst.starts, self.inst.goals, strict=True))
+
+    @cached_property
+    def _reference(self) -> Reference:
+        from tasks.routing.exact import exact_reference
+
+        return exact_reference(self.inst, self.lower_bound(), self.p.exact_limit)
+
+    def reference(self) -> Reference:
+        return self._reference
+
+    def feasible(self, state: RoutingState) -> bool:
+        return state.conflicts == 0
+
+    def dump_state(self, state: RoutingState) -> dict[str, Any]:
+        return {"paths": [[list(self.grid.xy(c)) for c in p] for p in state.paths]}
+
+    def load_state(self, data: Any) -> RoutingState:
+        raw = data["paths"] if isinstance(data, Mapping) else data
+        if len(raw) != self.inst.n_robots:
+            raise InvalidProposal(f"state has {len(raw)} paths for {self.inst.n_robots} robots", "bad_shape")
+        return self.state_of(tuple(self._path(r, p) for r, p in enumerate(raw)))
+
+    def solution(self, state: RoutingState) -> dict[str, Any]:
+        return {
+            **self.dump_state(state),
+            "sum_of_costs": state.soc,
+            "conflicts": state.conflicts,
+            "lower_bound": self.lower_bound(),
+        }
+
+    def pictures(self, state: RoutingState, stem: str) -> list[str]:
+        from tasks.routing.draw import draw_animation, draw_plan
+
+        return [draw_plan(self.inst, state.paths, stem + "-plan.png"), draw_animation(self.inst, state.paths, stem + "-moves.gif")]
+
+    def make_proposer(self, knobs: BaseModel, seed: int = 0) -> RoutingProposer:
+        k = RoutingProposerParams.model_validate(knobs.model_dump())
+        return RoutingProposer(
+            self.grid, time_budget=k.time_budget, neighbourhood=k.neighbourhood, max_len=self.inst.max_len,
+            patience=k.patience, seed=seed,
+        )

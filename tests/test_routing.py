@@ -1,0 +1,249 @@
+"""The routing kind: loading, bad input, the proposer, references, contracts, pictures and the CLI run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path as FsPath
+
+import pytest
+
+from blockopt.cli import main
+from coordinator.inproc import contract_envelope
+from coordinator.records import Snapshot
+from tasks.base import InvalidProposal
+from tasks.registry import InvalidParams, create_task, kinds
+from tasks.routing import RoutingTask
+from tasks.routing.astar import plan_path
+from tasks.routing.grid import Grid
+from tasks.routing.movingai import DATA
+from tasks.routing.reservations import Reservations
+from tasks.routing.validator import validate_plan
+
+
+def routing(params: dict[str, object]) -> RoutingTask:
+    task = create_task("routing", params)
+    assert isinstance(task, RoutingTask)
+    return task
+
+
+def small(**kw: object) -> RoutingTask:
+    return routing({"map": "empty-8-8", "robots": 6, "blocks": 2, "exact_limit": 0, **kw})
+
+
+def test_kind_is_registered() -> None:
+    assert kinds()["routing"] is RoutingTask
+
+
+def test_movingai_instance_loads_bundled_and_by_path() -> None:
+    by_name = routing({"map": "random-32-32-10", "scen": "random-1", "robots": 50, "blocks": 3})
+    path = DATA / "maps" / "random-32-32-10.map"
+    scen = DATA / "scen" / "random-32-32-10-random-1.scen"
+    by_path = routing({"map": str(path), "scen": str(scen), "robots": 50, "blocks": 3})
+    assert by_name.inst.starts == by_path.inst.starts and by_name.inst.goals == by_path.inst.goals
+    assert by_name.grid.width == 32 and by_name.grid.height == 32
+    # first scenario line: start (11, 6), goal (7, 18)
+    assert by_name.grid.xy(by_name.inst.starts[0]) == (11, 6)
+    assert by_name.grid.xy(by_name.inst.goals[0]) == (7, 18)
+    assert sorted(r for b in by_name.inst.blocks for r in b) == list(range(50))
+
+
+@pytest.mark.parametrize(
+    ("params", "param", "words"),
+    [
+        ({"map": "no-such-map"}, "map", "unknown map"),
+        ({"map": "/nonexistent/x.map"}, "map", "does not exist"),
+        ({"map": "empty-8-8", "robots": 500}, "robots", "has only"),
+        ({"map": "empty-8-8", "scen": "random-99"}, "scen", "unknown scenario"),
+        ({"map": "empty-8-8", "robots": 4, "blocks": 5}, "blocks", "at most one block per robot"),
+        ({"map": "generated", "width": 3, "height": 3, "robots": 20}, "robots", "connected free cells"),
+    ],
+)
+def test_bad_instances_are_clear_invalid_params(params: dict[str, object], param: str, words: str) -> None:
+    with pytest.raises(InvalidParams) as info:
+        create_task("routing", params)
+    assert info.value.param == param
+    assert words in str(info.value)
+
+
+def test_lower_bound_is_the_sum_of_bfs_distances_and_optimum_is_proven_small() -> None:
+    task = routing({"map": "empty-8-8", "robots": 8, "blocks": 2, "exact_limit": 20})
+    g = task.grid
+    lb = sum(g.distances(t)[s] for s, t in zip(task.inst.starts, task.inst.goals, strict=True))
+    assert task.lower_bound() == lb
+    ref = task.reference()
+    assert ref.kind == "optimum" and ref.value >= lb
+
+
+def test_exact_optimum_beats_or_matches_heuristic_on_a_crowded_grid() -> None:
+    from tasks.routing.exact import exact_optimum, prioritized_plan
+
+    task = routing(
+        {"map": "generated", "width": 6, "height": 6, "density": 0.1, "robots": 6, "seed": 3, "exact_limit": 0}
+    )
+    plan = prioritized_plan(task.inst)
+    assert plan is not None
+    value, proven = exact_optimum(task.inst, task.lower_bound(), 20)
+    assert proven and value is not None
+    assert task.lower_bound() <= value <= sum(len(p) - 1 for p in plan)
+
+
+def test_large_instances_get_a_lower_bound() -> None:
+    task = routing({"map": "random-32-32-10", "robots": 20, "blocks": 2})
+    assert task.reference().kind == "lower_bound"
+    assert task.reference().value == task.lower_bound()
+
+
+def test_validate_rejects_bad_proposals_with_reasons() -> None:
+    task = small()
+    state = task.initial_state()
+    good = task.encode_value(task.block_value(state, 0))
+    assert task.validate(0, good) == task.block_value(state, 0)
+    n = len(good)
+    first = good[0]
+    cases = {
+        "wrong_block": (7, good),
+        "bad_shape": (0, good[:-1]),
+    }
+    for code, (block, value) in cases.items():
+        with pytest.raises(InvalidProposal) as info:
+            task.validate(block, value)
+        assert info.value.code == code
+    sx, sy = first[0]
+    gx, gy = first[-1]
+    side = [gx + 1, gy] if gx < 7 else [gx - 1, gy]
+    bad_paths = {
+        "jump": ([[sx, sy], [sx + 2 if sx < 5 else sx - 2, sy]] + first[1:], "illegal_move", "jump"),
+        "start": ([side, [gx, gy]], "illegal_move", "starts at"),
+        "goal": (first + [side], "illegal_move", "not at its goal"),
+        "off map": (first + [[-1, gy]], "illegal_move", "off the map"),
+        "shape": ([[sx, sy, 0]], "bad_shape", "pair of integers"),
+    }
+    for name, (path, code, words) in bad_paths.items():
+        with pytest.raises(InvalidProposal) as info:
+            task.validate(0, [path] + good[1:n])
+        assert info.value.code == code, name
+        assert words in info.value.reason, name
+
+
+def test_dump_and_load_state_round_trip() -> None:
+    task = small()
+    state = task.initial_state()
+    data = json.loads(json.dumps(task.dump_state(state)))
+    again = task.load_state(data)
+    assert again.paths == state.paths
+    assert task.objective(again) == task.objective(state)
+
+
+def test_astar_avoids_vertex_and_edge_conflicts_when_it_can() -> None:
+    grid = Grid.from_rows(["....", "....", "...."])
+    table = Reservations(grid.n_cells)
+    # another robot walks right to left along the middle row, head-on
+    table.add_path(tuple(grid.cell(x, 1) for x in (3, 2, 1, 0)))
+    found = plan_path(grid, grid.cell(0, 1), grid.cell(3, 1), table, max_len=50)
+    assert found is not None
+    path, conflicts = found
+    assert conflicts == 0
+    assert len(path) - 1 >= 5  # it must side-step: the straight line (3 steps) collides
+
+
+def test_astar_counts_unavoidable_conflicts() -> None:
+    grid = Grid.from_rows(["...."])
+    table = Reservations(grid.n_cells)
+    table.add_path((grid.cell(1, 0),))  # a robot parked in the only corridor
+    found = plan_path(grid, grid.cell(0, 0), grid.cell(3, 0), table, max_len=50)
+    assert found is not None
+    path, conflicts = found
+    assert conflicts == 1 and len(path) == 4
+
+
+def test_contract_holds_the_block_and_a_restricted_reservation_table() -> None:
+    task = routing({"map": "random-32-32-10", "robots": 50, "blocks": 5, "margin": 1})
+    state = task.initial_state()
+    data = task.contract(state, 0)
+    assert [r["id"] for r in data["robots"]] == list(task.inst.blocks[0])
+    res = data["reservations"]
+    assert 0 < res["size"] < res["plan_size"]
+    x0, y0, x1, y1 = data["region"]
+    for _robot, _t0, cells, _arrives in res["moves"]:
+        assert all(x0 <= x <= x1 and y0 <= y <= y1 for x, y in cells)
+    json.dumps(data)
+
+
+def test_proposer_removes_conflicts_and_predicts_honestly() -> None:
+    task = routing({"map": "empty-16-16", "robots": 30, "blocks": 1, "exact_limit": 0})
+    state = task.initial_state()
+    assert state.conflicts > 0
+    snap = Snapshot(0, task.objective(state), (0,), state)
+    proposer = task.make_proposer(task.ProposerParams(time_budget=1.0), seed=1)
+    draft = proposer.propose(contract_envelope(task, snap, 0))
+    assert draft is not None
+    value = task.validate(0, draft.value)
+    actual = task.objective(state) - task.evaluate_change(state, {0: value})
+    assert draft.predicted_improvement == actual  # one block sees everything: δ = 0
+    after = task.apply(state, {0: value})
+    assert after.conflicts < state.conflicts
+
+
+def test_pictures_are_written(tmp_path: FsPath) -> None:
+    task = small()
+    files = task.pictures(task.initial_state(), str(tmp_path / "plan"))
+    assert [FsPath(f).suffix for f in files] == [".png", ".gif"]
+    assert all(FsPath(f).stat().st_size > 1000 for f in files)
+
+
+def test_validator_reports_structural_errors() -> None:
+    rows = ["...", ".@.", "..."]
+    verdict = validate_plan(rows, [(0, 0)], [(2, 2)], [[(0, 0), (1, 1), (2, 2)]])
+    assert not verdict.valid and any("blocked" in e for e in verdict.errors)
+    verdict = validate_plan(rows, [(0, 0), (2, 0)], [(2, 0), (0, 0)], [[(0, 0), (1, 0), (2, 0)], [(2, 0), (1, 0), (0, 0)]])
+    assert not verdict.valid and len(verdict.vertex_conflicts) == 1
+
+
+def test_cli_run_solves_a_small_instance(tmp_path: FsPath, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "r.json"
+    code = main([
+        "run", "routing", "--map", "empty-16-16", "--robots", "12", "--agents", "2", "--merge", "independent",
+        "--seed", "1", "--time-limit", "20", "--inproc", "--time-budget", "0.1", "--patience", "0", "--exact-limit", "0", "--quiet",
+        "--report", str(report),
+    ])
+    assert code == 0
+    data = json.loads(report.read_text())
+    assert data["feasible"] is True
+    assert data["objective"]["reference_kind"] == "lower_bound"
+    assert data["task"]["blocks"] == 2
+    for suffix in ("-plan.png", "-moves.gif", "-convergence.png"):
+        assert (tmp_path / f"r{suffix}").stat().st_size > 1000
+
+
+def test_cli_rejects_unknown_map(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "routing", "--map", "nowhere", "--agents", "2"]) == 2
+    assert "unknown map" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("robots", "blocks"), [(9, 4), (10, 10), (7, 3), (50, 6)])
+def test_spatial_partition_gives_nonempty_balanced_blocks(robots: int, blocks: int) -> None:
+    from tasks.routing.partition import spatial
+
+    points = [(float(i % 5), float(i // 5)) for i in range(robots)]
+    groups = spatial(points, blocks, seed=1)
+    assert sorted(i for g in groups for i in g) == list(range(robots))
+    assert all(groups) and max(map(len, groups)) - min(map(len, groups)) <= max(1, robots // blocks)
+
+
+def test_interaction_partition_cuts_less_and_keeps_sizes() -> None:
+    from tasks.routing.instance import _interaction_weights
+    from tasks.routing.partition import by_interaction, spatial
+
+    task = small(map="random-32-32-10", robots=30, blocks=3, partition="spatial")
+    weights = _interaction_weights(task.grid, task.inst.starts, task.inst.goals)
+    start = [list(g) for g in task.inst.blocks]
+    better = by_interaction(weights, start)
+
+    def cut(groups: list[list[int]]) -> float:
+        where = {i: b for b, g in enumerate(groups) for i in g}
+        return sum(w for (i, j), w in weights.items() if where[i] != where[j])
+
+    assert sorted(map(len, better)) == sorted(map(len, start))
+    assert sorted(i for g in better for i in g) == list(range(30))
+    assert cut(better) <= cut(start)
+    assert spatial  # the default starting point of the interaction partition
