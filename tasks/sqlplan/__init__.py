@@ -1,0 +1,9 @@
+"""SQLite query planning kind (DESIGN §4 "sqlplan"): see ``task.py``; one job per module."""
+
+from __future__ import annotations
+
+from tasks.sqlplan.task import SqlPlanTask
+
+TASK = SqlPlanTask
+
+__all__ = ["TASK", "SqlPlanTask"]

@@ -1,0 +1,272 @@
+"""Measuring one query under one plan and one index set, with equivalence checking and a cache.
+
+A query's cost depends only on its plan and on the indexes of the tables it
+reads, so results are cached under (query, plan, relevant index set): scoring
+a proposal re-runs only the queries it re-plans or whose tables gain or lose an
+index. Capped probes (a proposer trying an order with "stop once it is worse
+than the best so far") are remembered as lower bounds, never as costs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tasks.sqlplan.indexes import IndexSpec
+from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, parse_query, render
+from tasks.sqlplan.sandbox import Sandbox, SandboxError, StepCapExceeded
+from tasks.sqlplan.workload import Workload, cache_dir
+
+REL_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Outcome:
+    cost: int
+    """progress callbacks (x 1,000 VM steps); the step cap when the run failed."""
+    seconds: float
+    ok: bool
+    reason: str = ""
+
+
+def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Orders rows regardless of type; floats rounded so that 1e-12 noise cannot reorder them."""
+    key: list[Any] = []
+    for v in row:
+        if v is None:
+            key.append((0, 0))
+        elif isinstance(v, (int, float)):
+            key.append((1, float(f"{float(v):.9g}")))
+        elif isinstance(v, str):
+            key.append((2, v))
+        else:
+            key.append((3, bytes(v)))
+    return tuple(key)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+            return False
+        return math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=0.0) or a == b
+    return a == b
+
+
+def compare_rows(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> str:
+    """'' when equal as multisets of rows (floats within 1e-9 relative), else what differs."""
+    if len(got) != len(want):
+        return f"returns {len(got)} rows, the original returns {len(want)}"
+    for i, (g, w) in enumerate(zip(sorted(got, key=_sort_key), sorted(want, key=_sort_key), strict=True)):
+        if len(g) != len(w) or not all(_same_value(x, y) for x, y in zip(g, w)):
+            return f"row {i} (sorted) differs: {g!r} vs the original's {w!r}"
+    return ""
+
+
+def reference_file(workload: Workload) -> Path:
+    """One file per (database file version, query texts): results of the original queries."""
+    st = workload.db_path.stat()
+    h = hashlib.sha256(f"{workload.db_path}|{st.st_size}|{st.st_mtime_ns}".encode())
+    for q in sorted(workload.queries):
+        h.update(q.encode() + b"\0" + workload.queries[q].encode() + b"\0")
+    return cache_dir() / "sqlplan-reference" / f"{h.hexdigest()[:24]}.json"
+
+
+def _load_reference(workload: Workload) -> dict[str, tuple[list[tuple[Any, ...]], int]]:
+    """Every process (coordinator, each agent) needs the original results; the first one stores them."""
+    try:
+        data = json.loads(reference_file(workload).read_text())
+        return {q: ([tuple(r) for r in v["rows"]], int(v["cost"])) for q, v in data.items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _store_reference(workload: Workload, rows: dict[str, list[tuple[Any, ...]]], costs: dict[str, int]) -> None:
+    path = reference_file(workload)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if any(isinstance(v, bytes) for r in rows.values() for row in r for v in row):
+            return  # blobs do not survive JSON; such workloads just recompute
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({q: {"rows": rows[q], "cost": costs[q]} for q in rows}))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+class Evaluator:
+    """A sandbox plus everything measured on it, for one workload."""
+
+    def __init__(self, workload: Workload, step_cap: int) -> None:
+        self.workload = workload
+        self.step_cap = step_cap
+        self.sandbox = Sandbox(workload.db_path, default_cap=step_cap)
+        self.models: dict[str, QueryModel] = {
+            q: parse_query(q, sql, workload.schema) for q, sql in workload.queries.items()
+        }
+        self.builtin: dict[IndexSpec, str] = {
+            IndexSpec(t, cols, tuple("BINARY" for _ in cols), u): name
+            for name, (t, cols, u) in workload.schema.builtin_indexes.items()
+        }
+        self._present: set[IndexSpec] = set()
+        self._order: dict[str, list[IndexSpec]] = {}
+        self._sizes: dict[IndexSpec, int] = {}
+        self._bad_index: dict[IndexSpec, str] = {}
+        self._cache: dict[tuple[Any, ...], Outcome] = {}
+        self._floor: dict[tuple[Any, ...], int] = {}
+        self._sql: dict[tuple[str, Any], str] = {}
+        self.runs = 0
+        self.reference: dict[str, list[tuple[Any, ...]]] = {}
+        self.default_cost: dict[str, int] = {}
+        stored = _load_reference(workload)
+        for q, model in self.models.items():
+            if q in stored:
+                rows, cost = stored[q]
+                self.reference[q], self.default_cost[q] = rows, cost
+                self._cache[self._key(q, DEFAULT_PLAN, frozenset())] = Outcome(cost, 0.0, True)
+                continue
+            try:
+                run = self.sandbox.query(model.sql)
+            except SandboxError as exc:
+                raise ValueError(f"{q}: the original query does not run: {exc.reason}") from None
+            self.reference[q] = run.rows
+            self.default_cost[q] = run.cost
+            self._cache[self._key(q, DEFAULT_PLAN, frozenset())] = Outcome(run.cost, run.seconds, True)
+        if set(stored) != set(self.models):
+            _store_reference(workload, self.reference, self.default_cost)
+
+    # -- indexes ------------------------------------------------------------
+    def relevant(self, qid: str, indexes: Iterable[IndexSpec]) -> frozenset[IndexSpec]:
+        tables = self.models[qid].tables
+        return frozenset(i for i in indexes if i.table in tables and i not in self.builtin)
+
+    def _sync(self, want: frozenset[IndexSpec], tables: frozenset[str]) -> str:
+        """Make the sandbox's indexes on ``tables`` exactly ``want``; '' or why an index cannot exist.
+
+        SQLite breaks ties between equally good indexes by their order in the
+        table's index list, i.e. by creation order; so each table's indexes are
+        always created in sorted order (keeping the longest matching prefix),
+        which makes a cost a function of the index *set*, not of the history.
+        """
+        for table in sorted(tables | {i.table for i in want}):
+            target = sorted(i for i in want if i.table == table)
+            have = self._order.get(table, [])
+            keep = 0
+            while keep < min(len(have), len(target)) and have[keep] == target[keep]:
+                keep += 1
+            if have[keep:]:
+                self.sandbox.ddl(i.drop_sql() for i in have[keep:])
+                self._present.difference_update(have[keep:])
+            self._order[table] = have[:keep]
+            for i in target[keep:]:
+                if i in self._bad_index:
+                    return self._bad_index[i]
+                try:
+                    self.sandbox.ddl([i.create_sql()])
+                except SandboxError as exc:
+                    self._bad_index[i] = f"index {i.label()} cannot be created: {exc.reason}"
+                    return self._bad_index[i]
+                self._present.add(i)
+                self._order[table].append(i)
+                if i not in self._sizes:
+                    self._sizes[i] = self.sandbox.object_bytes(i.name)
+        return ""
+
+    def size(self, spec: IndexSpec) -> int:
+        """Bytes of the index's b-tree (measured once, on the sandbox)."""
+        if spec in self.builtin:
+            return 0
+        if spec not in self._sizes and spec not in self._bad_index:
+            self._sync(frozenset(self._present | {spec}), frozenset())
+        return self._sizes.get(spec, 0)
+
+    def index_problem(self, spec: IndexSpec) -> str:
+        """'' when the index can be built (e.g. a UNIQUE index over duplicate values cannot)."""
+        if spec in self.builtin:
+            return ""
+        self.size(spec)
+        return self._bad_index.get(spec, "")
+
+    # -- queries --------------------------------------------------------------
+    def _key(self, qid: str, plan: QueryPlan, rel: frozenset[IndexSpec]) -> tuple[Any, ...]:
+        return (qid, plan.key(), rel)
+
+    def cached(self, qid: str, plan: QueryPlan, indexes: Iterable[IndexSpec]) -> Outcome | None:
+        return self._cache.get(self._key(qid, plan, self.relevant(qid, indexes)))
+
+    def sql(self, qid: str, plan: QueryPlan) -> str:
+        """The rendered SQL of a plan (memoized: rendering copies the syntax tree)."""
+        key = (qid, plan.key())
+        if key not in self._sql:
+            self._sql[key] = render(self.models[qid], plan, self.builtin)
+        return self._sql[key]
+
+    def cap_for(self, qid: str) -> int:
+        """The most a plan may cost: a plan this much worse than SQLite's own is no plan."""
+        return min(self.step_cap, 4 * self.default_cost[qid] + 1000)
+
+    def measure(
+        self, qid: str, plan: QueryPlan, indexes: Iterable[IndexSpec], cap: int | None = None, *, fresh: bool = False
+    ) -> Outcome:
+        """Cost of ``qid`` under ``plan`` with ``indexes``; ``cap`` stops a probe early (not cached as a cost)."""
+        rel = self.relevant(qid, indexes)
+        key = self._key(qid, plan, rel)
+        if not fresh and key in self._cache:
+            return self._cache[key]
+        full_cap = self.cap_for(qid)
+        limit = full_cap if cap is None else min(cap, full_cap)
+        if not fresh and self._floor.get(key, -1) >= limit:
+            return Outcome(limit + 1, 0.0, False, "stopped at the probe's step cap")
+        model = self.models[qid]
+        reason = self._sync(rel, model.tables)
+        if reason:
+            out = Outcome(full_cap, 0.0, False, reason)
+            self._cache[key] = out
+            return out
+        sql = self.sql(qid, plan)
+        self.runs += 1
+        try:
+            run = self.sandbox.query(sql, cap=limit)
+        except StepCapExceeded:
+            if limit < full_cap:
+                self._floor[key] = max(self._floor.get(key, -1), limit)
+                return Outcome(limit + 1, 0.0, False, "stopped at the probe's step cap")
+            out = Outcome(full_cap, 0.0, False, f"{qid}: plan exceeds the step cap ({full_cap} x 1,000 VM steps)")
+            self._cache[key] = out
+            return out
+        except SandboxError as exc:
+            out = Outcome(full_cap, 0.0, False, f"{qid}: plan fails: {exc.reason}")
+            self._cache[key] = out
+            return out
+        diff = compare_rows(run.rows, self.reference[qid])
+        out = Outcome(run.cost, run.seconds, not diff, f"{qid}: plan is not equivalent: {diff}" if diff else "")
+        if not fresh:
+            self._cache[key] = out
+        return out
+
+    def signature(self, qid: str, plan: QueryPlan, indexes: Iterable[IndexSpec]) -> tuple[str, ...]:
+        """SQLite's EXPLAIN QUERY PLAN for the rendered query: same signature, same bytecode, same cost.
+
+        Lets a proposer predict that an index leaves another query alone for the
+        price of a prepare instead of a run. (The only text added to our own
+        rendered SQL is the fixed EXPLAIN prefix.)
+        """
+        rel = self.relevant(qid, indexes)
+        key = ("sig", qid, plan.key(), rel)
+        if key not in self._cache:
+            model = self.models[qid]
+            if self._sync(rel, model.tables):
+                sig: tuple[str, ...] = ("<no index>",)
+            else:
+                try:
+                    rows = self.sandbox.con.execute("EXPLAIN QUERY PLAN " + self.sql(qid, plan))
+                    sig = tuple(f"{r[1]}|{r[-1]}" for r in rows.fetchall())
+                except Exception as exc:  # noqa: BLE001 - a failing plan has its own signature
+                    sig = (f"<error {exc}>",)
+            self._cache[key] = sig  # type: ignore[assignment]
+        return self._cache[key]  # type: ignore[return-value]

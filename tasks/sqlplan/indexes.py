@@ -1,0 +1,113 @@
+"""Index specs: what an agent may ask for (table, columns, unique), checked against the schema.
+
+An agent never names an index: the name is derived from the spec, and the DDL
+is rendered by sqlglot from validated schema identifiers, so nothing an agent
+writes reaches SQLite as text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from tasks.base import InvalidProposal
+from tasks.sqlplan.workload import Schema
+
+COLLATIONS = ("BINARY", "NOCASE", "RTRIM")
+MAX_INDEX_COLUMNS = 6
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True, order=True)
+class IndexSpec:
+    table: str
+    columns: tuple[str, ...]
+    collations: tuple[str, ...]
+    """one of COLLATIONS per column (BINARY is SQLite's default)."""
+    unique: bool = False
+
+    @property
+    def name(self) -> str:
+        """Deterministic, short, and built only from validated identifiers."""
+        key = f"{self.table}|{','.join(self.columns)}|{','.join(self.collations)}|{int(self.unique)}"
+        digest = hashlib.sha1(key.encode()).hexdigest()[:8]
+        return f"bo_{self.table}_{digest}"
+
+    def to_json(self) -> dict[str, Any]:
+        cols: list[Any] = [
+            c if coll == "BINARY" else {"name": c, "collate": coll}
+            for c, coll in zip(self.columns, self.collations, strict=True)
+        ]
+        return {"table": self.table, "columns": cols, "unique": self.unique}
+
+    def label(self) -> str:
+        cols = ", ".join(c if k == "BINARY" else f"{c} COLLATE {k}" for c, k in zip(self.columns, self.collations))
+        return f"{'unique ' if self.unique else ''}{self.table}({cols})"
+
+    def create_sql(self) -> str:
+        cols = []
+        for c, coll in zip(self.columns, self.collations, strict=True):
+            col: exp.Expression = exp.column(exp.to_identifier(c))
+            if coll != "BINARY":
+                col = exp.Collate(this=col, expression=exp.var(coll))
+            cols.append(exp.Ordered(this=col, nulls_first=True))
+        create = exp.Create(
+            this=exp.Index(
+                this=exp.to_identifier(self.name),
+                table=exp.Table(this=exp.to_identifier(self.table)),
+                params=exp.IndexParameters(columns=cols),
+            ),
+            kind="INDEX",
+            unique=self.unique,
+        )
+        return create.sql("sqlite")
+
+    def drop_sql(self) -> str:
+        return exp.Drop(tables=[exp.Table(this=exp.to_identifier(self.name))], kind="INDEX", exists=True).sql("sqlite")
+
+
+def _ident(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not _IDENT.match(value):
+        raise InvalidProposal(f"{what} {value!r} is not a plain SQL identifier", "bad_identifier")
+    return value
+
+
+def parse_index_spec(raw: Any, schema: Schema) -> IndexSpec:
+    """Decode ``{"table", "columns", "unique"}``; unknown table/column or odd shapes are refused."""
+    if not isinstance(raw, dict):
+        raise InvalidProposal("an index spec must be an object {table, columns, unique}", "bad_shape")
+    extra = set(raw) - {"table", "columns", "unique"}
+    if extra:
+        raise InvalidProposal(f"unknown index spec keys {sorted(extra)}", "bad_shape")
+    table = _ident(raw.get("table"), "table")
+    if table not in schema.tables:
+        raise InvalidProposal(f"table {table!r} does not exist", "unknown_table")
+    cols_raw = raw.get("columns")
+    if not isinstance(cols_raw, list) or not 1 <= len(cols_raw) <= MAX_INDEX_COLUMNS:
+        raise InvalidProposal(f"columns must be a list of 1..{MAX_INDEX_COLUMNS} column names", "bad_shape")
+    cols: list[str] = []
+    colls: list[str] = []
+    for c in cols_raw:
+        coll = "BINARY"
+        if isinstance(c, dict):
+            if set(c) - {"name", "collate"}:
+                raise InvalidProposal("a column is a name or {name, collate}", "bad_shape")
+            coll = str(c.get("collate", "BINARY")).upper()
+            if coll not in COLLATIONS:
+                raise InvalidProposal(f"collation {c.get('collate')!r} is not one of {COLLATIONS}", "bad_identifier")
+            c = c.get("name")
+        name = _ident(c, "column")
+        if not schema.has_column(table, name):
+            raise InvalidProposal(f"column {name!r} does not exist in table {table!r}", "unknown_column")
+        if name in cols:
+            raise InvalidProposal(f"column {name!r} repeated in an index", "bad_shape")
+        cols.append(name)
+        colls.append(coll)
+    unique = raw.get("unique", False)
+    if not isinstance(unique, bool):
+        raise InvalidProposal("unique must be true or false", "bad_shape")
+    return IndexSpec(table, tuple(cols), tuple(colls), unique)

@@ -1,0 +1,310 @@
+"""The heuristic proposer: greedy index moves and sampled join orders, measured on the sandbox.
+
+Surrogate = the block's query costs + the measured change in cost of the other
+queries that read a table whose indexes it changes (the contract's correction
+data names them and their plans) + the budget penalty. It is measured, not
+modelled, so the predicted improvement is exact unless another block changes
+the same tables in the same round. In one process the proposers share the
+task's evaluator: costs are deterministic, so a cost measured once is the cost.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from sqlglot import exp
+
+from tasks.base import Draft, Proposer
+from tasks.sqlplan import expert
+from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
+from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, Scope, parse_plan
+
+
+def predicate_columns(model: QueryModel, schema: Any) -> dict[str, tuple[set[str], set[str]]]:
+    """table → (columns compared with '=' or IN, all columns in a WHERE/ON/HAVING): index key candidates."""
+    out: dict[str, tuple[set[str], set[str]]] = {}
+    tables = model.tables
+
+    def note(col: exp.Column, eq: bool) -> None:
+        for t in tables:
+            if schema.has_column(t, col.name):
+                eqs, alls = out.setdefault(t, (set(), set()))
+                alls.add(col.name)
+                if eq:
+                    eqs.add(col.name)
+
+    for node in model.tree.find_all(exp.Where, exp.Join, exp.Having):
+        for cmp in node.find_all(exp.EQ, exp.In):
+            for col in (cmp.this, cmp.args.get("expression")):
+                if isinstance(col, exp.Column):
+                    note(col, True)
+        for col in node.find_all(exp.Column):
+            note(col, False)
+    return out
+
+
+class SqlPlanProposer(Proposer):
+    def __init__(self, task: Any, knobs: Any, seed: int = 0) -> None:
+        self.task = task
+        self.ev = task.ev
+        self.knobs = knobs
+        self.rng = random.Random(seed)
+        self._candidates: dict[str, list[IndexSpec]] = {}
+        self._expert: dict[str, set[IndexSpec]] = {}
+        self._hint_plans: dict[tuple[str, frozenset[IndexSpec]], QueryPlan] = {}
+        self._base: frozenset[IndexSpec] | None = None
+        self._known: dict[str, float] = {}
+
+    # -- candidates ------------------------------------------------------------
+    def candidates(self, qid: str) -> list[IndexSpec]:
+        if qid not in self._candidates:
+            schema = self.task.workload.schema
+            model = self.ev.models[qid]
+            found: set[IndexSpec] = set()
+            first: list[IndexSpec] = []
+            if self.knobs.use_expert and expert.shell() is not None:
+                first = expert.recommend(self.task.workload.db_path, model.sql, schema)
+            self._expert[qid] = set(first)
+            for table, (eqs, cols) in predicate_columns(model, schema).items():
+                for c in sorted(cols):
+                    found.add(parse_index_spec({"table": table, "columns": [c]}, schema))
+                for a in sorted(eqs):  # equality column first, then any other predicate column
+                    for c in sorted(cols - {a}):
+                        found.add(parse_index_spec({"table": table, "columns": [a, c]}, schema))
+            # .expert's picks first, then single columns, then pairs: the likeliest wins are tried first
+            rest = sorted(found - set(first), key=lambda i: (len(i.columns), i))
+            self._candidates[qid] = [i for i in dict.fromkeys(first + rest) if i not in self.ev.builtin]
+        return self._candidates[qid]
+
+    # -- surrogate -----------------------------------------------------------------
+    def _cost(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec]) -> float:
+        o = self.ev.measure(qid, plan, idx)
+        return o.cost if o.ok else o.cost + self.task.penalty
+
+    def _best_plan(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec]) -> tuple[float, QueryPlan]:
+        """The cheaper of the current plan and SQLite's own plan under ``idx``."""
+        best = (self._cost(qid, plan, idx), plan)
+        for other in (DEFAULT_PLAN, self._hint_plans.get((qid, idx))):
+            if other is not None and other != plan:
+                c = self._cost(qid, other, idx)
+                if c < best[0]:
+                    best = (c, other)
+        return best
+
+    def _others(self, others: dict[str, QueryPlan], idx: frozenset[IndexSpec], changed: set[str]) -> float:
+        """Cost of the other blocks' queries on the changed tables under ``idx``.
+
+        A query whose EXPLAIN QUERY PLAN is unchanged keeps its cost (read from
+        the contract), so only the queries whose plan moves are re-run.
+        """
+        total = 0.0
+        for q, p in others.items():
+            if not self.ev.models[q].tables & changed:
+                continue
+            if self._base is not None and self.ev.signature(q, p, idx) == self.ev.signature(q, p, self._base):
+                total += self._known.get(q, 0.0)
+            else:
+                total += self._cost(q, p, idx)
+        return total
+
+    def _surrogate(
+        self, mine: dict[str, QueryPlan], others: dict[str, QueryPlan], idx: frozenset[IndexSpec],
+        base_idx: frozenset[IndexSpec],
+    ) -> tuple[float, dict[str, QueryPlan]]:
+        changed = {i.table for i in idx ^ base_idx}
+        plans, own = {}, 0.0
+        for q, p in mine.items():
+            c, plans[q] = self._best_plan(q, p, idx)
+            own += c
+        return own + self._others(others, idx, changed) + self.task.budget_penalty(idx), plans
+
+    # -- join orders -------------------------------------------------------------------
+    def _orders(self, scope: Scope, current: tuple[str, ...] | None) -> list[tuple[str, ...]]:
+        refs = scope.refs
+        if len(refs) <= 4:
+            return list(itertools.permutations(refs))
+        adj: dict[str, set[str]] = {r: set() for r in refs}
+        for a, b in scope.joins:
+            adj[a].add(b)
+            adj[b].add(a)
+        seen: set[tuple[str, ...]] = set()
+        for _ in range(self.knobs.order_samples * 3):
+            start = self.rng.choice(refs)
+            order, left = [start], set(refs) - {start}
+            while left:
+                near = sorted(r for r in left if adj[r] & set(order)) or sorted(left)
+                nxt = self.rng.choice(near)
+                order.append(nxt)
+                left.discard(nxt)
+            seen.add(tuple(order))
+            if len(seen) >= self.knobs.order_samples:
+                break
+        if current:
+            for i in range(len(current) - 1):
+                sw = list(current)
+                sw[i], sw[i + 1] = sw[i + 1], sw[i]
+                seen.add(tuple(sw))
+        return sorted(seen)
+
+    def _joint_probe(self, q: str, c: IndexSpec, trial: frozenset[IndexSpec], now: float) -> float:
+        """An index that pays off only under another join order: try a few orders that reach its
+        table early (capped at the current cost, so the bad ones stop at once)."""
+        best = now
+        for scope in self.ev.models[q].scopes:
+            refs = [r for r, t in scope.tables.items() if t == c.table]
+            if not scope.reorderable or not refs:
+                continue
+            for order in self._orders_through(scope, refs[0])[: self.knobs.joint_orders]:
+                plan = QueryPlan(((scope.id, order),), ())
+                o = self.ev.measure(q, plan, trial, cap=int(best))
+                if o.ok and o.cost < best:
+                    best = o.cost
+                    self._hint_plans[(q, trial)] = plan
+        return best
+
+    def _orders_through(self, scope: Scope, ref: str) -> list[tuple[str, ...]]:
+        """Connected orders that reach ``ref`` first or second (right after one of its join partners)."""
+        adj: dict[str, set[str]] = {r: set() for r in scope.refs}
+        for a, b in scope.joins:
+            adj[a].add(b)
+            adj[b].add(a)
+        out: list[tuple[str, ...]] = []
+        for head in [[n, ref] for n in sorted(adj[ref])] + [[ref]]:
+            order, left = list(head), set(scope.refs) - set(head)
+            while left:
+                near = sorted(r for r in left if adj[r] & set(order)) or sorted(left)
+                nxt = self.rng.choice(near)
+                order.append(nxt)
+                left.discard(nxt)
+            out.append(tuple(order))
+        return list(dict.fromkeys(out))
+
+    def _improve_orders(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec], deadline: float) -> tuple[float, QueryPlan]:
+        best_cost, best = self._best_plan(qid, plan, idx)
+        model = self.ev.models[qid]
+        for scope in model.scopes:
+            if not scope.reorderable:
+                continue
+            current = dict(best.orders).get(scope.id)
+            indexed = {i.table for i in idx}
+            through = [o for r, t in sorted(scope.tables.items()) if t in indexed
+                       for o in self._orders_through(scope, r)]
+            for order in list(dict.fromkeys(through + self._orders(scope, current))):
+                if time.monotonic() > deadline:
+                    return best_cost, best
+                orders = dict(best.orders)
+                orders[scope.id] = order
+                trial = QueryPlan(tuple(sorted(orders.items())), best.hints)
+                o = self.ev.measure(qid, trial, idx, cap=int(best_cost))
+                if o.ok and o.cost < best_cost:
+                    best_cost, best = float(o.cost), trial
+        return best_cost, best
+
+    # -- the search ------------------------------------------------------------------------
+    def _accept(
+        self, trial: frozenset[IndexSpec], state: dict[str, Any]
+    ) -> bool:
+        """Move to ``trial`` when the surrogate (own + others' change + budget) decreases."""
+        s, plans = self._surrogate(state["plans"], state["others"], trial, state["base"])
+        s -= self._others(state["others"], state["base"], {i.table for i in trial ^ state["base"]})
+        if s < state["best"] - 0.5:
+            state.update(best=s, idx=trial, plans=plans)
+            return True
+        return False
+
+    def _index_pass(self, mine: list[str], state: dict[str, Any], deadline: float) -> None:
+        """Candidates in tiers (.expert's, single columns, pairs), heaviest query first within a tier:
+        a candidate whose EXPLAIN QUERY PLAN does not change is skipped for free, one that does is
+        probed with a step cap (losers stop early), and a winner is kept only if the whole surrogate
+        (own + others' change + budget) agrees. Then drops that do not hurt."""
+        tiers: list[list[tuple[str, IndexSpec]]] = [[], [], []]
+        for q in sorted(mine, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
+            for c in self.candidates(q):
+                tier = 0 if c in self._expert.get(q, ()) else min(len(c.columns), 2)
+                tiers[tier].append((q, c))
+        singles = [(q, frozenset([c])) for tier in tiers for q, c in tier]
+        budgeted = self.task.budget is not None
+        # Without a budget, take each winner at once (first improvement). Under a budget, probe
+        # first and then spend the bytes greedily by the probed gain per byte.
+        bundles = [] if budgeted else [(q, frozenset(self._expert[q])) for q in mine if self._expert.get(q)]
+        winners: list[tuple[float, frozenset[IndexSpec]]] = []
+        probe_deadline = deadline - 0.3 * self.knobs.proposal_seconds if budgeted else deadline
+        for q, add in bundles + singles:
+            if time.monotonic() > probe_deadline:
+                break
+            idx = state["idx"]
+            if add <= idx:
+                continue
+            trial = idx | add
+            now = self._cost(q, state["plans"][q], idx)
+            if now <= 0:
+                continue
+            probe = now
+            for plan in {state["plans"][q], DEFAULT_PLAN}:
+                if self.ev.signature(q, plan, trial) != self.ev.signature(q, plan, idx):
+                    probe = min(probe, self.ev.measure(q, plan, trial, cap=int(now)).cost)
+            if probe >= now and len(add) == 1:
+                probe = self._joint_probe(q, next(iter(add)), trial, now)
+            if probe < now:
+                if budgeted:
+                    size = max(1, sum(self.ev.size(i) for i in add))
+                    winners.append(((now - probe) / size, add))
+                else:
+                    self._accept(trial, state)
+        for _, add in sorted(winners, key=lambda w: -w[0]):
+            if time.monotonic() > deadline:
+                return
+            if not add <= state["idx"]:
+                self._accept(state["idx"] | add, state)
+        tables = {t for q in mine for t in self.ev.models[q].tables}
+        for i in sorted(state["idx"]):
+            if time.monotonic() > deadline:
+                return
+            if i.table in tables:
+                self._accept(state["idx"] - {i}, state)
+
+    def propose(self, contract: Mapping[str, Any]) -> Draft | None:
+        data = contract["data"]
+        block = int(contract["block"])
+        deadline = time.monotonic() + self.knobs.proposal_seconds
+        schema = self.task.workload.schema
+        mine = {q["query"]: parse_plan(q["plan"], self.ev.models[q["query"]], schema) for q in data["queries"]}
+        others: dict[str, QueryPlan] = {}
+        for readers in data["correction"]["readers"].values():
+            for r in readers:
+                others[r["query"]] = parse_plan(r["plan"], self.ev.models[r["query"]], schema)
+        base = frozenset(parse_index_spec({k: v for k, v in i.items() if k != "bytes"}, schema)
+                         for i in data["indexes"])
+        self._base = base
+        self._known = {r["query"]: float(r["cost"]) for rs in data["correction"]["readers"].values() for r in rs}
+        start, _ = self._surrogate(mine, {}, base, base)
+        state: dict[str, Any] = {"plans": dict(mine), "others": others, "base": base, "idx": base, "best": start}
+        qids = list(mine)
+        self.calls = getattr(self, "calls", 0) + 1
+        # Alternate which comes first, so that an index that only pays off under a new join order
+        # (and an order that only pays off with a new index) is found within two proposals.
+        phases = ["index", "orders"] if self.calls % 2 else ["orders", "index"]
+        for phase in phases:
+            if phase == "index":
+                self._index_pass(qids, state, min(deadline, time.monotonic() + 0.6 * self.knobs.proposal_seconds))
+            else:
+                for q in sorted(qids, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
+                    if time.monotonic() > deadline:
+                        break
+                    _, state["plans"][q] = self._improve_orders(q, state["plans"][q], state["idx"], deadline)
+        idx = state["idx"]
+        final, plans = self._surrogate(state["plans"], others, idx, base)
+        final -= self._others(others, base, {i.table for i in idx ^ base})
+        if final >= start - 0.5:
+            return None
+        value = {
+            "plans": {q: p.to_json() for q, p in plans.items() if p != mine[q]},
+            "add": [i.to_json() for i in sorted(idx - base)],
+            "drop": [i.to_json() for i in sorted(base - idx)],
+        }
+        return Draft(block=block, value=value, predicted_improvement=start - final,
+                     info={"indexes": len(idx), "runs": self.ev.runs})

@@ -1,0 +1,283 @@
+"""SQLite query planning as a block-optimization task (DESIGN §4 "sqlplan").
+
+State: one plan per query plus the shared set of extra indexes, with each
+query's measured outcome carried along so that F and every change are scored
+incrementally. A block is a group of queries; its value is their plans plus
+index additions/removals. F = Σ query costs + a penalty for every failing
+query and for index bytes over the budget (the penalty exceeds any possible
+gain, so an infeasible state never beats the start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tasks.base import InvalidProposal, Reference, Task
+from tasks.sqlplan.evaluate import Evaluator, Outcome
+from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
+from tasks.sqlplan.plan import DEFAULT_PLAN, QueryPlan, parse_plan
+from tasks.sqlplan.workload import load_workload
+
+MIB = 2**20
+
+
+class SqlPlanParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    blocks: int | None = Field(None, ge=1, le=64, description="query groups (default: one per agent)")
+    scale: float = Field(0.01, gt=0.0, le=1.0, description="TPC-H scale factor of the generated database")
+    db: str | None = Field(None, description="your own SQLite database instead of TPC-H")
+    queries: str | None = Field(None, description="a directory of *.sql files (one statement each)")
+    index_budget_mb: float | None = Field(None, ge=0.0, description="MiB of extra indexes allowed (none: no limit)")
+    step_cap: int = Field(2_000_000, ge=100, description="VM-step cap per query, in units of 1,000 steps")
+    baselines: bool = Field(True, description="compute the ANALYZE and .expert baselines for the report")
+    seed: int = Field(0, ge=0, description="seed for the proposers' sampling")
+
+
+class SqlPlanProposerParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    proposal_seconds: float = Field(6.0, gt=0.0, description="search time per proposal")
+    order_samples: int = Field(40, ge=1, description="join orders tried per FROM list and pass")
+    use_expert: bool = Field(True, description="add the sqlite3 shell's .expert indexes to the candidates")
+    joint_orders: int = Field(6, ge=0, description="join orders probed with an index that the current order cannot use")
+
+
+@dataclass(frozen=True)
+class SqlState:
+    plans: tuple[QueryPlan, ...]
+    indexes: frozenset[IndexSpec]
+    outcomes: tuple[Outcome, ...]
+
+
+@dataclass(frozen=True)
+class BlockChange:
+    plans: dict[str, QueryPlan]
+    add: frozenset[IndexSpec]
+    drop: frozenset[IndexSpec]
+
+
+class SqlPlanTask(Task[SqlState]):
+    """SQLite query planning: join orders, index hints and a shared index set under a budget."""
+
+    kind = "sqlplan"
+    Params = SqlPlanParams
+    ProposerParams = SqlPlanProposerParams
+
+    def __init__(self, params: SqlPlanParams) -> None:  # type: ignore[override]
+        super().__init__(params)
+        self.p = params
+        self.workload = load_workload(params.db, params.queries, params.scale)
+        self.ev = Evaluator(self.workload, params.step_cap)
+        self.qids = list(self.workload.queries)
+        self.budget = None if params.index_budget_mb is None else int(params.index_budget_mb * MIB)
+        self.default_total = sum(self.ev.default_cost.values())
+        self.penalty = float(self.default_total + 1000)
+        n = params.blocks or 4
+        self.n = max(1, min(n, len(self.qids)))
+        self.block_of: dict[str, int] = {}
+        ranked = sorted(self.qids, key=lambda q: (-self.ev.default_cost[q], q))
+        for i, q in enumerate(ranked):  # snake order: every block gets a mix of heavy and light queries
+            r, k = divmod(i, self.n)
+            self.block_of[q] = k if r % 2 == 0 else self.n - 1 - k
+        self.block_queries = [[q for q in self.qids if self.block_of[q] == b] for b in range(self.n)]
+        self._baselines: list[Any] | None = None
+
+    # -- instance --------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        budget = "nobudget" if self.budget is None else f"{self.p.index_budget_mb:g}MiB"
+        return f"sqlplan-{self.workload.name}-{len(self.qids)}q-{budget}"
+
+    @property
+    def n_blocks(self) -> int:
+        return self.n
+
+    def initial_state(self) -> SqlState:
+        plans = tuple(DEFAULT_PLAN for _ in self.qids)
+        return SqlState(plans, frozenset(), tuple(self.ev.measure(q, DEFAULT_PLAN, ()) for q in self.qids))
+
+    # -- model -----------------------------------------------------------------
+    def index_bytes(self, indexes: frozenset[IndexSpec]) -> int:
+        return sum(self.ev.size(i) for i in indexes)
+
+    def budget_penalty(self, indexes: frozenset[IndexSpec]) -> float:
+        if self.budget is None:
+            return 0.0
+        over = self.index_bytes(indexes) - self.budget
+        return 0.0 if over <= 0 else self.penalty + over / 1024.0
+
+    def _f(self, outcomes: tuple[Outcome, ...], indexes: frozenset[IndexSpec]) -> float:
+        fails = sum(1 for o in outcomes if not o.ok)
+        return float(sum(o.cost for o in outcomes)) + fails * self.penalty + self.budget_penalty(indexes)
+
+    def objective(self, state: SqlState) -> float:
+        return self._f(state.outcomes, state.indexes)
+
+    def full_objective(self, state: SqlState) -> float:
+        """F re-measured from scratch, bypassing every cache (for checking the incremental path)."""
+        outs = tuple(self.ev.measure(q, p, state.indexes, fresh=True) for q, p in zip(self.qids, state.plans))
+        return self._f(outs, state.indexes)
+
+    def apply(self, state: SqlState, changes: Mapping[int, BlockChange]) -> SqlState:
+        """Re-measures only re-planned queries and queries on tables whose indexes changed."""
+        indexes = set(state.indexes)
+        plans = list(state.plans)
+        for ch in changes.values():
+            indexes -= ch.drop
+        for ch in changes.values():
+            indexes |= ch.add
+        new_idx = frozenset(indexes)
+        touched_tables = {i.table for i in state.indexes ^ new_idx}
+        outcomes = list(state.outcomes)
+        for ch in changes.values():
+            for q, plan in ch.plans.items():
+                plans[self.qids.index(q)] = plan
+        for k, q in enumerate(self.qids):
+            if plans[k] != state.plans[k] or self.ev.models[q].tables & touched_tables:
+                outcomes[k] = self.ev.measure(q, plans[k], new_idx)
+        return SqlState(tuple(plans), new_idx, tuple(outcomes))
+
+    def evaluate_change(self, state: SqlState, changes: Mapping[int, BlockChange]) -> float:
+        new = self.apply(state, changes)
+        if len(changes) == 1:
+            bad = [o.reason for k, o in enumerate(new.outcomes) if not o.ok and state.outcomes[k].ok]
+            if bad:
+                raise InvalidProposal(bad[0], "not_equivalent" if "equivalent" in bad[0] else "plan_failed")
+        return self.objective(new)
+
+    def block_value(self, state: SqlState, block: int) -> BlockChange:
+        plans = {q: state.plans[self.qids.index(q)] for q in self.block_queries[block]}
+        return BlockChange(plans, frozenset(), frozenset())
+
+    def footprint(self, state: SqlState, block: int, value: BlockChange) -> frozenset[Hashable]:
+        """Tables whose indexes change or whose readers are re-planned, and the budget when adding."""
+        fp: set[Hashable] = {("table", i.table) for i in value.add | value.drop}
+        for q, plan in value.plans.items():
+            if plan != state.plans[self.qids.index(q)]:
+                fp |= {("table", t) for t in self.ev.models[q].tables}
+        if value.add and self.budget is not None:
+            fp.add(("budget",))
+        return frozenset(fp)
+
+    # -- agents' view --------------------------------------------------------------
+    def contract(self, state: SqlState, block: int) -> dict[str, Any]:
+        mine = self.block_queries[block]
+        tables = sorted({t for q in mine for t in self.ev.models[q].tables})
+        readers = {
+            t: [{"query": q, "cost": state.outcomes[k].cost, "plan": state.plans[k].to_json()}
+                for k, q in enumerate(self.qids) if q not in mine and t in self.ev.models[q].tables]
+            for t in tables
+        }
+        used = self.index_bytes(state.indexes)
+        return {
+            "kind": self.kind,
+            "workload": self.workload.name,
+            "queries": [
+                {"query": q, "sql": self.workload.queries[q], "scopes": self.ev.models[q].describe(),
+                 "plan": state.plans[self.qids.index(q)].to_json(),
+                 "cost": state.outcomes[self.qids.index(q)].cost,
+                 "ok": state.outcomes[self.qids.index(q)].ok}
+                for q in mine
+            ],
+            "indexes": [{**i.to_json(), "bytes": self.ev.size(i)} for i in sorted(state.indexes)],
+            "index_bytes": used,
+            "budget_bytes": self.budget,
+            "budget_left_bytes": None if self.budget is None else self.budget - used,
+            "correction": {"readers": readers},
+            "objective": self.objective(state),
+            "cost_unit": "progress callbacks per 1,000 SQLite VM steps",
+        }
+
+    def validate(self, block: int, value: Any) -> BlockChange:
+        if not 0 <= block < self.n:
+            raise InvalidProposal(f"block {block} does not exist (0..{self.n - 1})", "wrong_block")
+        if not isinstance(value, dict) or set(value) - {"plans", "add", "drop"}:
+            raise InvalidProposal("a block value is an object {plans, add, drop}", "bad_shape")
+        raw_plans = value.get("plans") or {}
+        if not isinstance(raw_plans, dict):
+            raise InvalidProposal("plans must map query ids to plans", "bad_shape")
+        plans: dict[str, QueryPlan] = {}
+        for q, raw in raw_plans.items():
+            if q not in self.block_of:
+                raise InvalidProposal(f"unknown query {q!r}", "unknown_query")
+            if self.block_of[q] != block:
+                raise InvalidProposal(f"query {q} belongs to block {self.block_of[q]}, not {block}", "wrong_block")
+            plans[q] = parse_plan(raw, self.ev.models[q], self.workload.schema)
+        specs: dict[str, frozenset[IndexSpec]] = {}
+        for key in ("add", "drop"):
+            raw = value.get(key) or []
+            if not isinstance(raw, list) or len(raw) > 64:
+                raise InvalidProposal(f"{key} must be a list of at most 64 index specs", "bad_shape")
+            specs[key] = frozenset(parse_index_spec(r, self.workload.schema) for r in raw)
+        for spec in specs["add"]:
+            if spec in self.ev.builtin:
+                raise InvalidProposal(f"{spec.label()} already exists (primary key)", "illegal_move")
+            problem = self.ev.index_problem(spec)
+            if problem:
+                raise InvalidProposal(problem, "bad_index")
+        if specs["add"] & specs["drop"]:
+            raise InvalidProposal("an index is both added and dropped", "bad_shape")
+        if self.budget is not None and sum(self.ev.size(i) for i in specs["add"]) > self.budget:
+            raise InvalidProposal("the added indexes alone exceed the index budget", "over_budget")
+        return BlockChange(plans, specs["add"], specs["drop"])
+
+    def encode_value(self, value: BlockChange) -> dict[str, Any]:
+        return {"plans": {q: p.to_json() for q, p in value.plans.items()},
+                "add": [i.to_json() for i in sorted(value.add)], "drop": [i.to_json() for i in sorted(value.drop)]}
+
+    def reference(self) -> Reference:
+        """A valid lower bound: no plan can cost less than zero progress callbacks."""
+        return Reference(0.0, "lower_bound")
+
+    def feasible(self, state: SqlState) -> bool:
+        within = self.budget is None or self.index_bytes(state.indexes) <= self.budget
+        return within and all(o.ok for o in state.outcomes)
+
+    def scale(self) -> float:
+        return float(self.default_total)
+
+    # -- persistence -------------------------------------------------------------
+    def dump_state(self, state: SqlState) -> dict[str, Any]:
+        return {"plans": {q: p.to_json() for q, p in zip(self.qids, state.plans)},
+                "indexes": [i.to_json() for i in sorted(state.indexes)]}
+
+    def load_state(self, data: Any) -> SqlState:
+        plans = tuple(parse_plan(data["plans"].get(q), self.ev.models[q], self.workload.schema) for q in self.qids)
+        idx = frozenset(parse_index_spec(r, self.workload.schema) for r in data["indexes"])
+        return SqlState(plans, idx, tuple(self.ev.measure(q, p, idx) for q, p in zip(self.qids, plans)))
+
+    # -- output --------------------------------------------------------------------
+    def baselines(self) -> list[Any]:
+        if self._baselines is None:
+            from tasks.sqlplan import baselines
+
+            print("sqlplan: measuring baselines (ANALYZE, .expert) ...", flush=True)
+            self._baselines = baselines.compute(self.ev, self.budget) if self.p.baselines else [
+                baselines.default(self.ev)]
+        return self._baselines
+
+    def known_baselines(self) -> list[Any]:
+        from tasks.sqlplan import baselines
+
+        return self._baselines if self._baselines is not None else [baselines.default(self.ev)]
+
+    def solution(self, state: SqlState) -> dict[str, Any]:
+        from tasks.sqlplan.report import solution
+
+        return solution(self, state)
+
+    def pictures(self, state: SqlState, stem: str) -> list[str]:
+        from tasks.sqlplan.report import write_outputs
+
+        return write_outputs(self, state, stem)
+
+    def make_proposer(self, knobs: BaseModel, seed: int = 0) -> Any:
+        from tasks.sqlplan.proposer import SqlPlanProposer
+
+        k = SqlPlanProposerParams.model_validate(knobs.model_dump())
+        return SqlPlanProposer(self, k, seed=self.p.seed * 7919 + seed)
