@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
+import signal
 import sys
+import threading
 import types
 import typing
 from collections.abc import Sequence
@@ -73,7 +77,33 @@ def model_from_args(kind: str, model: type[BaseModel], args: argparse.Namespace)
         raise UsageError(str(first_error(kind, exc))) from None
 
 
-RUN_OPTIONS = {"agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet"}
+RUN_OPTIONS = {"agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet",
+               "mode", "processes", "round_deadline", "lease_ttl"}
+DEFAULT_PROCESSES = os.cpu_count() or 2
+"""Worker processes of a fleet by default: one per core, workers as threads inside them. One process per
+worker was 4-7x slower to converge on 2 cores (interpreter start-up and imports dominate); see the
+Service section of BENCHMARKS.md."""
+
+
+def add_service_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lease-ttl", type=float, default=10.0, help="seconds a lease lives without renewal")
+    p.add_argument("--round-deadline", type=float, default=2.0,
+                   help="seconds after a round's first proposal at which it closes without quorum")
+    p.add_argument("--quorum", type=float, default=1.0, help="fraction of leased blocks that closes a round")
+
+
+def add_worker_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--coordinator", required=True, help="base URL, e.g. http://127.0.0.1:8765")
+    p.add_argument("--task", required=True, help="task id")
+    p.add_argument("--join-token", default=None,
+                   help="the task's join token (prefer BLOCKOPT_JOIN_TOKEN or --join-token-file)")
+    p.add_argument("--join-token-file", type=Path, default=None)
+    p.add_argument("--proposer", default="heuristic", help="heuristic | llm | simulated-llm | ...")
+    p.add_argument("--proposer-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="proposer setting (e.g. base_url=..., model=...); repeatable")
+    p.add_argument("--name", default="agent")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,9 +121,39 @@ def build_parser() -> argparse.ArgumentParser:
         kp.add_argument("--report", type=Path, default=None, help="write the JSON report here (PNG beside it)")
         kp.add_argument("--inproc", action="store_true", help="engine only: no HTTP, the task's own proposers")
         kp.add_argument("--quiet", action="store_true", help="no per-round progress lines")
+        kp.add_argument("--mode", choices=["rounds", "async"], default="rounds",
+                        help="service path: rounds on quorum-or-deadline, or merge on arrival")
+        kp.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, help="agent worker processes")
+        kp.add_argument("--lease-ttl", type=float, default=10.0, help="seconds a lease lives without renewal")
+        kp.add_argument("--round-deadline", type=float, default=2.0, help="round closes this long after its first proposal")
         taken = set(RUN_OPTIONS)
         add_model_options(kp, cls.Params, taken)
         add_model_options(kp, cls.ProposerParams, taken)
+
+    serve = sub.add_parser("serve", help="run the coordinator service")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--store", default="memory",
+                       help="memory (one process), or redis://HOST:PORT/DB shared by several replicas")
+    serve.add_argument("--redis-prefix", default="blockopt:", help="prefix of every Redis key of this deployment")
+    serve.add_argument("--round-lock-ttl", type=float, default=15.0,
+                       help="seconds a replica holds a task's round lock (failover wait; above the longest round)")
+    serve.add_argument("--admin-token-file", type=Path, default=None,
+                       help="file holding the admin token (else BLOCKOPT_ADMIN_TOKEN)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--rate-per-agent", type=float, default=50.0, help="sustained requests/s per agent")
+    serve.add_argument("--max-body-bytes", type=int, default=1 << 20, help="larger request bodies get 413")
+    add_service_options(serve)
+
+    agent = sub.add_parser("agent", help="run one agent worker against a coordinator")
+    add_worker_options(agent)
+
+    fleet = sub.add_parser("fleet", help="run N agent workers against a coordinator")
+    add_worker_options(fleet)
+    fleet.add_argument("--agents", type=int, default=4)
+    fleet.add_argument("--processes", type=int, default=DEFAULT_PROCESSES,
+                       help="worker processes (workers are threads inside them)")
+    fleet.add_argument("--first-index", type=int, default=0, help=argparse.SUPPRESS)
     return parser
 
 
@@ -106,6 +166,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
         raise UsageError("--time-limit must be positive")
     if args.window < 1:
         raise UsageError("--window must be at least 1")
+    if args.processes < 1:
+        raise UsageError("--processes must be at least 1")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -118,8 +180,98 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.blocks = args.agents  # kinds whose partition defaults to "one block per agent"
     params = model_from_args(args.kind, cls.Params, args)
     knobs = model_from_args(args.kind, cls.ProposerParams, args)
-    report = execute_run(cls(params), knobs, args)
+    if args.inproc:
+        report = execute_run(cls(params), knobs, args)
+    else:
+        from blockopt.runs import execute_service_run
+
+        report = execute_service_run(cls(params), knobs, args)
     return 0 if report.status in ("converged", "budget_exhausted") else 1
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+    from prometheus_client import CollectorRegistry
+
+    from coordinator.app import create_app
+    from coordinator.settings import from_env
+    from coordinator.errors import InvalidRequest
+    from coordinator.store import make_store, store_option
+
+    _setup_logging(args.log_level)
+    try:
+        settings = from_env(admin_token_file=args.admin_token_file, **store_option(args.store),
+                            redis_prefix=args.redis_prefix, round_lock_ttl=args.round_lock_ttl,
+                            lease_ttl=args.lease_ttl, round_deadline=args.round_deadline, quorum=args.quorum)
+    except InvalidRequest as exc:
+        raise UsageError(exc.message) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    if settings.admin_token is None:
+        raise UsageError("no admin token: set BLOCKOPT_ADMIN_TOKEN or pass --admin-token-file")
+    app = create_app(settings, make_store(settings), CollectorRegistry())
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found: make that a no-op
+    # so a clean shutdown exits 0.
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    return 0
+
+
+def _worker_config(args: argparse.Namespace) -> Any:
+    from agents.worker import WorkerConfig
+
+    token = args.join_token
+    if token is None and args.join_token_file is not None:
+        token = args.join_token_file.read_text().strip()
+    token = token or os.environ.get("BLOCKOPT_JOIN_TOKEN", "").strip()
+    if not token:
+        raise UsageError("no join token: pass --join-token, --join-token-file or set BLOCKOPT_JOIN_TOKEN")
+    options = {}
+    for item in args.proposer_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--proposer-option must be KEY=VALUE, got '{item}'")
+        options[key] = value
+    return WorkerConfig(coordinator=args.coordinator, task=args.task, join_token=token, proposer=args.proposer,
+                        proposer_options=options, name=args.name, seed=args.seed)
+
+
+def _stop_on_signals(on_signal: Any = None) -> threading.Event:
+    stop = threading.Event()
+
+    def handle(signum: int, frame: object) -> None:
+        stop.set()
+        if on_signal is not None:
+            on_signal()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+    return stop
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    from agents.worker import Worker, interrupt
+
+    _setup_logging(args.log_level)
+    worker = Worker(_worker_config(args))
+    _stop_on_signals(lambda: interrupt(worker))
+    stats = worker.run()
+    return 0 if stats.ended in ("task_finished", "budget_exceeded", "stopped") else 1
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    from agents.fleet import run_fleet
+
+    if args.agents < 1 or args.processes < 1:
+        raise UsageError("--agents and --processes must be at least 1")
+    _setup_logging(args.log_level)
+    return run_fleet(_worker_config(args), args.agents, args.processes, args.first_index,
+                     _stop_on_signals(), args.log_level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -128,6 +280,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return cmd_run(args)
+        if args.command == "serve":
+            return cmd_serve(args)
+        if args.command == "agent":
+            return cmd_agent(args)
+        if args.command == "fleet":
+            return cmd_fleet(args)
     except (UsageError, InvalidParams, UnknownKind) as exc:
         sys.stderr.write(f"blockopt: error: {exc}\n")
         return EXIT_USAGE

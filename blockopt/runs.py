@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+import httpx
+from prometheus_client import CollectorRegistry
+from pydantic import BaseModel, SecretStr
+
+from agents.fleet import spawn, terminate
+from agents.worker import WorkerConfig
+from coordinator.app import create_app
+from coordinator.embedded import EmbeddedServer
+from coordinator.settings import ServiceSettings
+from coordinator.store import MemoryStore
 
 from coordinator.engine import EngineSettings, RoundOutcome
 from coordinator.inproc import RunResult, RunSettings, run_inproc
 from coordinator.ledger import Report, RunLedger, build_report, relative_gap
 from coordinator.plots import convergence_plot
-from tasks.base import Task
+from tasks.base import Reference, Task
 
 
 def progress_line(outcome: RoundOutcome, ledger: RunLedger) -> str:
@@ -88,3 +98,71 @@ def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> 
 
 def load_report(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
+
+
+def progress_row(row: dict[str, Any], reference: Reference) -> str:
+    rel = relative_gap(row["objective"], reference)
+    held = {True: "held", False: "VIOLATED", None: "-"}[row["held"]]
+    return (
+        f"round {row['round']:4d}  F={row['objective']:.10g}  gap={row['gap']:.3e} (rel {rel:.2e})  "
+        f"merged {row['accepted']}/{row['proposals']}  edges {row['interfering']}  "
+        f"{row['merge_kind']:<19s} bound {held}"
+    )
+
+
+def _follow(client: httpx.Client, task_id: str, reference: Reference, quiet: bool) -> None:
+    """Print round events from the SSE stream until the task's status event."""
+    with client.stream("GET", f"/v1/tasks/{task_id}/events", timeout=None) as stream:
+        event = ""
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                data = json.loads(line[6:])
+                if event == "round" and not quiet:
+                    print(progress_row(data, reference), file=sys.stderr, flush=True)
+                if event == "status":
+                    return
+
+
+def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> Report:
+    """The real path: an embedded coordinator on a loopback port and a fleet of worker processes over HTTP."""
+    admin = secrets.token_urlsafe(24)
+    settings = ServiceSettings(admin_token=SecretStr(admin), lease_ttl=args.lease_ttl,
+                               round_deadline=args.round_deadline)
+    app = create_app(settings, MemoryStore(), CollectorRegistry())
+    with EmbeddedServer(app) as server, httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {admin}"}, timeout=60.0
+    ) as client:
+        budgets: dict[str, Any] = {"rounds": args.max_rounds}
+        if args.time_limit is not None:
+            budgets["seconds"] = args.time_limit
+        r = client.post("/v1/tasks", json={
+            "kind": task.kind, "params": task.params.model_dump(), "merge_policy": args.merge, "mode": args.mode,
+            "budgets": budgets, "proposer": {"name": "heuristic", "knobs": knobs.model_dump()},
+            "window": args.window,
+        })
+        if r.status_code != 201:
+            raise RuntimeError(f"the coordinator refused the task: {r.text}")
+        created = r.json()
+        task_id = created["id"]
+        view = client.get(f"/v1/tasks/{task_id}").json()
+        reference = Reference(view["reference"], view["reference_kind"])
+        if not args.quiet:
+            print(f"coordinator at {server.url}, task {task_id}; starting {args.agents} agents "
+                  f"in {min(args.processes, args.agents)} processes", file=sys.stderr, flush=True)
+        base = WorkerConfig(coordinator=server.url, task=task_id, join_token=created["join_token"],
+                            seed=getattr(args, "seed", 0))
+        children = spawn(base, args.agents, args.processes, log_level="warning")
+        try:
+            _follow(client, task_id, reference, args.quiet)
+        finally:
+            terminate(children)
+        report = Report.model_validate(client.get(f"/v1/tasks/{task_id}/report").json())
+        state = task.load_state(client.get(f"/v1/tasks/{task_id}/solution").json()["state"])
+    for line in summary_lines(report):
+        print(line)
+    if args.report is not None:
+        for written in write_outputs(report, task, state, args.report):
+            print(f"  wrote {written}")
+    return report

@@ -24,6 +24,13 @@ class ServiceSettings(BaseModel):
         None, description="bearer token for task administration; None refuses every admin call"
     )
     store: StoreKind = "memory"
+    redis_url: str = Field("redis://127.0.0.1:6379/0", description="the shared Redis when store='redis'")
+    redis_prefix: str = Field("blockopt:", min_length=1, description="every Redis key starts with this")
+    redis_commit: Literal["lua", "watch"] = Field("lua", description="commit as one Lua script or WATCH/MULTI")
+    round_lock_ttl: float = Field(
+        15.0, gt=0, description="seconds a replica holds a task's round lock; the failover wait when it dies "
+                                "(keep it above the longest round)"
+    )
     lease_ttl: float = Field(10.0, gt=0, description="seconds a lease lives without a renew")
     round_deadline: float = Field(
         2.0, gt=0, description="seconds after a round's first proposal at which it closes regardless of quorum"

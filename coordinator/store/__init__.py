@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from coordinator.store.base import Store
 from coordinator.store.memory import MemoryStore
 
+if TYPE_CHECKING:
+    from coordinator.settings import ServiceSettings
 
-def make_store(kind: str) -> Store:
-    if kind == "memory":
-        return MemoryStore()
+
+def store_option(value: str) -> dict[str, Any]:
+    """Settings fields for ``--store``: ``memory``, ``redis`` (the default URL) or ``redis://HOST:PORT/DB``."""
+    if value in ("memory", "redis"):
+        return {"store": value}
+    if value.startswith(("redis://", "rediss://", "unix://")):
+        return {"store": "redis", "redis_url": value}
     from coordinator.errors import InvalidRequest
 
-    raise InvalidRequest(f"store '{kind}' is not available in this build (known: memory)", store=kind)
+    raise InvalidRequest(f"--store must be 'memory' or a redis://HOST:PORT/DB URL, not '{value}'", store=value)
 
 
-__all__ = ["MemoryStore", "Store", "make_store"]
+def make_store(settings: ServiceSettings | str) -> Store:
+    kind = settings if isinstance(settings, str) else settings.store
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "redis":
+        from coordinator.settings import ServiceSettings
+        from coordinator.store.redis import RedisStore
+
+        s = settings if isinstance(settings, ServiceSettings) else ServiceSettings(store="redis")
+        return RedisStore.from_url(s.redis_url, prefix=s.redis_prefix, commit_mode=s.redis_commit)
+    from coordinator.errors import InvalidRequest
+
+    raise InvalidRequest(f"store '{kind}' is not available in this build (known: memory, redis)", store=kind)
+
+
+__all__ = ["MemoryStore", "Store", "make_store", "store_option"]

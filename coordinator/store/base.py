@@ -137,6 +137,16 @@ class UsageRow(BaseModel):
     usage: UsageTotals
 
 
+@dataclass(frozen=True)
+class QueueState:
+    """What the round policy needs on every submission: counts, not records."""
+
+    pending: int
+    oldest: float | None
+    """``received_at`` of the oldest pending proposal."""
+    leases: int
+
+
 @dataclass
 class Commit:
     """One atomic change of a task's books (see ``Store.commit``)."""
@@ -246,6 +256,17 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def usage(self, task_id: str) -> list[UsageRow]: ...
+
+    # -- cheap reads (defaults from the calls above; stores override them to avoid copying records) ----
+    async def task_ids(self) -> list[str]:
+        """Every task's id (the scheduler walks these each tick)."""
+        return [spec.id for spec in await self.list_tasks()]
+
+    async def queue_state(self, task_id: str, now: float) -> QueueState:
+        """Pending proposals and active leases, counted (checked on every submission)."""
+        pending = await self.pending_proposals(task_id)
+        leases = await self.active_leases(task_id, now)
+        return QueueState(len(pending), min((q.received_at for q in pending), default=None), len(leases))
 
     async def ping(self) -> bool:
         return True

@@ -22,6 +22,7 @@ from coordinator.store.base import (
     Head,
     Lease,
     QueuedProposal,
+    QueueState,
     RoundEntry,
     Store,
     TaskRuntime,
@@ -77,9 +78,15 @@ class MemoryStore(Store):
         with self._lock:
             return [b.spec.model_copy(deep=True) for b in self._tasks.values()]
 
+    async def task_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._tasks)
+
     async def get_runtime(self, task_id: str) -> TaskRuntime:
         with self._lock:
-            return self._books(task_id).runtime.model_copy(deep=True)
+            # commit() stores a deep copy and the stored runtime is replaced, never changed in place
+            # (finish() replaces scalar fields only): a shallow copy is enough and this is read per request
+            return self._books(task_id).runtime.model_copy()
 
     async def finish(self, task_id: str, status: TaskStatus, reason: str, now: float) -> bool:
         with self._lock:
@@ -245,7 +252,7 @@ class MemoryStore(Store):
             if known is not None:
                 if known.proposal.agent != proposal.agent:
                     raise errors.Conflict("that proposal id is taken", proposal_id=proposal.id)
-                return known.model_copy(deep=True), False
+                return known.model_copy(), False
             lease = self._find_lease(books, lease_id, proposal.agent, now)
             if lease.block != proposal.block:
                 raise errors.WrongBlock(
@@ -259,7 +266,7 @@ class MemoryStore(Store):
             books.counters["received"] += 1
             key = (proposal.agent, proposal.usage.model)
             books.usage.setdefault(key, UsageTotals()).add(proposal.usage)
-            return queued.model_copy(deep=True), True
+            return queued.model_copy(), True  # stored proposals are never changed in place
 
     async def pending_proposals(self, task_id: str) -> list[QueuedProposal]:
         with self._lock:
@@ -272,7 +279,15 @@ class MemoryStore(Store):
             if queued is None:
                 raise errors.NotFound(f"no proposal '{proposal_id}' in this task", proposal_id=proposal_id)
             verdict = books.verdicts.get(proposal_id)
-            return queued.model_copy(deep=True), (verdict.model_copy() if verdict else None)
+            # stored proposals and verdicts are never changed in place: a shallow copy is a copy
+            return queued.model_copy(), (verdict.model_copy() if verdict else None)
+
+    async def queue_state(self, task_id: str, now: float) -> QueueState:
+        with self._lock:
+            books = self._books(task_id)
+            oldest = min((q.received_at for q in books.pending.values()), default=None)
+            leases = sum(1 for lease in books.leases.values() if lease.expires_at > now)
+            return QueueState(len(books.pending), oldest, leases)
 
     async def usage(self, task_id: str) -> list[UsageRow]:
         with self._lock:

@@ -31,9 +31,9 @@ class RoutingParams(BaseModel):
     robots: int = Field(50, ge=1, le=2000, description="number of robots k (first k scenario lines)")
     blocks: int | None = Field(None, ge=1, le=2000, description="number of blocks (default: one per agent)")
     partition: Literal["interaction", "spatial", "round_robin"] = Field(
-        "interaction",
-        description="how robots are grouped into blocks: robots whose shortest paths meet share a block"
-        " (interaction), route midpoints clustered (spatial), or i mod blocks (round_robin)",
+        "spatial",
+        description="how robots are grouped into blocks: route midpoints clustered (spatial), robots whose"
+        " shortest paths meet share a block (interaction), or i mod blocks (round_robin)",
     )
     seed: int = Field(0, ge=0, description="seed of generated grids and of the run")
     width: int = Field(16, ge=2, le=512, description="width of a generated grid")

@@ -125,14 +125,14 @@ def _load(path: Path, ev: Evaluator) -> list[Baseline] | None:
 
 def compute(ev: Evaluator, budget: int | None) -> list[Baseline]:
     """All baselines, measured once per (database, queries, budget) and then read from the cache."""
+    if expert.shell() is None:
+        print(f"sqlplan: {expert.MISSING}")
     path = _cache_file(ev, budget)
     cached = _load(path, ev)
     if cached is not None:
         return cached
     result = [default(ev), analyzed(ev)]
-    if expert.shell() is None:
-        print(f"sqlplan: {expert.MISSING}")
-    else:
+    if expert.shell() is not None:
         result += expert_baselines(ev, expert_specs(ev), budget)
     try:
         path.write_text(json.dumps([{"name": b.name, "per_query": b.per_query, "index_bytes": b.index_bytes,

@@ -56,6 +56,7 @@ class SqlPlanProposer(Proposer):
         self._candidates: dict[str, list[IndexSpec]] = {}
         self._expert: dict[str, set[IndexSpec]] = {}
         self._hint_plans: dict[tuple[str, frozenset[IndexSpec]], QueryPlan] = {}
+        self.calls = 0
         self._base: frozenset[IndexSpec] | None = None
         self._known: dict[str, float] = {}
 
@@ -255,11 +256,19 @@ class SqlPlanProposer(Proposer):
                     winners.append(((now - probe) / size, add))
                 else:
                     self._accept(trial, state)
+        left: list[frozenset[IndexSpec]] = []
         for _, add in sorted(winners, key=lambda w: -w[0]):
             if time.monotonic() > deadline:
                 return
-            if not add <= state["idx"]:
-                self._accept(state["idx"] | add, state)
+            if not add <= state["idx"] and not self._accept(state["idx"] | add, state):
+                left.append(add)
+        # Budget full: swap one of the largest indexes out for one of the best that did not fit.
+        for add in left[:3]:
+            for old in sorted(state["idx"], key=lambda i: -self.ev.size(i))[:4]:
+                if time.monotonic() > deadline:
+                    return
+                if not add <= state["idx"] and self._accept((state["idx"] - {old}) | add, state):
+                    break
         tables = {t for q in mine for t in self.ev.models[q].tables}
         for i in sorted(state["idx"]):
             if time.monotonic() > deadline:
@@ -284,7 +293,7 @@ class SqlPlanProposer(Proposer):
         start, _ = self._surrogate(mine, {}, base, base)
         state: dict[str, Any] = {"plans": dict(mine), "others": others, "base": base, "idx": base, "best": start}
         qids = list(mine)
-        self.calls = getattr(self, "calls", 0) + 1
+        self.calls += 1
         # Alternate which comes first, so that an index that only pays off under a new join order
         # (and an order that only pays off with a new index) is found within two proposals.
         phases = ["index", "orders"] if self.calls % 2 else ["orders", "index"]

@@ -1,0 +1,258 @@
+"""One agent worker: join → (lease → contract → propose → submit → verdict)* over HTTP.
+
+Talks to the coordinator only through its HTTP API (never imports
+``coordinator``). Handling by the coordinator's error codes: 409 drops the
+lease and leases again; 429 waits (Retry-After) unless a budget is spent;
+task_finished and budget_exceeded end the worker. A stop request (SIGTERM /
+SIGINT via ``stop``) finishes the current call, releases the lease and exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.http import Api, ApiError, GaveUp
+from agents.proposers import make_proposer
+from tasks.base import Proposer
+from tasks.registry import create_task
+
+log = logging.getLogger("blockopt.agent")
+END_CODES = {"task_finished", "budget_exceeded"}
+
+
+class Shutdown(BaseException):
+    """Raised by a signal handler to abandon a slow proposer call (its result is discarded anyway)."""
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    coordinator: str
+    task: str
+    join_token: str
+    proposer: str = "heuristic"
+    proposer_options: dict[str, str] = field(default_factory=dict)
+    name: str = "agent"
+    seed: int = 0
+    poll_wait: float = 2.0
+    """Long-poll seconds per verdict request (also bounds how long a stop can take)."""
+    max_retries: int = 8
+    timeout: float = 30.0
+
+
+@dataclass
+class WorkerStats:
+    leases: int = 0
+    proposals: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    dropped: int = 0
+    waits: int = 0
+    verdicts: dict[str, int] = field(default_factory=dict)
+    ended: str = ""
+
+
+class Worker:
+    def __init__(self, config: WorkerConfig, stop: threading.Event | None = None) -> None:
+        self.config = config
+        self.stop = stop or threading.Event()
+        self.api = Api(config.coordinator, timeout=config.timeout, max_retries=config.max_retries,
+                       stop=self.stop, seed=config.seed)
+        self.stats = WorkerStats()
+        self.agent_id = ""
+        self.lease_id: str | None = None
+        self.proposer: Proposer | None = None
+        self.interruptible = False
+        """True while the proposer runs: a stop signal may then raise Shutdown (see ``interrupt``)."""
+        self._base = f"/v1/tasks/{config.task}"
+
+    # -- protocol steps ---------------------------------------------------------
+    def join(self) -> None:
+        r = self.api.call("POST", f"{self._base}/agents", token=self.config.join_token,
+                          json={"name": self.config.name, "proposer": self.config.proposer,
+                                "model": self.config.proposer})
+        joined = r.json()
+        self.agent_id = joined["agent_id"]
+        self.api.token = joined["token"]
+        info = joined["task"]
+        task = create_task(info["kind"], info["params"])
+        hints = info.get("proposer") or {}
+        knobs = hints.get("knobs", {}) if hints.get("name", "heuristic") == self.config.proposer else {}
+        self.proposer = make_proposer(self.config.proposer, task, knobs, self.config.seed,
+                                      self.config.proposer_options)
+        log.info("%s joined task %s as %s (%s, %d blocks)", self.config.name, self.config.task, self.agent_id,
+                 info["kind"], info.get("blocks", -1))
+
+    def _wait(self, seconds: float | None, default: float = 0.2) -> None:
+        self.stats.waits += 1
+        self.stop.wait(max(0.01, seconds if seconds is not None else default))
+
+    def release(self) -> None:
+        if self.lease_id is None:
+            return
+        lease_id, self.lease_id = self.lease_id, None
+        try:
+            self.api.call("DELETE", f"{self._base}/leases/{lease_id}", retry=False)
+        except (ApiError, GaveUp) as exc:
+            log.info("%s: release failed (%s); the lease will expire", self.config.name, exc)
+
+    def _usage(self, info: dict[str, Any], seconds: float) -> dict[str, Any]:
+        usage = dict(info.get("usage") or {"calls": 1, "model": self.config.proposer})
+        usage["seconds"] = max(float(usage.get("seconds") or 0.0), seconds)
+        return usage
+
+    def step(self) -> bool:
+        """One lease → propose → submit → verdict cycle; False when the worker should end."""
+        assert self.proposer is not None
+        try:
+            lease = self.api.call("POST", f"{self._base}/leases").json()
+        except ApiError as exc:
+            if exc.code in END_CODES:
+                self.stats.ended = exc.code
+                return False
+            if exc.status == 429:
+                self._wait(exc.retry_after)
+                return True
+            raise
+        self.stats.leases += 1
+        self.lease_id = lease["lease_id"]
+        t0 = time.perf_counter()
+        with _Renewer(self, lease["lease_id"], float(lease["ttl"])):
+            self.interruptible = True
+            try:
+                if self.stop.is_set():  # a signal landed just before the flag was up
+                    raise Shutdown()
+                draft = self.proposer.propose(lease["contract"])
+            finally:
+                self.interruptible = False
+        seconds = time.perf_counter() - t0
+        if self.stop.is_set() or draft is None:
+            self.release()
+            if draft is None:
+                self._wait(0.05)
+            return not self.stop.is_set()
+        body = {
+            "id": uuid.uuid4().hex, "lease_id": lease["lease_id"], "block": draft.block,
+            "base_version": lease["version"], "value": draft.value,
+            "predicted_improvement": draft.predicted_improvement, "usage": self._usage(draft.info, seconds),
+        }
+        verdict = self._submit(body)
+        if verdict is not None:
+            self.stats.verdicts[verdict["code"]] = self.stats.verdicts.get(verdict["code"], 0) + 1
+            if verdict["status"] == "accepted":
+                self.stats.accepted += 1
+            else:
+                self.stats.rejected += 1
+        return self.stats.ended == ""
+
+    def _submit(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        for _ in range(100):
+            try:
+                r = self.api.call("POST", f"{self._base}/proposals", json=body,
+                                  params={"wait": self.config.poll_wait})
+                break
+            except ApiError as exc:
+                if exc.code in END_CODES:
+                    self.stats.ended = exc.code
+                    self.lease_id = None
+                    return None
+                if exc.status == 429:
+                    self._wait(exc.retry_after)
+                    if self.stop.is_set():
+                        self.release()
+                        return None
+                    continue
+                if exc.status in (403, 409, 422):
+                    log.info("%s: proposal dropped: %s", self.config.name, exc)
+                    self.stats.dropped += 1
+                    self.lease_id = None
+                    return None
+                raise
+        else:
+            return None
+        self.lease_id = None  # consumed by the stored proposal
+        self.stats.proposals += 1
+        view = r.json()
+        while r.status_code == 202 and not self.stop.is_set():
+            try:
+                r = self.api.call("GET", f"{self._base}/proposals/{view['id']}", params={"wait": self.config.poll_wait})
+            except ApiError as exc:
+                if exc.code in END_CODES:
+                    self.stats.ended = exc.code
+                    return None
+                if exc.status == 429:
+                    self._wait(exc.retry_after)
+                    continue
+                raise
+            view = r.json()
+            if r.status_code == 202:
+                status = self.api.call("GET", self._base).json()["status"]
+                if status != "running":
+                    self.stats.ended = "task_finished"
+                    return None
+        return view.get("verdict")
+
+    def run(self) -> WorkerStats:
+        try:
+            if not self.stop.is_set():
+                self.join()
+            while not self.stop.is_set() and self.step():
+                pass
+        except ApiError as exc:
+            if exc.code not in END_CODES:
+                log.error("%s: coordinator error: %s", self.config.name, exc)
+                self.stats.ended = exc.code
+            else:
+                self.stats.ended = exc.code
+        except GaveUp as exc:
+            log.error("%s: giving up: %s", self.config.name, exc)
+            self.stats.ended = "unreachable"
+        except Shutdown:
+            self.stats.ended = "stopped"
+        except LookupError as exc:  # unknown proposer or task kind: say which, do not crash
+            log.error("%s: %s", self.config.name, exc)
+            self.stats.ended = "bad_config"
+        finally:
+            self.release()
+            self.api.close()
+        if not self.stats.ended:
+            self.stats.ended = "stopped"
+        log.info("%s: %s after %d proposals (%d accepted)", self.config.name, self.stats.ended,
+                 self.stats.proposals, self.stats.accepted)
+        return self.stats
+
+
+def interrupt(worker: Worker) -> None:
+    """Signal-handler body: ask the worker to stop; abandon the proposer if it is thinking right now."""
+    worker.stop.set()
+    if worker.interruptible:
+        worker.interruptible = False
+        raise Shutdown()
+
+
+class _Renewer:
+    """Renews the lease every ttl/3 while a slow proposer thinks (an LLM call can outlive a lease)."""
+
+    def __init__(self, worker: Worker, lease_id: str, ttl: float) -> None:
+        self.worker, self.lease_id, self.period = worker, lease_id, max(0.05, ttl / 3.0)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="lease-renewer")
+
+    def _run(self) -> None:
+        w = self.worker
+        while not self.done.wait(self.period):
+            try:
+                w.api.call("POST", f"{w._base}/leases/{self.lease_id}/renew", retry=False)
+            except (ApiError, GaveUp):
+                return
+
+    def __enter__(self) -> _Renewer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()

@@ -1,0 +1,281 @@
+"""Coordinator submit throughput and latency vs a trivial FastAPI POST endpoint (not a test).
+
+64 simulated agents (the quadratic heuristic, no think time) run the real
+protocol against ONE coordinator process (`blockopt serve`): lease → submit
+(``?wait=0``) → long-poll the verdict when it is 202 → lease again. The same
+load generator then POSTs a proposal-shaped body to a trivial FastAPI endpoint
+(benchmarks/service_trivial_app.py, also one uvicorn process).
+
+Load generator: ``--gen-procs`` processes × threads, each agent a stdlib
+``http.client`` keep-alive connection (lowest per-request client overhead
+available here; no aiohttp). CPU seconds of server and generator are read from
+/proc so one can check the generator is not the bottleneck; when ``wrk`` is
+installed the trivial endpoint is also measured with it (C load generator) as
+a ceiling.
+
+    .venv/bin/python benchmarks/service_throughput.py [--agents 64] [--seconds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN = "bench-admin-token"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_ready(port: int, path: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", path)
+            if conn.getresponse().status < 500:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"server on {port} did not come up")
+
+
+class Conn:
+    """One keep-alive connection with JSON helpers."""
+
+    def __init__(self, port: int, token: str | None = None) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.headers = {"Content-Type": "application/json"}
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        self.conn.request(method, path, body=data, headers=self.headers)
+        r = self.conn.getresponse()
+        raw = r.read()
+        return r.status, (json.loads(raw) if raw else None)
+
+
+def agent_loop(port: int, task: dict[str, str], deadline: float, out: dict[str, Any], wait: float = 0.0) -> None:
+    from tasks.quadratic import QuadraticProposer
+
+    proposer = QuadraticProposer()
+    tid = task["id"]
+    status, joined = Conn(port, task["join_token"]).call("POST", f"/v1/tasks/{tid}/agents", {"name": "bench"})
+    assert status == 201, joined
+    c = Conn(port, joined["token"])
+    submit_lat: list[float] = []
+    requests = proposals = 0
+    while time.monotonic() < deadline:
+        status, grant = c.call("POST", f"/v1/tasks/{tid}/leases")
+        requests += 1
+        if status == 429 and grant["error"]["code"] == "no_block_available":
+            time.sleep(grant["error"].get("retry_after", 0.05))
+            continue
+        if status != 201:
+            break
+        draft = proposer.propose(grant["contract"])
+        assert draft is not None
+        body = {"lease_id": grant["lease_id"], "block": draft.block, "base_version": grant["version"],
+                "value": draft.value, "predicted_improvement": draft.predicted_improvement,
+                "usage": {"calls": 1, "model": "heuristic"}}
+        t0 = time.perf_counter()
+        status, view = c.call("POST", f"/v1/tasks/{tid}/proposals?wait={wait}", body)
+        submit_lat.append(time.perf_counter() - t0)
+        requests += 1
+        if status not in (200, 202):
+            continue
+        proposals += 1
+        while status == 202 and time.monotonic() < deadline:
+            status, view = c.call("GET", f"/v1/tasks/{tid}/proposals/{view['id']}?wait=2")
+            requests += 1
+    out.update(submit=submit_lat, requests=requests, proposals=proposals)
+
+
+def trivial_loop(port: int, deadline: float, out: dict[str, Any]) -> None:
+    c = Conn(port)
+    body = {"lease_id": "x" * 32, "block": 3, "base_version": 12, "value": [0.1, -0.2, 0.3, 0.4],
+            "predicted_improvement": 0.01, "usage": {"calls": 1, "model": "heuristic"}}
+    lat: list[float] = []
+    while time.monotonic() < deadline:
+        t0 = time.perf_counter()
+        status, _ = c.call("POST", "/echo", body)
+        lat.append(time.perf_counter() - t0)
+        assert status == 202
+    out.update(submit=lat, requests=len(lat), proposals=len(lat))
+
+
+def gen_process(kind: str, port: int, task: dict[str, str] | None, agents: int, start: float, seconds: float,
+                queue: Any, wait: float = 0.0) -> None:
+    while time.time() < start:
+        time.sleep(0.005)
+    deadline = time.monotonic() + seconds
+    results: list[dict[str, Any]] = [{} for _ in range(agents)]
+    target = (lambda i: agent_loop(port, task, deadline, results[i], wait)) if kind == "coordinator" and task else \
+        (lambda i: trivial_loop(port, deadline, results[i]))
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(agents)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ru = os.times()
+    queue.put({"submit": [x for r in results for x in r.get("submit", [])],
+               "requests": sum(r.get("requests", 0) for r in results),
+               "proposals": sum(r.get("proposals", 0) for r in results),
+               "cpu": ru.user + ru.system})
+
+
+def load(kind: str, port: int, task: dict[str, str] | None, agents: int, procs: int, seconds: float,
+         server_pid: int, wait: float = 0.0) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    start = time.time() + 2.0
+    per = [agents // procs + (1 if i < agents % procs else 0) for i in range(procs)]
+    children = [ctx.Process(target=gen_process, args=(kind, port, task, n, start, seconds, queue, wait)) for n in per]
+    for ch in children:
+        ch.start()
+    while time.time() < start:
+        time.sleep(0.005)
+    cpu0 = cpu_seconds(server_pid)
+    t0 = time.monotonic()
+    parts = [queue.get(timeout=seconds + 120) for _ in children]
+    wall = time.monotonic() - t0
+    cpu1 = cpu_seconds(server_pid)
+    for ch in children:
+        ch.join()
+    lat = sorted(x for p in parts for x in p["submit"])
+    proposals = sum(p["proposals"] for p in parts)
+    requests = sum(p["requests"] for p in parts)
+    return {
+        "proposals_per_s": proposals / wall, "requests_per_s": requests / wall,
+        "p50_ms": 1000 * lat[len(lat) // 2] if lat else float("nan"),
+        "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else float("nan"),
+        "server_cpu_s": cpu1 - cpu0, "gen_cpu_s": sum(p["cpu"] for p in parts), "wall_s": wall,
+        "server_us_per_request": 1e6 * (cpu1 - cpu0) / max(1, requests),
+        "proposals": proposals, "requests": requests,
+    }
+
+
+def start(cmd: list[str], port: int, ready: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_ready(port, ready)
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def wrk_trivial(port: int, connections: int, seconds: float) -> str | None:
+    if shutil.which("wrk") is None:
+        return None
+    body = json.dumps({"lease_id": "x" * 32, "block": 3, "base_version": 12, "value": [0.1, -0.2, 0.3, 0.4],
+                       "predicted_improvement": 0.01, "usage": {"calls": 1, "model": "heuristic"}})
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
+                'wrk.headers["Content-Type"] = "application/json"\n')
+    done = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{int(seconds)}s", "--latency", "-s", f.name,
+                           f"http://127.0.0.1:{port}/echo"], capture_output=True, text=True)
+    os.unlink(f.name)
+    lines = [ln.strip() for ln in done.stdout.splitlines() if "Requests/sec" in ln or ln.strip().startswith(("50%", "99%"))]
+    return "; ".join(lines)
+
+
+def create_task(port: int, mode: str, policy: str, blocks: int) -> dict[str, str]:
+    status, created = Conn(port, ADMIN).call("POST", "/v1/tasks", {
+        "kind": "quadratic", "params": {"blocks": blocks, "dim": 4, "coupling": 0.3}, "merge_policy": policy,
+        "mode": mode, "budgets": {"rounds": 1_000_000},
+        # keep the task running for the whole measurement (it would otherwise converge and stop)
+        "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000},
+    })
+    assert status == 201, created
+    return created
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--agents", type=int, default=64)
+    ap.add_argument("--blocks", type=int, default=64)
+    ap.add_argument("--seconds", type=float, default=15.0)
+    ap.add_argument("--gen-procs", type=int, default=2)
+    ap.add_argument("--cases", default="rounds/independent,rounds/independent/wait,rounds/checked,async/independent",
+                    help="MODE/POLICY[/wait]: /wait submits with ?wait=5 (verdict inline, as `blockopt agent` does)")
+    args = ap.parse_args()
+    print(f"{args.agents} agents, quadratic n={args.blocks} d=4 coupling=0.3, {args.seconds:.0f} s per case, "
+          f"generator: {args.gen_procs} processes x threads of http.client keep-alive; {os.cpu_count()} cores")
+    port = free_port()
+    trivial = start([sys.executable, "-m", "uvicorn", "benchmarks.service_trivial_app:app", "--port", str(port),
+                     "--log-level", "warning", "--no-access-log"], port, "/docs")
+    rows: list[tuple[str, dict[str, Any]]] = []
+    try:
+        rows.append(("trivial POST", load("trivial", port, None, args.agents, args.gen_procs, args.seconds,
+                                          trivial.pid)))
+        wrk = wrk_trivial(port, args.agents, args.seconds)
+    finally:
+        stop(trivial)
+    for case in args.cases.split(","):
+        mode, policy, *rest = case.split("/")
+        wait = 5.0 if rest == ["wait"] else 0.0
+        port = free_port()
+        serve = start([sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "warning",
+                       "--rate-per-agent", "100000", "--round-deadline", "1.0"], port, "/readyz",
+                      env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
+        try:
+            task = create_task(port, mode, policy, args.blocks)
+            row = load("coordinator", port, task, args.agents, args.gen_procs, args.seconds, serve.pid, wait)
+            status, view = Conn(port, ADMIN).call("GET", f"/v1/tasks/{task['id']}")
+            row["rounds"] = view["round"]
+            row["rel_gap"] = view["relative_gap"]
+            rows.append((f"coordinator {case}", row))
+        finally:
+            stop(serve)
+    head = f"{'endpoint':34s} {'proposals/s':>11s} {'requests/s':>10s} {'submit p50 ms':>13s} {'p99 ms':>8s} " \
+           f"{'server cpu us/req':>17s} {'server cpu':>10s} {'gen cpu':>8s} {'rounds':>6s} {'rel gap':>9s}"
+    print(head)
+    for name, r in rows:
+        print(f"{name:34s} {r['proposals_per_s']:11.1f} {r['requests_per_s']:10.1f} {r['p50_ms']:13.2f} "
+              f"{r['p99_ms']:8.2f} {r['server_us_per_request']:17.0f} {r['server_cpu_s']:9.1f}s "
+              f"{r['gen_cpu_s']:7.1f}s {r.get('rounds', '-')!s:>6s} "
+              f"{(format(r['rel_gap'], '.2e') if 'rel_gap' in r else '-'):>9s}")
+    base = rows[0][1]
+    for name, r in rows[1:]:
+        print(f"{name}: proposals/s / trivial requests/s = {r['proposals_per_s'] / base['requests_per_s']:.2f}; "
+              f"requests/s / trivial requests/s = {r['requests_per_s'] / base['requests_per_s']:.2f}; "
+              f"server CPU per request = {r['server_us_per_request'] / base['server_us_per_request']:.2f}x trivial")
+    if wrk:
+        print(f"wrk -t2 -c{args.agents} on the trivial endpoint (C generator, ceiling): {wrk}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Rebuild a task's ``RunLedger`` from the store, so service reports mean what in-process reports mean."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from dataclasses import asdict, replace
+from typing import Any
+
+from coordinator.convergence import RoundBound
+from coordinator.ledger import Report, RunLedger, StopRule, TaskStatus, UsageTotals, build_report
+from coordinator.store.base import Head, RoundEntry, TaskRuntime, TaskSpec, UsageRow
+from tasks.base import Reference
+
+
+def reference_of(spec: TaskSpec) -> Reference:
+    return Reference(spec.reference, "optimum" if spec.reference_kind == "optimum" else "lower_bound")
+
+
+def bound_dict(bound: RoundBound | None) -> dict[str, Any] | None:
+    return asdict(bound) if bound is not None else None
+
+
+def stop_rule(spec: TaskSpec) -> StopRule:
+    return StopRule(relative_gap=spec.stop_relative_gap, stall_rounds=spec.stop_stall_rounds)
+
+
+def converged(spec: TaskSpec, objective: float, stalled: int, proposals: int) -> bool:
+    """The in-process stopping rule (``RunLedger.converged``) on the store's numbers.
+
+    As in ``run_inproc``, stalling is counted in sweeps: with ``proposals`` blocks
+    per round, a block comes back once every ceil(n_blocks / proposals) rounds.
+    """
+    ledger = RunLedger(reference_of(spec), spec.initial_objective, spec.tolerance, spec.window, stalled=stalled)
+    sweep = math.ceil(spec.n_blocks / max(1, min(proposals, spec.n_blocks)))
+    rule = stop_rule(spec)
+    return ledger.converged(objective, replace(rule, stall_rounds=rule.stall_rounds * sweep))
+
+
+def ledger_of(
+    spec: TaskSpec, runtime: TaskRuntime, rounds: list[RoundEntry], counters: dict[str, float],
+    usage: list[UsageRow], now: float | None = None,
+) -> RunLedger:
+    ledger = RunLedger(reference_of(spec), spec.initial_objective, spec.tolerance, spec.window)
+    ledger.records = [r.record for r in rounds]
+    ledger.bounds = [RoundBound(**r.bound) for r in rounds if r.bound is not None]
+    ledger.verdicts = Counter(
+        {k: int(v) for k, v in counters.items() if k in ("accepted", "rejected") or k.startswith("rejected:")}
+    )
+    for row in usage:
+        for target in (ledger.usage, ledger.usage_by_model.setdefault(row.model, UsageTotals())):
+            for name, value in row.usage.model_dump().items():
+                setattr(target, name, getattr(target, name) + value)
+    end = runtime.finished_at if runtime.finished_at is not None else (now or time.time())
+    ledger.started = time.monotonic() - max(0.0, end - spec.created_at)
+    ledger.stalled = runtime.stalled
+    return ledger
+
+
+def report_of(
+    spec: TaskSpec, runtime: TaskRuntime, head: Head, rounds: list[RoundEntry], counters: dict[str, float],
+    usage: list[UsageRow], agents: int, feasible: bool,
+) -> Report:
+    status: TaskStatus = runtime.status
+    return build_report(
+        ledger_of(spec, runtime, rounds, counters, usage),
+        task_info={"kind": spec.kind, "name": spec.name, "blocks": spec.n_blocks, "params": spec.params,
+                   "id": spec.id, "mode": spec.mode},
+        agents=agents,
+        merge_policy=spec.merge_policy,
+        status=status,
+        final_objective=head.objective,
+        feasible=feasible,
+    )
+
+
+def history_row(entry: RoundEntry) -> dict[str, Any]:
+    r = entry.record
+    return {
+        "round": r.round, "version": r.version, "objective": r.objective, "gap": r.gap,
+        "proposals": r.proposals, "accepted": r.accepted, "interfering": r.interfering,
+        "merge_kind": r.merge_kind, "kappa": r.kappa, "gamma": r.gamma, "delta": r.delta, "rhs": r.rhs,
+        "held": r.held, "checks": r.checks, "engine_seconds": r.engine_seconds, "eval_seconds": r.eval_seconds,
+        "opened_at": entry.opened_at, "closed_at": entry.closed_at,
+    }

@@ -1,0 +1,207 @@
+"""Prometheus metrics (prefix ``blockopt_``) on an injected registry.
+
+Task state (proposals, merges, constants, leases, usage) is read from the
+store at scrape time by ``TaskStateCollector``, so the numbers are the same
+whichever replica or worker is scraped. Only durations, which are facts about
+this process, are per-process histograms. Label values are bounded: tasks by
+``max_tasks`` (running first, then newest), agents by ``max_agents`` (the rest
+summed as ``other``), rejection reasons by a fixed vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from coordinator.store.base import TERMINAL, Store, TaskRuntime, TaskSpec, UsageRow
+
+REASONS = frozenset({
+    "invalid_proposal", "wrong_block", "future_base", "stale_base", "stale_footprint", "not_improving",
+    "not_selected", "combination_worse", "bad_shape", "bad_value", "illegal_move", "unknown_table",
+    "over_budget", "task_finished",
+})
+STATUSES = ("running", "converged", "budget_exhausted", "stopped", "failed")
+
+
+@dataclass
+class TaskSample:
+    task: str
+    kind: str
+    status: str
+    mode: str
+    counters: dict[str, float]
+    objective: float
+    gap: float
+    kappa: float | None
+    gamma: float | None
+    delta: float | None
+    leases_active: int
+    budget_used: dict[str, float] = field(default_factory=dict)
+    """budget name -> fraction spent, for the budgets the task has (alert: budget nearly spent)."""
+
+
+@dataclass
+class Snapshot:
+    tasks: list[TaskSample] = field(default_factory=list)
+    status_counts: dict[str, int] = field(default_factory=dict)
+    usage: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    """(agent, model) -> (tokens, calls), already capped."""
+
+
+class TaskStateCollector(Collector):
+    def __init__(self) -> None:
+        self.snapshot = Snapshot()
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self.snapshot
+        tasks = GaugeMetricFamily("blockopt_tasks", "Tasks by status", labels=["status"])
+        for status in STATUSES:
+            tasks.add_metric([status], snap.status_counts.get(status, 0))
+        yield tasks
+
+        def counter(name: str, doc: str, key: str) -> CounterMetricFamily:
+            fam = CounterMetricFamily(name, doc, labels=["task"])
+            for t in snap.tasks:
+                fam.add_metric([t.task], t.counters.get(key, 0.0))
+            return fam
+
+        yield counter("blockopt_proposals_received", "Proposals stored (acknowledged)", "received")
+        yield counter("blockopt_proposals_accepted", "Proposals merged", "accepted")
+        yield counter("blockopt_interference_edges", "Interference-graph edges among improving proposals", "edges")
+        yield counter("blockopt_rounds", "Rounds recorded", "rounds")
+        yield counter("blockopt_leases_granted", "Leases granted", "leases_granted")
+        yield counter("blockopt_leases_expired", "Leases that lapsed because the agent went silent", "leases_expired")
+
+        rejected = CounterMetricFamily("blockopt_proposals_rejected", "Proposals rejected, by reason",
+                                       labels=["task", "reason"])
+        merges = CounterMetricFamily("blockopt_merges", "Merges by kind", labels=["task", "kind"])
+        bound = CounterMetricFamily("blockopt_bound_checks", "Per-round bound checks", labels=["task", "result"])
+        for t in snap.tasks:
+            by_reason: dict[str, float] = {}
+            for key, value in t.counters.items():
+                if key.startswith("rejected:"):
+                    reason = key.split(":", 1)[1]
+                    reason = reason if reason in REASONS else "other"
+                    by_reason[reason] = by_reason.get(reason, 0.0) + value
+            for reason, value in sorted(by_reason.items()):
+                rejected.add_metric([t.task, reason], value)
+            for kind in ("independent", "checked_combination"):
+                merges.add_metric([t.task, kind], t.counters.get(f"merges:{kind}", 0.0))
+            bound.add_metric([t.task, "held"], t.counters.get("bound_held", 0.0))
+            bound.add_metric([t.task, "violated"], t.counters.get("bound_violated", 0.0))
+        yield rejected
+        yield merges
+        yield bound
+
+        gauges = {
+            "objective": GaugeMetricFamily("blockopt_objective", "Current objective F", labels=["task"]),
+            "gap": GaugeMetricFamily("blockopt_gap", "Current gap F - F_ref", labels=["task"]),
+            "kappa": GaugeMetricFamily("blockopt_kappa", "Block progress kappa of the last merging round",
+                                       labels=["task"]),
+            "gamma": GaugeMetricFamily("blockopt_gamma", "Combination efficiency gamma of the last merging round",
+                                       labels=["task"]),
+            "delta": GaugeMetricFamily("blockopt_delta", "Correction error delta of the last merging round",
+                                       labels=["task"]),
+            "leases": GaugeMetricFamily("blockopt_leases_active", "Leases currently held", labels=["task"]),
+        }
+        info = GaugeMetricFamily("blockopt_task_info", "Task labels (value 1)",
+                                 labels=["task", "kind", "status", "mode"])
+        for t in snap.tasks:
+            values = {"objective": t.objective, "gap": t.gap, "kappa": t.kappa, "gamma": t.gamma,
+                      "delta": t.delta, "leases": float(t.leases_active)}
+            for key, fam in gauges.items():
+                v = values[key]
+                if v is not None and math.isfinite(v):
+                    fam.add_metric([t.task], v)
+            info.add_metric([t.task, t.kind, t.status, t.mode], 1.0)
+        yield from gauges.values()
+        yield info
+
+        budget = GaugeMetricFamily("blockopt_budget_used_ratio", "Fraction of each task budget spent (1 = spent)",
+                                   labels=["task", "budget"])
+        for t in snap.tasks:
+            for name, used in sorted(t.budget_used.items()):
+                budget.add_metric([t.task, name], used)
+        yield budget
+
+        tokens = CounterMetricFamily("blockopt_agent_tokens", "Tokens reported by agents", labels=["agent", "model"])
+        calls = CounterMetricFamily("blockopt_agent_calls", "Proposer calls reported by agents",
+                                    labels=["agent", "model"])
+        for (agent, model), (tok, cal) in sorted(snap.usage.items()):
+            tokens.add_metric([agent, model], tok)
+            calls.add_metric([agent, model], cal)
+        yield tokens
+        yield calls
+
+
+class ServiceMetrics:
+    """Everything the service exports; built on the registry it is given."""
+
+    def __init__(self, registry: CollectorRegistry, max_tasks: int = 50, max_agents: int = 100,
+                 max_models: int = 20) -> None:
+        self.registry = registry
+        self.max_tasks = max_tasks
+        self.max_agents = max_agents
+        self.max_models = max_models
+        buckets = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+        self.round_seconds = Histogram(
+            "blockopt_round_duration_seconds", "Wall time of one round (engine + store commit), this process",
+            ["mode"], buckets=buckets, registry=registry,
+        )
+        self.scoring_seconds = Histogram(
+            "blockopt_scoring_duration_seconds", "Objective evaluations inside a round, this process",
+            ["mode"], buckets=buckets, registry=registry,
+        )
+        self.state = TaskStateCollector()
+        registry.register(self.state)
+
+    async def refresh(self, store: Store, now: float) -> None:
+        """Read task state from the store (called by /metrics right before rendering)."""
+        specs = await store.list_tasks()
+        runtimes = {s.id: await store.get_runtime(s.id) for s in specs}
+        status_counts: dict[str, int] = {}
+        for rt in runtimes.values():
+            status_counts[rt.status] = status_counts.get(rt.status, 0) + 1
+        ordered = sorted(specs, key=lambda s: (runtimes[s.id].status in TERMINAL, -s.created_at))
+        samples: list[TaskSample] = []
+        usage: dict[tuple[str, str], tuple[float, float]] = {}
+        agents_seen: set[str] = set()
+        models_seen: set[str] = set()
+        for spec in ordered[: self.max_tasks]:
+            rt = runtimes[spec.id]
+            rows = await store.usage(spec.id)
+            head = await store.get_head(spec.id)
+            last = await store.rounds(spec.id, since=max(0, rt.round - 8))
+            merging = [r.record for r in last if r.record.kappa is not None]
+            rec = merging[-1] if merging else None
+            samples.append(TaskSample(
+                task=spec.id, kind=spec.kind, status=rt.status, mode=spec.mode,
+                counters=await store.counters(spec.id), objective=head.objective,
+                gap=head.objective - spec.reference,
+                kappa=rec.kappa if rec else None, gamma=rec.gamma if rec else None, delta=rec.delta if rec else None,
+                leases_active=len(await store.active_leases(spec.id, now)),
+                budget_used=_budget_used(spec, rt, rows, now),
+            ))
+            for row in rows:
+                agent = row.agent if (row.agent in agents_seen or len(agents_seen) < self.max_agents) else "other"
+                model = row.model if (row.model in models_seen or len(models_seen) < self.max_models) else "other"
+                agents_seen.add(agent)
+                models_seen.add(model)
+                tok, cal = usage.get((agent, model), (0.0, 0.0))
+                usage[(agent, model)] = (tok + row.usage.tokens, cal + row.usage.calls)
+        self.state.snapshot = Snapshot(samples, status_counts, usage)
+
+
+def _budget_used(spec: TaskSpec, rt: TaskRuntime, rows: list[UsageRow], now: float) -> dict[str, float]:
+    """Fraction spent of each task-level budget that is set (per-agent budgets are not exported)."""
+    b = spec.budgets
+    elapsed = (rt.finished_at if rt.finished_at is not None else now) - spec.created_at
+    spent = {"rounds": (rt.round, b.rounds), "seconds": (elapsed, b.seconds),
+             "tokens": (sum(r.usage.tokens for r in rows), b.tokens),
+             "calls": (sum(r.usage.calls for r in rows), b.calls)}
+    return {name: (used / limit if limit else 1.0) for name, (used, limit) in spent.items() if limit is not None}

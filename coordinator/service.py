@@ -1,0 +1,658 @@
+"""The task runtime behind the API: tasks, agents, leases, proposals and round scheduling.
+
+All state is in the store; this object holds only rebuildable caches (built
+Task objects and the snapshot of the head they were built at), per-task locks
+so one round runs at a time in this process, and wake-up events for long
+polls. Heavy engine work runs in a worker thread, never on the event loop.
+
+Rounds mode: a round closes when a quorum of leased blocks has submitted
+(``settings.quorum`` of queued + still-leased blocks) or ``round_deadline``
+after its first proposal, whichever first. Async mode: each arrival is scored
+and merged on its own (optimistic concurrency: rejected as ``stale_footprint``
+when its footprint meets a block committed since its base version); the round
+records are then bookkeeping windows closed on the same deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from coordinator import books, errors
+from coordinator.convergence import MergedScore, round_bound
+from coordinator.engine import EngineSettings, RoundEngine, RoundOutcome
+from coordinator.inproc import contract_envelope
+from coordinator.ledger import Report, TaskStatus, relative_gap
+from coordinator.metrics import ServiceMetrics
+from coordinator.records import Proposal, RoundRecord, Snapshot, Verdict
+from coordinator.settings import ServiceSettings
+from coordinator.store.base import (
+    TERMINAL,
+    AgentRecord,
+    Commit,
+    Head,
+    Lease,
+    QueuedProposal,
+    RoundEntry,
+    Store,
+    TaskRuntime,
+    TaskSpec,
+    WindowState,
+)
+from coordinator.wire import CreateTask, Joined, JoinRequest, LeaseGrant, ProposalIn, ProposalView, TaskView
+from coordinator import auth
+from tasks.base import Task
+from tasks.registry import InvalidParams, UnknownKind, create_task, kind_class
+
+log = logging.getLogger("blockopt.service")
+
+
+@dataclass
+class _Built:
+    """A task rebuilt from (kind, params) in this process, and the head it last loaded."""
+
+    task: Task[Any]
+    engine: RoundEngine
+    snapshot: Snapshot
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+class CoordinatorService:
+    def __init__(
+        self, settings: ServiceSettings, store: Store, metrics: ServiceMetrics,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.clock = clock
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        """Round-lock owner: host and pid first, so an operator (or a fault test) can tell who holds a lock."""
+        self.limiter = auth.RateLimiter(settings.rate_per_agent, settings.rate_burst)
+        self._built: dict[str, _Built] = {}
+        self._specs: dict[str, TaskSpec] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._events: dict[str, asyncio.Event] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self._scheduler: asyncio.Task[None] | None = None
+        self.ready = False
+
+    # -- lifecycle ------------------------------------------------------------
+    async def start(self) -> None:
+        self._scheduler = asyncio.create_task(self._schedule_forever(), name="blockopt-scheduler")
+        self.ready = True
+
+    async def close(self) -> None:
+        self.ready = False
+        tasks = [t for t in [self._scheduler, *self._background] if t is not None]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+    async def spec(self, task_id: str) -> TaskSpec:
+        """The task's spec (fixed at creation, so cached per process; NotFound when unknown)."""
+        spec = self._specs.get(task_id)
+        if spec is None:
+            spec = self._specs[task_id] = await self.store.get_task(task_id)
+        return spec
+
+    def _lock(self, task_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(task_id, asyncio.Lock())
+
+    def changed(self, task_id: str) -> asyncio.Event:
+        """An event set at the task's next change (take it before reading the store)."""
+        return self._events.setdefault(task_id, asyncio.Event())
+
+    def _notify(self, task_id: str) -> None:
+        event = self._events.pop(task_id, None)
+        if event is not None:
+            event.set()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _build(self, spec: TaskSpec, head: Head) -> _Built:
+        built = self._built.get(spec.id)
+        if built is None:
+            def make() -> _Built:
+                task = create_task(spec.kind, spec.params)
+                engine = RoundEngine(task, EngineSettings(merge_policy=spec.merge_policy))
+                return _Built(task, engine, self._snapshot_of(task, head))
+            built = await asyncio.to_thread(make)
+            self._built[spec.id] = built
+        elif built.snapshot.version != head.version:
+            built.snapshot = await asyncio.to_thread(self._snapshot_of, built.task, head)
+        return built
+
+    @staticmethod
+    def _snapshot_of(task: Task[Any], head: Head) -> Snapshot:
+        return Snapshot(head.version, head.objective, tuple(head.block_versions), task.load_state(head.state))
+
+    # -- tasks ------------------------------------------------------------------
+    async def create(self, req: CreateTask) -> tuple[TaskSpec, str]:
+        try:
+            cls = kind_class(req.kind)
+            cls.ProposerParams.model_validate(req.proposer.knobs)
+        except UnknownKind as exc:
+            raise errors.InvalidRequest(str(exc), field="kind") from None
+        except ValueError as exc:
+            raise errors.InvalidRequest(f"proposer knobs: {str(exc).splitlines()[0]}", field="proposer.knobs") from None
+        try:
+            task = await asyncio.to_thread(create_task, req.kind, req.params)
+        except InvalidParams as exc:
+            raise errors.InvalidRequest(str(exc), field=f"params.{exc.param}") from None
+        engine = RoundEngine(task, EngineSettings(merge_policy=req.merge_policy))
+        snap = await asyncio.to_thread(engine.initial_snapshot)
+        join_token = auth.new_token("join")
+        budgets = req.budgets
+        if budgets.rounds is None:
+            budgets = budgets.model_copy(update={"rounds": self.settings.default_max_rounds})
+        spec = TaskSpec(
+            id=_new_id("t"), kind=task.kind, name=task.name, n_blocks=task.n_blocks,
+            params=task.params.model_dump(), merge_policy=req.merge_policy, mode=req.mode, budgets=budgets,
+            proposer=req.proposer.model_dump(), reference=engine.reference.value,
+            reference_kind=engine.reference.kind, initial_objective=snap.objective, tolerance=engine.tolerance,
+            window=req.window, stop_relative_gap=req.stop.relative_gap, stop_stall_rounds=req.stop.stall_rounds,
+            join_token_hash=auth.token_hash(join_token), created_at=self.clock(),
+        )
+        head = Head(version=0, objective=snap.objective, block_versions=list(snap.block_versions),
+                    state=task.dump_state(snap.state))
+        await self.store.create_task(spec, head)
+        self._built[spec.id] = _Built(task, engine, snap)
+        log.info("task %s created: %s (%s, %s)", spec.id, spec.name, spec.merge_policy, spec.mode)
+        return spec, join_token
+
+    async def view(self, task_id: str) -> TaskView:
+        spec = await self.spec(task_id)
+        runtime = await self.store.get_runtime(task_id)
+        head = await self.store.get_head(task_id)
+        built = await self._build(spec, head)
+        usage = await self.store.usage(task_id)
+        agents = await self.store.list_agents(task_id)
+        ref = books.reference_of(spec)
+        return TaskView(
+            id=spec.id, kind=spec.kind, name=spec.name, status=runtime.status, reason=runtime.reason,
+            round=runtime.round, version=head.version, objective=head.objective, gap=head.objective - spec.reference,
+            relative_gap=relative_gap(head.objective, ref), feasible=built.task.feasible(built.snapshot.state),
+            reference=spec.reference, reference_kind=spec.reference_kind, merge_policy=spec.merge_policy,
+            mode=spec.mode, blocks=spec.n_blocks, agents=len(agents),
+            leases=len(await self.store.active_leases(task_id, self.clock())), budgets=spec.budgets,
+            usage={"tokens": float(sum(r.usage.tokens for r in usage)),
+                   "calls": float(sum(r.usage.calls for r in usage))},
+            created_at=spec.created_at, finished_at=runtime.finished_at,
+        )
+
+    async def views(self) -> list[TaskView]:
+        return [await self.view(spec.id) for spec in await self.store.list_tasks()]
+
+    async def stop(self, task_id: str) -> TaskView:
+        await self._finish(task_id, "stopped", "stopped by an administrator")
+        return await self.view(task_id)
+
+    async def _finish(self, task_id: str, status: TaskStatus, reason: str) -> None:
+        if await self.store.finish(task_id, status, reason, self.clock()):
+            log.info("task %s %s: %s", task_id, status, reason)
+        self._notify(task_id)
+
+    async def report(self, task_id: str) -> Report:
+        spec = await self.spec(task_id)
+        runtime = await self.store.get_runtime(task_id)
+        head = await self.store.get_head(task_id)
+        built = await self._build(spec, head)
+        return books.report_of(
+            spec, runtime, head, await self.store.rounds(task_id), await self.store.counters(task_id),
+            await self.store.usage(task_id), len(await self.store.list_agents(task_id)),
+            built.task.feasible(built.snapshot.state),
+        )
+
+    async def solution(self, task_id: str) -> dict[str, Any]:
+        spec = await self.spec(task_id)
+        head = await self.store.get_head(task_id)
+        built = await self._build(spec, head)
+        task, state = built.task, built.snapshot.state
+        return {"task": task_id, "version": head.version, "objective": head.objective,
+                "feasible": task.feasible(state), "solution": task.solution(state), "state": head.state}
+
+    # -- agents -------------------------------------------------------------------
+    async def join(self, task_id: str, join_token: str, req: JoinRequest) -> Joined:
+        spec = await self.spec(task_id)
+        if not auth.matches(join_token, spec.join_token_hash):
+            raise errors.Unauthorized("the join token does not match this task")
+        await self._ensure_running(task_id)
+        token = auth.new_token("agent")
+        agent = AgentRecord(
+            id=_new_id("a"), task_id=task_id, name=req.name or "agent", token_hash=auth.token_hash(token),
+            proposer=req.proposer, model=req.model, joined_at=self.clock(),
+        )
+        await self.store.add_agent(agent)
+        return Joined(
+            agent_id=agent.id, token=token, lease_ttl=self.settings.lease_ttl,
+            task={"id": spec.id, "kind": spec.kind, "params": spec.params, "mode": spec.mode,
+                  "proposer": spec.proposer, "blocks": spec.n_blocks},
+        )
+
+    async def authenticate(self, task_id: str, header: str | None) -> AgentRecord:
+        token = auth.bearer(header)
+        agent = await self.store.agent_by_token(task_id, auth.token_hash(token))
+        if agent is None or not auth.matches(token, agent.token_hash):
+            await self.spec(task_id)  # 404 for an unknown task, else 401
+            raise errors.Unauthorized("the agent token is not valid for this task")
+        self.limiter.check(agent.id)
+        return agent
+
+    async def _ensure_running(self, task_id: str) -> TaskRuntime:
+        runtime = await self.store.get_runtime(task_id)
+        if runtime.status == "budget_exhausted":
+            raise errors.BudgetExceeded(f"the task's budget is spent: {runtime.reason}", task_id=task_id)
+        if runtime.status in TERMINAL:
+            raise errors.TaskFinished(f"the task has ended ({runtime.status})", task_id=task_id,
+                                      status=runtime.status)
+        return runtime
+
+    async def _budget_left(self, spec: TaskSpec, runtime: TaskRuntime, agent: str | None) -> dict[str, Any]:
+        b = spec.budgets
+        usage_budgets = (b.tokens, b.calls, b.agent_tokens, b.agent_calls)
+        rows = await self.store.usage(spec.id) if any(x is not None for x in usage_budgets) else []
+        tokens = sum(r.usage.tokens for r in rows)
+        calls = sum(r.usage.calls for r in rows)
+        left: dict[str, Any] = {
+            "rounds": None if b.rounds is None else b.rounds - runtime.round,
+            "seconds": None if b.seconds is None else round(b.seconds - (self.clock() - spec.created_at), 3),
+            "tokens": None if b.tokens is None else b.tokens - tokens,
+            "calls": None if b.calls is None else b.calls - calls,
+        }
+        if agent is not None:
+            mine = [r for r in rows if r.agent == agent]
+            if b.agent_tokens is not None:
+                left["agent_tokens"] = b.agent_tokens - sum(r.usage.tokens for r in mine)
+            if b.agent_calls is not None:
+                left["agent_calls"] = b.agent_calls - sum(r.usage.calls for r in mine)
+        return left
+
+    async def _check_budget(self, spec: TaskSpec, runtime: TaskRuntime, agent: str) -> dict[str, Any]:
+        left = await self._budget_left(spec, runtime, agent)
+        for name in ("rounds", "seconds", "tokens", "calls"):
+            if left[name] is not None and left[name] <= 0:
+                await self._finish(spec.id, "budget_exhausted", f"{name} budget spent")
+                raise errors.BudgetExceeded(f"the task's {name} budget is spent", budget=name)
+        for name in ("agent_tokens", "agent_calls"):
+            if left.get(name) is not None and left[name] <= 0:
+                raise errors.BudgetExceeded(f"this agent's {name.split('_')[1]} budget is spent", budget=name)
+        return left
+
+    async def lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant:
+        spec = await self.spec(task_id)
+        runtime = await self._ensure_running(task_id)
+        left = await self._check_budget(spec, runtime, agent.id)
+        head = await self.store.get_head(task_id)
+        lease = await self.store.acquire_lease(task_id, agent.id, head.version, self.settings.lease_ttl, self.clock())
+        if lease is None:
+            raise errors.NoBlockAvailable("every block is leased or awaiting its round; retry shortly",
+                                          retry_after=self.settings.retry_after, agent_id=agent.id)
+        built = await self._build(spec, head)
+        if lease.version != built.snapshot.version:  # an older lease handed back: show it the head it is on now
+            lease = lease.model_copy(update={"version": built.snapshot.version})
+        contract = contract_envelope(built.task, built.snapshot, lease.block, left)
+        return LeaseGrant(lease_id=lease.id, agent_id=agent.id, block=lease.block, version=built.snapshot.version,
+                          expires_at=lease.expires_at, ttl=self.settings.lease_ttl, contract=contract)
+
+    async def renew(self, task_id: str, agent: AgentRecord, lease_id: str) -> Lease:
+        await self._ensure_running(task_id)
+        return await self.store.renew_lease(task_id, lease_id, agent.id, self.settings.lease_ttl, self.clock())
+
+    async def release(self, task_id: str, agent: AgentRecord, lease_id: str) -> None:
+        await self.store.release_lease(task_id, lease_id, agent.id)
+        self._spawn(self._maybe_close(task_id))
+
+    # -- proposals ------------------------------------------------------------------
+    async def submit(self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float) -> tuple[ProposalView, bool]:
+        """Store the proposal (then it is acknowledged); return its view and whether it has a verdict."""
+        spec = await self.spec(task_id)
+        runtime = await self._ensure_running(task_id)
+        await self._check_budget(spec, runtime, agent.id)
+        proposal = Proposal(
+            id=body.id or uuid.uuid4().hex, agent=agent.id, block=body.block, value=body.value,
+            base_version=body.base_version, predicted_improvement=body.predicted_improvement, usage=body.usage,
+        )
+        queued, created = await self.store.enqueue_proposal(task_id, body.lease_id, proposal, self.clock())
+        if created:  # (no wake-up here: waiters wait for verdicts, which only commits produce)
+            if spec.mode == "async":
+                await self._run_async(task_id)
+            else:
+                await self._maybe_close(task_id)
+        return await self.proposal(task_id, proposal.id, wait, agent)
+
+    async def proposal(
+        self, task_id: str, proposal_id: str, wait: float, agent: AgentRecord | None = None
+    ) -> tuple[ProposalView, bool]:
+        deadline = self.clock() + min(max(wait, 0.0), self.settings.max_wait)
+        while True:
+            event = self.changed(task_id)
+            queued, verdict = await self.store.get_proposal(task_id, proposal_id)
+            if agent is not None and queued.proposal.agent != agent.id:
+                raise errors.Forbidden("this proposal belongs to another agent", proposal_id=proposal_id)
+            remaining = deadline - self.clock()
+            if verdict is not None or remaining <= 0:
+                break
+            runtime = await self.store.get_runtime(task_id)
+            if runtime.status in TERMINAL:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout=min(remaining, 1.0))
+        p = queued.proposal
+        view = ProposalView(id=p.id, agent_id=p.agent, block=p.block, base_version=p.base_version,
+                            status=verdict.status if verdict else "pending", verdict=verdict)
+        return view, verdict is not None
+
+    # -- rounds mode ------------------------------------------------------------------
+    async def _round_due(self, task_id: str) -> bool:
+        now = self.clock()
+        q = await self.store.queue_state(task_id, now)
+        if q.pending == 0 or q.oldest is None:
+            return False
+        quorum = q.pending >= self.settings.quorum * (q.pending + q.leases) - 1e-9
+        return quorum or now - q.oldest >= self.settings.round_deadline
+
+    async def _maybe_close(self, task_id: str) -> None:
+        if self._lock(task_id).locked():
+            return  # the running round re-checks when it is done
+        if await self._round_due(task_id):
+            self._spawn(self._run_round(task_id))
+
+    async def _run_round(self, task_id: str) -> None:
+        async with self._lock(task_id):
+            try:
+                ran = await self._round_locked(task_id)
+            except errors.Conflict as exc:  # lost a race to another replica: its commit stands
+                log.warning("task %s: round not committed: %s", task_id, exc.message)
+                self._built.pop(task_id, None)
+                ran = False
+            except errors.Unavailable as exc:  # the store is down: the round is retried when it is back
+                log.warning("task %s: round not committed: %s", task_id, exc.message)
+                self._built.pop(task_id, None)
+                ran = False
+            except Exception as exc:  # an engine or task bug: the task fails, the service lives on
+                log.exception("task %s: round failed", task_id)
+                await self._finish(task_id, "failed", f"round failed: {type(exc).__name__}: {exc}"[:300])
+                ran = False
+        if ran:
+            await self._maybe_close(task_id)
+
+    async def _round_locked(self, task_id: str) -> bool:
+        spec = await self.spec(task_id)
+        runtime = await self.store.get_runtime(task_id)
+        if runtime.status in TERMINAL:
+            return False
+        if not await self._round_due(task_id):
+            return False
+        pending = await self.store.pending_proposals(task_id)
+        if not pending:
+            return False
+        fence = await self.store.acquire_round_lock(task_id, self.owner, self.settings.round_lock_ttl, self.clock())
+        if fence is None:
+            return False
+        try:
+            # Read again under the lock: another replica may have run this round meanwhile (a round that
+            # merged nothing leaves the version unchanged, so the version check alone would not catch it).
+            runtime = await self.store.get_runtime(task_id)
+            if runtime.status in TERMINAL:
+                return False
+            if not await self._round_due(task_id):
+                return False
+            pending = await self.store.pending_proposals(task_id)
+            if not pending:
+                return False
+            started = time.perf_counter()
+            head = await self.store.get_head(task_id)
+            built = await self._build(spec, head)
+            proposals = [q.proposal for q in pending]
+            outcome, state_json = await asyncio.to_thread(
+                self._engine_round, built, proposals, runtime.round
+            )
+            rec = outcome.record
+            new_runtime = runtime.model_copy(update={
+                "round": runtime.round + 1, "stalled": 0 if rec.accepted else runtime.stalled + 1,
+            })
+            new_head = None
+            if outcome.committed:
+                snap = outcome.snapshot
+                new_head = Head(version=snap.version, objective=snap.objective,
+                                block_versions=list(snap.block_versions), state=state_json)
+            entry = RoundEntry(record=rec, bound=books.bound_dict(outcome.bound),
+                               opened_at=min(q.received_at for q in pending), closed_at=self.clock())
+            await self.store.commit(task_id, Commit(
+                expected_version=head.version, fence=fence, runtime=new_runtime, head=new_head,
+                verdicts=outcome.verdicts, round=entry, counters=self._counters(outcome.verdicts, rec),
+            ))
+            built.snapshot = outcome.snapshot
+            self.metrics.round_seconds.labels("rounds").observe(time.perf_counter() - started)
+            self.metrics.scoring_seconds.labels("rounds").observe(rec.eval_seconds)
+        finally:
+            await self.store.release_round_lock(task_id, fence)
+        self._notify(task_id)
+        await self._after_round(spec, new_runtime, rec.objective, rec.proposals)
+        return True
+
+    @staticmethod
+    def _engine_round(built: _Built, proposals: list[Proposal], index: int) -> tuple[RoundOutcome, Any]:
+        outcome = built.engine.run_round(built.snapshot, proposals, index)
+        state_json = built.task.dump_state(outcome.snapshot.state) if outcome.committed else None
+        return outcome, state_json
+
+    @staticmethod
+    def _counters(verdicts: list[Verdict], rec: RoundRecord | None) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for v in verdicts:
+            out[v.status] = out.get(v.status, 0) + 1
+            if v.status == "rejected":
+                out[f"rejected:{v.code}"] = out.get(f"rejected:{v.code}", 0) + 1
+        if rec is not None:
+            out["rounds"] = 1
+            out["edges"] = rec.interfering
+            if rec.merge_kind != "none":
+                out[f"merges:{rec.merge_kind}"] = 1
+            if rec.held is not None:
+                out["bound_held" if rec.held else "bound_violated"] = 1
+        return out
+
+    async def _after_round(self, spec: TaskSpec, runtime: TaskRuntime, objective: float, proposals: int) -> None:
+        if books.converged(spec, objective, runtime.stalled, proposals):
+            await self._finish(spec.id, "converged", "stopping rule met (relative gap or stalled rounds)")
+        elif spec.budgets.rounds is not None and runtime.round >= spec.budgets.rounds:
+            await self._finish(spec.id, "budget_exhausted", "rounds budget spent")
+        else:
+            left = await self._budget_left(spec, runtime, None)
+            spent = [k for k in ("tokens", "calls") if left[k] is not None and left[k] <= 0]
+            if spent:
+                await self._finish(spec.id, "budget_exhausted", f"{spent[0]} budget spent")
+
+    # -- async mode ---------------------------------------------------------------------
+    async def _run_async(self, task_id: str) -> None:
+        async with self._lock(task_id):
+            try:
+                await self._async_locked(task_id)
+            except (errors.Conflict, errors.Unavailable) as exc:
+                log.warning("task %s: arrival not committed: %s", task_id, exc.message)
+                self._built.pop(task_id, None)
+            except Exception as exc:
+                log.exception("task %s: async merge failed", task_id)
+                await self._finish(task_id, "failed", f"merge failed: {type(exc).__name__}: {exc}"[:300])
+
+    async def _async_locked(self, task_id: str) -> None:
+        spec = await self.spec(task_id)
+        fence = await self.store.acquire_round_lock(task_id, self.owner, self.settings.round_lock_ttl, self.clock())
+        if fence is None:
+            return
+        try:
+            for queued in await self.store.pending_proposals(task_id):
+                runtime = await self.store.get_runtime(task_id)
+                if runtime.status in TERMINAL:
+                    return
+                head = await self.store.get_head(task_id)
+                built = await self._build(spec, head)
+                started = time.perf_counter()
+                outcome, state_json = await asyncio.to_thread(
+                    self._arrival, built, queued.proposal, runtime.round
+                )
+                window = runtime.window.model_copy(deep=True)
+                if window.opened_at is None:
+                    window.opened_at, window.start_objective = self.clock(), head.objective
+                rec = outcome.record
+                window.proposals += 1
+                window.accepted += rec.accepted
+                window.interfering += rec.interfering
+                window.checks += rec.checks
+                window.engine_seconds += rec.engine_seconds
+                window.eval_seconds += rec.eval_seconds
+                v = outcome.verdicts[0]
+                if v.status == "accepted" and v.delta is not None:
+                    window.merged.append((queued.proposal.predicted_improvement, v.delta))
+                new_head = None
+                if outcome.committed:
+                    snap = outcome.snapshot
+                    new_head = Head(version=snap.version, objective=snap.objective,
+                                    block_versions=list(snap.block_versions), state=state_json)
+                counters = self._counters(outcome.verdicts, None)
+                if rec.merge_kind != "none":
+                    counters["merges:independent"] = 1
+                await self.store.commit(task_id, Commit(
+                    expected_version=head.version, fence=fence, head=new_head, verdicts=outcome.verdicts,
+                    runtime=runtime.model_copy(update={"window": window}), counters=counters,
+                ))
+                built.snapshot = outcome.snapshot
+                self.metrics.scoring_seconds.labels("async").observe(rec.eval_seconds)
+                self.metrics.round_seconds.labels("async").observe(time.perf_counter() - started)
+                self._notify(task_id)
+                ref = books.reference_of(spec)
+                if ref.kind == "optimum" and relative_gap(outcome.snapshot.objective, ref) <= spec.stop_relative_gap:
+                    await self._close_window(task_id, fence, force=True)
+                    await self._finish(task_id, "converged", "stopping rule met (relative gap)")
+                    return
+        finally:
+            await self.store.release_round_lock(task_id, fence)
+
+    @staticmethod
+    def _arrival(built: _Built, p: Proposal, index: int) -> tuple[RoundOutcome, Any]:
+        """Score one arrival on the current head, unless something it touches was committed since its base."""
+        snap, task, engine = built.snapshot, built.task, built.engine
+        since = [b for b, v in enumerate(snap.block_versions) if v > p.base_version and b != p.block]
+        if since and 0 <= p.block < task.n_blocks and snap.block_versions[p.block] <= p.base_version:
+            try:
+                value = engine.admit(snap, p)
+            except errors.BlockoptError:
+                value = None  # run_round below gives the precise rejection
+            if value is not None:
+                mine = task.footprint(snap.state, p.block, value)
+                for b in since:
+                    if mine & task.footprint(snap.state, b, task.block_value(snap.state, b)):
+                        verdict = Verdict(
+                            proposal_id=p.id, block=p.block, status="rejected", code="stale_footprint",
+                            reason=f"its footprint meets block {b}, committed after base version {p.base_version}",
+                            round=index, predicted=p.predicted_improvement,
+                        )
+                        empty = engine.run_round(snap, [], index)
+                        return RoundOutcome(snap, empty.record, [verdict], None, False), None
+        outcome = engine.run_round(snap, [p], index)
+        state_json = task.dump_state(outcome.snapshot.state) if outcome.committed else None
+        return outcome, state_json
+
+    async def _close_window(self, task_id: str, fence: int, force: bool = False) -> bool:
+        """Turn the async window into a round record (bookkeeping: the head does not change)."""
+        spec = await self.spec(task_id)
+        runtime = await self.store.get_runtime(task_id)
+        w = runtime.window
+        if w.opened_at is None or w.start_objective is None:
+            return False
+        if not force and self.clock() - w.opened_at < self.settings.round_deadline:
+            return False
+        head = await self.store.get_head(task_id)
+        merged = [MergedScore(pred, act) for pred, act in w.merged]
+        bound = round_bound(w.start_objective, head.objective, spec.reference, merged, spec.tolerance)
+        rec = RoundRecord(
+            round=runtime.round, version=head.version, objective=head.objective,
+            gap=head.objective - spec.reference, proposals=w.proposals, accepted=w.accepted,
+            interfering=w.interfering, merge_kind="independent" if w.accepted else "none",
+            kappa=bound.kappa if bound else None, gamma=bound.gamma if bound else None,
+            delta=bound.delta if bound else None, rhs=bound.rhs if bound else None,
+            held=bound.held if bound else None, checks=w.checks, engine_seconds=w.engine_seconds,
+            eval_seconds=w.eval_seconds,
+        )
+        new_runtime = runtime.model_copy(update={
+            "round": runtime.round + 1, "stalled": 0 if w.accepted else runtime.stalled + 1,
+            "window": WindowState(),
+        })
+        counters = {k: v for k, v in self._counters([], rec).items() if not k.startswith("merges:")}
+        await self.store.commit(task_id, Commit(
+            expected_version=head.version, fence=fence, runtime=new_runtime,
+            round=RoundEntry(record=rec, bound=books.bound_dict(bound), opened_at=w.opened_at,
+                             closed_at=self.clock()),
+            counters=counters,
+        ))
+        self._notify(task_id)
+        if not force:
+            await self._after_round(spec, new_runtime, head.objective, w.proposals)
+        return True
+
+    async def _tick_async_window(self, task_id: str) -> None:
+        lock = self._lock(task_id)
+        if lock.locked():
+            return
+        async with lock:
+            fence = await self.store.acquire_round_lock(task_id, self.owner, self.settings.round_lock_ttl, self.clock())
+            if fence is None:
+                return
+            try:
+                await self._close_window(task_id, fence)
+            except errors.Conflict as exc:
+                log.warning("task %s: window not recorded: %s", task_id, exc.message)
+            finally:
+                await self.store.release_round_lock(task_id, fence)
+
+    # -- scheduler ---------------------------------------------------------------------
+    async def _schedule_forever(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("scheduler tick failed")
+            await asyncio.sleep(self.settings.tick)
+
+    async def tick(self) -> None:
+        """Expire leases, enforce time budgets, close rounds that are due (quorum changes when leases lapse)."""
+        now = self.clock()
+        for task_id in await self.store.task_ids():
+            spec = await self.spec(task_id)
+            runtime = await self.store.get_runtime(spec.id)
+            if runtime.status in TERMINAL:
+                continue
+            expired = await self.store.expire_leases(spec.id, now)
+            for lease in expired:
+                log.info("task %s: lease on block %d expired (agent %s silent)", spec.id, lease.block, lease.agent)
+            if spec.budgets.seconds is not None and now - spec.created_at >= spec.budgets.seconds:
+                await self._finish(spec.id, "budget_exhausted", "seconds budget spent")
+                continue
+            if spec.mode == "async":
+                await self._tick_async_window(spec.id)
+            else:
+                await self._maybe_close(spec.id)
+            if expired:
+                self._notify(spec.id)

@@ -1,0 +1,199 @@
+"""Request and response bodies of the HTTP API: pydantic models with an example each (shown at /docs)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from coordinator.ledger import TaskStatus
+from coordinator.records import MergePolicy, Usage, Verdict
+from coordinator.store.base import Budgets, TaskMode
+
+
+def _example(example: dict[str, Any], forbid: bool = False) -> ConfigDict:
+    cfg = ConfigDict(json_schema_extra={"examples": [example]})
+    if forbid:
+        cfg["extra"] = "forbid"
+    return cfg
+
+
+class ProposerHints(BaseModel):
+    """Which proposer agents should run and its knobs (the kind's ``ProposerParams``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field("heuristic", max_length=64)
+    knobs: dict[str, Any] = Field(default_factory=dict)
+
+
+class StopSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    relative_gap: float = Field(1e-10, ge=0)
+    stall_rounds: int = Field(3, ge=1)
+
+
+class CreateTask(BaseModel):
+    model_config = _example(
+        {"kind": "quadratic", "params": {"blocks": 16, "dim": 4}, "merge_policy": "checked", "mode": "rounds",
+         "budgets": {"rounds": 500, "seconds": 600}, "proposer": {"name": "heuristic", "knobs": {"noise": 0.0}}},
+        forbid=True,
+    )
+    kind: str = Field(..., max_length=64)
+    params: dict[str, Any] = Field(default_factory=dict)
+    merge_policy: MergePolicy = "checked"
+    mode: TaskMode = "rounds"
+    budgets: Budgets = Field(default_factory=Budgets)
+    proposer: ProposerHints = Field(default_factory=ProposerHints)
+    window: int = Field(3, ge=1, description="rounds used to predict the envelope")
+    stop: StopSpec = Field(default_factory=StopSpec)
+
+
+class TaskCreated(BaseModel):
+    model_config = _example({"id": "t-3f2a9c", "join_token": "<join token: give it to your agents>"})
+    id: str
+    join_token: str
+
+
+class TaskView(BaseModel):
+    model_config = _example(
+        {"id": "t-3f2a9c", "kind": "quadratic", "name": "quadratic-n16-d4-c0.3-s0", "status": "running",
+         "reason": None, "round": 12, "version": 12, "objective": -29.05, "gap": 0.0088, "relative_gap": 3e-4,
+         "feasible": True, "reference": -29.0588, "reference_kind": "optimum", "merge_policy": "checked",
+         "mode": "rounds", "blocks": 16, "agents": 4, "leases": 4, "budgets": {"rounds": 500},
+         "usage": {"tokens": 0, "calls": 48}, "created_at": 1764478800.0, "finished_at": None}
+    )
+    id: str
+    kind: str
+    name: str
+    status: TaskStatus
+    reason: str | None
+    round: int
+    version: int
+    objective: float
+    gap: float
+    relative_gap: float
+    feasible: bool
+    reference: float
+    reference_kind: str
+    merge_policy: MergePolicy
+    mode: TaskMode
+    blocks: int
+    agents: int
+    leases: int
+    """Leases held right now."""
+    budgets: Budgets
+    usage: dict[str, float]
+    created_at: float
+    finished_at: float | None
+
+
+class TaskList(BaseModel):
+    model_config = _example({"tasks": [TaskView.model_config["json_schema_extra"]["examples"][0]]})  # type: ignore[index]
+    tasks: list[TaskView]
+
+
+class JoinRequest(BaseModel):
+    model_config = _example({"name": "worker-1", "proposer": "heuristic", "model": "heuristic"}, forbid=True)
+    name: str = Field("agent", max_length=100, pattern=r"^[\w.\-:@ ]*$")
+    proposer: str = Field("heuristic", max_length=64)
+    model: str = Field("heuristic", max_length=200)
+
+
+class Joined(BaseModel):
+    model_config = _example(
+        {"agent_id": "a-91c2", "token": "<agent token>", "task": {"id": "t-3f2a9c", "kind": "quadratic",
+         "params": {"blocks": 16, "dim": 4}, "mode": "rounds", "proposer": {"name": "heuristic", "knobs": {}}},
+         "lease_ttl": 10.0}
+    )
+    agent_id: str
+    token: str
+    task: dict[str, Any]
+    lease_ttl: float
+
+
+class LeaseGrant(BaseModel):
+    model_config = _example(
+        {"lease_id": "5d1e", "agent_id": "a-91c2", "block": 3, "version": 12, "expires_at": 1764478810.0,
+         "ttl": 10.0, "contract": {"block": 3, "version": 12, "budget": {"rounds": 488},
+                                   "data": {"kind": "quadratic", "x": [0.1, 0.2, 0.3, 0.4]}}}
+    )
+    lease_id: str
+    agent_id: str
+    block: int
+    version: int
+    expires_at: float
+    ttl: float
+    contract: dict[str, Any]
+
+
+class LeaseRenewed(BaseModel):
+    model_config = _example({"lease_id": "5d1e", "block": 3, "expires_at": 1764478815.0})
+    lease_id: str
+    block: int
+    expires_at: float
+
+
+class ProposalIn(BaseModel):
+    model_config = _example(
+        {"id": "c0ffee01", "lease_id": "5d1e", "block": 3, "base_version": 12, "value": [0.5, -0.1, 0.2, 0.0],
+         "predicted_improvement": 0.042, "usage": {"calls": 1, "seconds": 0.001, "model": "heuristic"}},
+        forbid=True,
+    )
+    id: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[\w\-]+$",
+                           description="client-chosen id: re-sending it is idempotent")
+    lease_id: str = Field(..., max_length=64)
+    block: int = Field(..., ge=0)
+    base_version: int = Field(..., ge=0)
+    value: Any
+    predicted_improvement: float
+    usage: Usage = Field(default_factory=Usage)
+
+
+class ProposalView(BaseModel):
+    model_config = _example(
+        {"id": "c0ffee01", "agent_id": "a-91c2", "block": 3, "base_version": 12, "status": "accepted",
+         "verdict": {"proposal_id": "c0ffee01", "block": 3, "status": "accepted", "code": "merged",
+                     "reason": "merged", "round": 12, "predicted": 0.042, "delta": 0.042}}
+    )
+    id: str
+    agent_id: str
+    block: int
+    base_version: int
+    status: Literal["accepted", "rejected", "pending"]
+    verdict: Verdict | None = None
+
+
+class RoundsView(BaseModel):
+    model_config = _example(
+        {"task": "t-3f2a9c", "rounds": [{"round": 0, "objective": -20.1, "gap": 8.9, "accepted": 4,
+                                         "interfering": 6, "kappa": 0.17, "gamma": 0.98, "delta": 0.0,
+                                         "rhs": 8.95, "held": True}]}
+    )
+    task: str
+    rounds: list[dict[str, Any]]
+
+
+class SolutionView(BaseModel):
+    model_config = _example(
+        {"task": "t-3f2a9c", "version": 40, "objective": -29.0588, "feasible": True,
+         "solution": {"x": [0.1, 0.2]}, "state": {"x": [0.1, 0.2]}}
+    )
+    task: str
+    version: int
+    objective: float
+    feasible: bool
+    solution: Any
+    state: Any
+
+
+class Health(BaseModel):
+    model_config = _example({"status": "ok"})
+    status: str
+    detail: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every error: ``{"error": {"code", "message", ...context}}``."""
+
+    model_config = _example({"error": {"code": "lease_expired", "message": "the lease expired or was released"}})
+    error: dict[str, Any]

@@ -1,0 +1,113 @@
+"""Shared fixtures: a real coordinator (uvicorn on a free loopback port) and helpers to drive it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry
+from pydantic import SecretStr
+
+from coordinator.app import create_app
+from coordinator.embedded import EmbeddedServer
+from coordinator.settings import ServiceSettings
+from coordinator.store import MemoryStore
+
+ADMIN = "test-admin-token-0123456789"
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Coordinator:
+    """A running coordinator and an admin client for it."""
+
+    url: str
+    settings: ServiceSettings
+    admin: httpx.Client
+    store: MemoryStore
+    clients: list[httpx.Client] = field(default_factory=list)
+
+    def create_task(self, **body: Any) -> dict[str, Any]:
+        body.setdefault("kind", "quadratic")
+        body.setdefault("params", {"blocks": 4, "dim": 3})
+        r = self.admin.post("/v1/tasks", json=body)
+        assert r.status_code == 201, r.text
+        return r.json()
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        c = httpx.Client(base_url=self.url, headers=headers, timeout=30.0)
+        self.clients.append(c)
+        return c
+
+    def join(self, task: dict[str, Any], name: str = "t") -> tuple[httpx.Client, dict[str, Any]]:
+        r = self.client(task["join_token"]).post(f"/v1/tasks/{task['id']}/agents", json={"name": name})
+        assert r.status_code == 201, r.text
+        joined = r.json()
+        return self.client(joined["token"]), joined
+
+    def wait_for(self, task_id: str, pred: Callable[[dict[str, Any]], bool], timeout: float = 60.0) -> dict[str, Any]:
+        """Poll the task view until ``pred`` holds (no fixed sleeps: returns as soon as it does)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            view = self.admin.get(f"/v1/tasks/{task_id}").json()
+            if pred(view):
+                return view
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting; last view {view}")
+            time.sleep(0.05)
+
+
+def start_coordinator(**overrides: Any) -> tuple[EmbeddedServer, Coordinator]:
+    settings = ServiceSettings(admin_token=SecretStr(ADMIN), **overrides)
+    store = MemoryStore()
+    server = EmbeddedServer(create_app(settings, store, CollectorRegistry()))
+    server.start()
+    admin = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30.0)
+    return server, Coordinator(server.url, settings, admin, store)
+
+
+@pytest.fixture
+def coordinator_factory() -> Iterator[Callable[..., Coordinator]]:
+    started: list[tuple[EmbeddedServer, Coordinator]] = []
+
+    def make(**overrides: Any) -> Coordinator:
+        pair = start_coordinator(**overrides)
+        started.append(pair)
+        return pair[1]
+
+    yield make
+    for server, coord in started:
+        for c in [coord.admin, *coord.clients]:
+            c.close()
+        server.stop()
+
+
+@pytest.fixture
+def coordinator(coordinator_factory: Callable[..., Coordinator]) -> Coordinator:
+    return coordinator_factory(lease_ttl=5.0, round_deadline=0.5)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def blockopt_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A real ``blockopt`` CLI process (``python -m blockopt``) with this checkout on its path."""
+    full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "blockopt", *args], env=full_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def agent_process(coord: Coordinator, task: dict[str, Any], *extra: str) -> subprocess.Popen[bytes]:
+    return blockopt_process("agent", "--coordinator", coord.url, "--task", task["id"], *extra,
+                            env={"BLOCKOPT_JOIN_TOKEN": task["join_token"]})

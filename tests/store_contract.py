@@ -1,0 +1,288 @@
+"""The Store contract: every store implementation passes these (memory here; Redis reuses them).
+
+Use: subclass ``StoreContract`` in a test module and give it a ``store``
+fixture returning a fresh, empty store::
+
+    class TestRedisStore(StoreContract):
+        @pytest.fixture
+        async def store(self): ...
+
+Time is driven explicitly (``now``), as the interface passes it in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from coordinator import errors
+from coordinator.records import Proposal, RoundRecord, Usage, Verdict
+from coordinator.store.base import (
+    AgentRecord,
+    Budgets,
+    Commit,
+    Head,
+    RoundEntry,
+    Store,
+    TaskRuntime,
+    TaskSpec,
+)
+
+T0 = 1_000_000.0
+TTL = 10.0
+
+
+def spec(task_id: str = "t-1", blocks: int = 3) -> TaskSpec:
+    return TaskSpec(
+        id=task_id, kind="quadratic", name="q", n_blocks=blocks, params={"blocks": blocks, "dim": 2},
+        merge_policy="checked", mode="rounds", budgets=Budgets(rounds=10), proposer={"name": "heuristic"},
+        reference=-1.0, reference_kind="optimum", initial_objective=0.0, tolerance=1e-12, window=3,
+        stop_relative_gap=1e-10, stop_stall_rounds=3, join_token_hash="h" * 64, created_at=T0,
+    )
+
+
+def head(version: int = 0, blocks: int = 3, objective: float = 0.0) -> Head:
+    return Head(version=version, objective=objective, block_versions=[version] * blocks,
+                state={"x": [float(version)] * (2 * blocks)})
+
+
+def proposal(pid: str, block: int, agent: str = "a-1", base: int = 0, tokens: int = 0) -> Proposal:
+    return Proposal(id=pid, agent=agent, block=block, value=[1.0, 2.0], base_version=base,
+                    predicted_improvement=0.5, usage=Usage(prompt_tokens=tokens, calls=1, model="m"))
+
+
+def record(index: int, version: int, accepted: int = 1) -> RoundRecord:
+    return RoundRecord(round=index, version=version, objective=-0.5, gap=0.5, proposals=1, accepted=accepted,
+                       interfering=0, merge_kind="independent" if accepted else "none", kappa=0.5, gamma=1.0,
+                       delta=0.0, rhs=0.5, held=True)
+
+
+def verdict(pid: str, block: int, status: Any = "accepted") -> Verdict:
+    return Verdict(proposal_id=pid, block=block, status=status, code="merged" if status == "accepted" else "stale_base",
+                   reason="r")
+
+
+class StoreContract:
+    store: Store  # provided by the subclass's fixture
+
+    @pytest.fixture
+    async def ready(self, store: Store) -> Store:
+        await store.create_task(spec(), head())
+        return store
+
+    # -- tasks ----------------------------------------------------------------
+    @pytest.mark.anyio
+    async def test_task_roundtrip(self, ready: Store) -> None:
+        got = await ready.get_task("t-1")
+        assert got == spec()
+        assert [s.id for s in await ready.list_tasks()] == ["t-1"]
+        assert (await ready.get_head("t-1")) == head()
+        assert (await ready.get_runtime("t-1")).status == "running"
+
+    @pytest.mark.anyio
+    async def test_unknown_task_is_not_found(self, store: Store) -> None:
+        with pytest.raises(errors.NotFound):
+            await store.get_task("nope")
+        with pytest.raises(errors.NotFound):
+            await store.get_head("nope")
+        assert await store.agent_by_token("nope", "x") is None
+
+    @pytest.mark.anyio
+    async def test_duplicate_task_conflicts(self, ready: Store) -> None:
+        with pytest.raises(errors.Conflict):
+            await ready.create_task(spec(), head())
+
+    @pytest.mark.anyio
+    async def test_finish_once(self, ready: Store) -> None:
+        assert await ready.finish("t-1", "stopped", "by test", T0 + 1)
+        assert not await ready.finish("t-1", "converged", "late", T0 + 2)
+        rt = await ready.get_runtime("t-1")
+        assert (rt.status, rt.reason, rt.finished_at) == ("stopped", "by test", T0 + 1)
+
+    # -- round lock and commits -----------------------------------------------------
+    @pytest.mark.anyio
+    async def test_round_lock_fences(self, ready: Store) -> None:
+        f1 = await ready.acquire_round_lock("t-1", "r1", 5.0, T0)
+        assert f1 is not None
+        assert await ready.acquire_round_lock("t-1", "r2", 5.0, T0 + 1) is None
+        f2 = await ready.acquire_round_lock("t-1", "r2", 5.0, T0 + 6)  # r1's lock lapsed
+        assert f2 is not None and f2 > f1
+        stale = Commit(expected_version=0, fence=f1, runtime=TaskRuntime(round=1), head=head(1),
+                       round=RoundEntry(record=record(0, 1), closed_at=T0 + 7))
+        with pytest.raises(errors.StaleFence):
+            await ready.commit("t-1", stale)
+        assert (await ready.get_head("t-1")).version == 0
+        assert await ready.rounds("t-1") == []
+        await ready.commit("t-1", Commit(expected_version=0, fence=f2, runtime=TaskRuntime(round=1), head=head(1),
+                                         round=RoundEntry(record=record(0, 1), closed_at=T0 + 7)))
+        assert (await ready.get_head("t-1")).version == 1
+        await ready.release_round_lock("t-1", f2)
+        assert await ready.acquire_round_lock("t-1", "r3", 5.0, T0 + 8) is not None
+
+    @pytest.mark.anyio
+    async def test_commit_is_version_checked_and_atomic(self, ready: Store) -> None:
+        lease = await ready.acquire_lease("t-1", "a-1", 0, TTL, T0)
+        assert lease is not None
+        await ready.enqueue_proposal("t-1", lease.id, proposal("p1", lease.block), T0)
+        fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
+        assert fence is not None
+        bad = Commit(expected_version=5, fence=fence, runtime=TaskRuntime(round=1), head=head(6),
+                     verdicts=[verdict("p1", lease.block)], round=RoundEntry(record=record(0, 6), closed_at=T0),
+                     counters={"accepted": 1})
+        with pytest.raises(errors.VersionConflict):
+            await ready.commit("t-1", bad)
+        assert [q.proposal.id for q in await ready.pending_proposals("t-1")] == ["p1"]
+        assert (await ready.get_proposal("t-1", "p1"))[1] is None
+        assert (await ready.counters("t-1")).get("accepted", 0) == 0
+        assert (await ready.get_runtime("t-1")).round == 0
+        good = Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=1, stalled=0), head=head(1),
+                      verdicts=[verdict("p1", lease.block)], round=RoundEntry(record=record(0, 1), closed_at=T0),
+                      counters={"accepted": 1, "rounds": 1})
+        await ready.commit("t-1", good)
+        assert await ready.pending_proposals("t-1") == []
+        queued, v = await ready.get_proposal("t-1", "p1")
+        assert v is not None and v.status == "accepted" and queued.proposal.block == lease.block
+        assert (await ready.counters("t-1"))["accepted"] == 1
+        assert [r.record.round for r in await ready.rounds("t-1")] == [0]
+        assert (await ready.get_runtime("t-1")).round == 1
+        assert (await ready.get_head("t-1")) == head(1)
+
+    @pytest.mark.anyio
+    async def test_commit_without_head_keeps_version(self, ready: Store) -> None:
+        fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
+        assert fence is not None
+        await ready.commit("t-1", Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=1, stalled=1),
+                                         round=RoundEntry(record=record(0, 0, accepted=0), closed_at=T0),
+                                         counters={"rounds": 1}))
+        await ready.commit("t-1", Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=2, stalled=2),
+                                         round=RoundEntry(record=record(1, 0, accepted=0), closed_at=T0),
+                                         counters={"rounds": 1}))
+        assert (await ready.get_head("t-1")).version == 0
+        assert (await ready.counters("t-1"))["rounds"] == 2
+        assert [r.record.round for r in await ready.rounds("t-1", since=1)] == [1]
+        assert (await ready.get_runtime("t-1")).stalled == 2
+
+    @pytest.mark.anyio
+    async def test_commit_after_finish_keeps_terminal_status(self, ready: Store) -> None:
+        fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
+        assert fence is not None
+        await ready.finish("t-1", "stopped", "by test", T0)
+        await ready.commit("t-1", Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=1),
+                                         round=RoundEntry(record=record(0, 0, 0), closed_at=T0)))
+        assert (await ready.get_runtime("t-1")).status == "stopped"
+
+    # -- agents -------------------------------------------------------------------------
+    @pytest.mark.anyio
+    async def test_agents(self, ready: Store) -> None:
+        agent = AgentRecord(id="a-1", task_id="t-1", name="w", token_hash="d" * 64, joined_at=T0)
+        await ready.add_agent(agent)
+        assert await ready.agent_by_token("t-1", "d" * 64) == agent
+        assert await ready.agent_by_token("t-1", "e" * 64) is None
+        assert [a.id for a in await ready.list_agents("t-1")] == ["a-1"]
+
+    # -- leases ---------------------------------------------------------------------------
+    @pytest.mark.anyio
+    async def test_leases_cover_blocks_once(self, ready: Store) -> None:
+        leases = [await ready.acquire_lease("t-1", f"a-{i}", 0, TTL, T0) for i in range(3)]
+        assert all(lease is not None for lease in leases)
+        assert sorted(lease.block for lease in leases if lease) == [0, 1, 2]
+        again = await ready.acquire_lease("t-1", "a-0", 0, TTL, T0)
+        assert again is not None and leases[0] is not None and again.id == leases[0].id
+        assert await ready.acquire_lease("t-1", "a-9", 0, TTL, T0) is None
+        assert len(await ready.active_leases("t-1", T0)) == 3
+
+    @pytest.mark.anyio
+    async def test_lease_expiry_frees_the_block(self, ready: Store) -> None:
+        first = await ready.acquire_lease("t-1", "a-1", 0, TTL, T0)
+        assert first is not None
+        assert await ready.expire_leases("t-1", T0 + TTL / 2) == []
+        lapsed = await ready.expire_leases("t-1", T0 + TTL + 0.01)
+        assert [lease.id for lease in lapsed] == [first.id]
+        assert (await ready.counters("t-1"))["leases_expired"] == 1
+        assert await ready.active_leases("t-1", T0 + TTL + 0.01) == []
+        with pytest.raises(errors.LeaseExpired):
+            await ready.renew_lease("t-1", first.id, "a-1", TTL, T0 + TTL + 0.02)
+
+    @pytest.mark.anyio
+    async def test_lapsed_block_is_leased_again(self, ready: Store) -> None:
+        held = [await ready.acquire_lease("t-1", f"a-{i}", 0, TTL, T0) for i in range(3)]
+        assert held[1] is not None
+        await ready.renew_lease("t-1", held[0].id, "a-0", TTL, T0 + 8) if held[0] else None
+        await ready.renew_lease("t-1", held[2].id, "a-2", TTL, T0 + 8) if held[2] else None
+        again = await ready.acquire_lease("t-1", "a-new", 0, TTL, T0 + TTL + 1)
+        assert again is not None and again.block == held[1].block
+
+    @pytest.mark.anyio
+    async def test_renew_and_release(self, ready: Store) -> None:
+        lease = await ready.acquire_lease("t-1", "a-1", 0, TTL, T0)
+        assert lease is not None
+        renewed = await ready.renew_lease("t-1", lease.id, "a-1", TTL, T0 + 5)
+        assert renewed.expires_at == T0 + 5 + TTL
+        with pytest.raises(errors.Forbidden):
+            await ready.renew_lease("t-1", lease.id, "a-2", TTL, T0 + 5)
+        with pytest.raises(errors.Forbidden):
+            await ready.release_lease("t-1", lease.id, "a-2")
+        await ready.release_lease("t-1", lease.id, "a-1")
+        assert await ready.active_leases("t-1", T0 + 6) == []
+        await ready.release_lease("t-1", lease.id, "a-1")  # releasing twice is harmless
+
+    # -- proposals --------------------------------------------------------------------------
+    @pytest.mark.anyio
+    async def test_enqueue_consumes_the_lease(self, ready: Store) -> None:
+        lease = await ready.acquire_lease("t-1", "a-1", 0, TTL, T0)
+        assert lease is not None
+        queued, created = await ready.enqueue_proposal("t-1", lease.id, proposal("p1", lease.block, tokens=7), T0 + 1)
+        assert created and queued.received_at == T0 + 1
+        assert await ready.active_leases("t-1", T0 + 1) == []
+        blocks = set()
+        for i in range(2):
+            other = await ready.acquire_lease("t-1", f"b-{i}", 0, TTL, T0 + 1)
+            assert other is not None
+            blocks.add(other.block)
+        assert lease.block not in blocks  # a block with a queued proposal is not leased again
+        assert await ready.acquire_lease("t-1", "c", 0, TTL, T0 + 1) is None
+        assert (await ready.counters("t-1"))["received"] == 1
+        rows = await ready.usage("t-1")
+        assert [(r.agent, r.model, r.usage.tokens, r.usage.calls) for r in rows] == [("a-1", "m", 7, 1)]
+
+    @pytest.mark.anyio
+    async def test_enqueue_is_idempotent(self, ready: Store) -> None:
+        lease = await ready.acquire_lease("t-1", "a-1", 0, TTL, T0)
+        assert lease is not None
+        await ready.enqueue_proposal("t-1", lease.id, proposal("p1", lease.block), T0)
+        again, created = await ready.enqueue_proposal("t-1", lease.id, proposal("p1", lease.block), T0 + 1)
+        assert not created and again.received_at == T0
+        assert len(await ready.pending_proposals("t-1")) == 1
+        assert (await ready.counters("t-1"))["received"] == 1
+
+    @pytest.mark.anyio
+    async def test_enqueue_checks_the_lease(self, ready: Store) -> None:
+        lease = await ready.acquire_lease("t-1", "a-1", 0, TTL, T0)
+        assert lease is not None
+        wrong = (lease.block + 1) % 3
+        with pytest.raises(errors.WrongBlock):
+            await ready.enqueue_proposal("t-1", lease.id, proposal("p1", wrong), T0)
+        with pytest.raises(errors.Forbidden):
+            await ready.enqueue_proposal("t-1", lease.id, proposal("p2", lease.block, agent="a-2"), T0)
+        with pytest.raises(errors.LeaseExpired):
+            await ready.enqueue_proposal("t-1", "no-such-lease", proposal("p3", lease.block), T0)
+        with pytest.raises(errors.LeaseExpired):
+            await ready.enqueue_proposal("t-1", lease.id, proposal("p4", lease.block), T0 + TTL + 1)
+        assert await ready.pending_proposals("t-1") == []
+        with pytest.raises(errors.NotFound):
+            await ready.get_proposal("t-1", "p1")
+
+    @pytest.mark.anyio
+    async def test_pending_is_oldest_first(self, ready: Store) -> None:
+        for i in range(3):
+            lease = await ready.acquire_lease("t-1", f"a-{i}", 0, TTL, T0 + i)
+            assert lease is not None
+            await ready.enqueue_proposal("t-1", lease.id, proposal(f"p{i}", lease.block, agent=f"a-{i}"), T0 + i)
+        assert [q.proposal.id for q in await ready.pending_proposals("t-1")] == ["p0", "p1", "p2"]
+
+    @pytest.mark.anyio
+    async def test_records_are_copies(self, ready: Store) -> None:
+        got = await ready.get_task("t-1")
+        got.params["blocks"] = 99
+        assert (await ready.get_task("t-1")).params["blocks"] == 3

@@ -1,0 +1,306 @@
+"""The HTTP API on a real uvicorn server: the protocol, and every error status with its body."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import ADMIN, Coordinator
+
+
+def error_of(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert set(body) == {"error"}, body
+    err = body["error"]
+    assert err["code"] == code, body
+    assert isinstance(err["message"], str) and err["message"], body
+    return err
+
+
+def no_secrets(r: httpx.Response, *secrets: str) -> None:
+    for secret in (ADMIN, *secrets):
+        assert secret not in r.text
+
+
+def lease(agent: httpx.Client, task_id: str) -> dict[str, Any]:
+    r = agent.post(f"/v1/tasks/{task_id}/leases")
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def propose(agent: httpx.Client, task_id: str, grant: dict[str, Any], wait: float = 5.0, **over: Any) -> httpx.Response:
+    """Submit the exact block minimizer computed from the contract (the heuristic, by hand)."""
+    import numpy as np
+
+    data = grant["contract"]["data"]
+    a = np.asarray(data["local_objective"]["A"])
+    b = np.asarray(data["local_objective"]["b"])
+    y = np.linalg.solve(a, b - np.asarray(data["correction"]))
+    body = {"lease_id": grant["lease_id"], "block": grant["block"], "base_version": grant["version"],
+            "value": y.tolist(), "predicted_improvement": 1.0, "usage": {"calls": 1, "model": "by-hand"}}
+    body.update(over)
+    return agent.post(f"/v1/tasks/{task_id}/proposals", json=body, params={"wait": wait})
+
+
+def test_protocol_round_trip(coordinator: Coordinator) -> None:
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2, "coupling": 0.0})
+    tid = task["id"]
+    view = coordinator.admin.get(f"/v1/tasks/{tid}").json()
+    for key in ("id", "kind", "status", "round", "objective", "gap", "feasible", "reference", "version",
+                "merge_policy"):
+        assert key in view
+    assert view["status"] == "running" and view["round"] == 0
+    a1, joined = coordinator.join(task, "one")
+    a2, _ = coordinator.join(task, "two")
+    assert joined["task"]["kind"] == "quadratic" and joined["token"] != task["join_token"]
+    g1, g2 = lease(a1, tid), lease(a2, tid)
+    assert {g1["block"], g2["block"]} == {0, 1}
+    assert g1["contract"]["block"] == g1["block"] and "budget" in g1["contract"] and "data" in g1["contract"]
+    first = propose(a1, tid, g1, wait=0)
+    assert first.status_code == 202 and first.json()["status"] == "pending"  # round waits for the other lease
+    second = propose(a2, tid, g2)
+    assert second.status_code == 200 and second.json()["verdict"]["code"] == "merged"
+    polled = a1.get(f"/v1/tasks/{tid}/proposals/{first.json()['id']}", params={"wait": 5})
+    assert polled.status_code == 200 and polled.json()["status"] == "accepted"
+    # separable blocks, exact minimizers: one round reaches the optimum and the task converges
+    view = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=20)
+    assert view["status"] == "converged" and view["relative_gap"] < 1e-10 and view["version"] == 1
+    rounds = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()["rounds"]
+    assert len(rounds) == 1
+    for key in ("round", "objective", "gap", "accepted", "interfering", "kappa", "gamma", "delta", "rhs", "held"):
+        assert key in rounds[0]
+    assert rounds[0]["accepted"] == 2 and rounds[0]["held"] is True
+    report = coordinator.admin.get(f"/v1/tasks/{tid}/report").json()
+    assert report["status"] == "converged" and report["proposals"]["accepted"] == 2
+    assert report["usage"]["calls"] == 2 and report["bound"]["rounds_held"] == 1
+    solution = coordinator.admin.get(f"/v1/tasks/{tid}/solution").json()
+    assert solution["version"] == 1 and len(solution["solution"]["x"]) == 4
+    listed = coordinator.admin.get("/v1/tasks").json()["tasks"]
+    assert [t["id"] for t in listed] == [tid]
+
+
+def test_events_stream_rounds_then_status(coordinator: Coordinator) -> None:
+    task = coordinator.create_task(params={"blocks": 1, "dim": 2})
+    tid = task["id"]
+    agent, _ = coordinator.join(task)
+    assert propose(agent, tid, lease(agent, tid)).status_code == 200
+    coordinator.wait_for(tid, lambda v: v["status"] == "converged", timeout=20)
+    events = []
+    with coordinator.admin.stream("GET", f"/v1/tasks/{tid}/events") as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        kind = ""
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                events.append((kind, json.loads(line[6:])))
+    assert [k for k, _ in events] == ["round", "status"]
+    assert events[0][1]["accepted"] == 1 and events[1][1]["status"] == "converged"
+
+
+def test_stop(coordinator: Coordinator) -> None:
+    task = coordinator.create_task()
+    r = coordinator.admin.post(f"/v1/tasks/{task['id']}/stop")
+    assert r.status_code == 200 and r.json()["status"] == "stopped"
+    agent, _ = coordinator.client(task["join_token"]), None
+    error_of(agent.post(f"/v1/tasks/{task['id']}/agents", json={}), 409, "task_finished")
+
+
+def test_401_unauthorized(coordinator: Coordinator) -> None:
+    anon = coordinator.client()
+    error_of(anon.post("/v1/tasks", json={"kind": "quadratic"}), 401, "unauthorized")
+    wrong = coordinator.client("not-the-admin-token")
+    r = wrong.post("/v1/tasks", json={"kind": "quadratic"})
+    error_of(r, 401, "unauthorized")
+    no_secrets(r, "not-the-admin-token")
+    task = coordinator.create_task()
+    r = coordinator.client("join_wrong").post(f"/v1/tasks/{task['id']}/agents", json={})
+    error_of(r, 401, "unauthorized")
+    no_secrets(r, task["join_token"], "join_wrong")
+    error_of(anon.post(f"/v1/tasks/{task['id']}/leases"), 401, "unauthorized")
+    # an agent token is valid for its own task only
+    other = coordinator.create_task()
+    agent, joined = coordinator.join(task)
+    r = agent.post(f"/v1/tasks/{other['id']}/leases")
+    error_of(r, 401, "unauthorized")
+    no_secrets(r, joined["token"])
+    # a join token is not an agent token
+    error_of(coordinator.client(task["join_token"]).post(f"/v1/tasks/{task['id']}/leases"), 401, "unauthorized")
+
+
+def test_403_wrong_block_and_foreign_lease(coordinator: Coordinator) -> None:
+    task = coordinator.create_task(params={"blocks": 3, "dim": 2})
+    tid = task["id"]
+    a1, _ = coordinator.join(task, "one")
+    a2, _ = coordinator.join(task, "two")
+    g1 = lease(a1, tid)
+    err = error_of(propose(a1, tid, g1, block=(g1["block"] + 1) % 3), 403, "wrong_block")
+    assert err["leased_block"] == g1["block"]
+    error_of(propose(a2, tid, g1), 403, "forbidden")  # a2 submits on a1's lease
+    error_of(a2.post(f"/v1/tasks/{tid}/leases/{g1['lease_id']}/renew"), 403, "forbidden")
+
+
+def test_403_admin_disabled(coordinator_factory: Any) -> None:
+    from coordinator.settings import ServiceSettings
+
+    coord = coordinator_factory()
+    # a service without an admin token refuses administration rather than allowing it
+    import coordinator.app as app_module
+    from prometheus_client import CollectorRegistry
+
+    from coordinator.embedded import EmbeddedServer
+    from coordinator.store import MemoryStore
+
+    with EmbeddedServer(app_module.create_app(ServiceSettings(), MemoryStore(), CollectorRegistry())) as server:
+        r = httpx.post(f"{server.url}/v1/tasks", json={"kind": "quadratic"}, headers={"Authorization": "Bearer x"})
+        error_of(r, 403, "forbidden")
+    assert coord.admin.get("/healthz").status_code == 200
+
+
+def test_404_unknown_things(coordinator: Coordinator) -> None:
+    error_of(coordinator.admin.get("/v1/tasks/t-nope"), 404, "not_found")
+    error_of(coordinator.admin.get("/v1/tasks/t-nope/rounds"), 404, "not_found")
+    error_of(coordinator.admin.get("/v1/no/such/route"), 404, "not_found")
+    error_of(coordinator.client("x").post("/v1/tasks/t-nope/leases"), 404, "not_found")
+    task = coordinator.create_task()
+    agent, _ = coordinator.join(task)
+    error_of(agent.get(f"/v1/tasks/{task['id']}/proposals/p-nope"), 404, "not_found")
+
+
+def test_405_method(coordinator: Coordinator) -> None:
+    error_of(coordinator.admin.delete("/v1/tasks"), 405, "method_not_allowed")
+
+
+def test_409_stale_lease_and_finished_task(coordinator_factory: Any) -> None:
+    coord = coordinator_factory(lease_ttl=0.3, round_deadline=0.5)
+    task = coord.create_task(params={"blocks": 2, "dim": 2})
+    tid = task["id"]
+    agent, _ = coord.join(task)
+    grant = lease(agent, tid)
+    coord.wait_for(tid, lambda v: v["leases"] == 0, timeout=10)  # the scheduler expired it
+    err = error_of(propose(agent, tid, grant), 409, "lease_expired")
+    assert err["lease_id"] == grant["lease_id"]
+    error_of(agent.post(f"/v1/tasks/{tid}/leases/{grant['lease_id']}/renew"), 409, "lease_expired")
+    coord.admin.post(f"/v1/tasks/{tid}/stop")
+    error_of(agent.post(f"/v1/tasks/{tid}/leases"), 409, "task_finished")
+
+
+def test_409_stale_base_verdict(coordinator: Coordinator) -> None:
+    """A straggler whose block changed since its base is rejected as stale by the engine's rule."""
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2}, mode="rounds")
+    tid = task["id"]
+    a1, _ = coordinator.join(task, "one")
+    g1 = lease(a1, tid)
+    assert propose(a1, tid, g1).json()["verdict"]["code"] == "merged"  # only lease: quorum of one
+    g2 = lease(a1, tid)
+    assert g2["version"] == 1
+    stale = propose(a1, tid, g2, base_version=0)
+    if g2["block"] == g1["block"]:
+        assert stale.json()["verdict"]["code"] == "stale_base"
+    else:
+        assert stale.json()["verdict"]["code"] in ("merged", "not_improving")  # rebased: its block is unchanged
+
+
+def test_413_body_too_large(coordinator_factory: Any) -> None:
+    coord = coordinator_factory(max_body_bytes=2048)
+    task = coord.create_task()
+    agent, _ = coord.join(task)
+    grant = lease(agent, task["id"])
+    error_of(propose(agent, task["id"], grant, value=[0.0] * 5000), 413, "payload_too_large")
+    # chunked (no Content-Length) is counted too
+    def chunks() -> Any:
+        for _ in range(10):
+            yield b" " * 1000
+    r = agent.post(f"/v1/tasks/{task['id']}/proposals", content=chunks(), headers={"Content-Type": "application/json"})
+    error_of(r, 413, "payload_too_large")
+
+
+def test_400_and_422_invalid(coordinator: Coordinator) -> None:
+    err = error_of(coordinator.admin.post("/v1/tasks", json={"kind": "nosuchkind"}), 400, "invalid_request")
+    assert "nosuchkind" in err["message"]
+    err = error_of(coordinator.admin.post("/v1/tasks", json={"kind": "quadratic", "params": {"blocks": 0}}),
+                   400, "invalid_request")
+    assert err["field"] == "params.blocks"
+    error_of(coordinator.admin.post("/v1/tasks", json={"kind": "quadratic", "params": {"colour": 1}}),
+             400, "invalid_request")
+    err = error_of(coordinator.admin.post("/v1/tasks", json={"kind": "quadratic", "merge_policy": "yolo"}),
+                   422, "validation_error")
+    assert "merge_policy" in err["message"]
+    error_of(coordinator.admin.post("/v1/tasks", content=b"{not json", headers={"Content-Type": "application/json"}),
+             422, "validation_error")
+    task = coordinator.create_task()
+    agent, _ = coordinator.join(task)
+    grant = lease(agent, task["id"])
+    error_of(propose(agent, task["id"], grant, block=-1), 422, "validation_error")
+    # a structurally bad value is stored, then rejected by the task's checks with a reason
+    r = propose(agent, task["id"], grant, value=[1.0])
+    assert r.status_code == 200 and r.json()["verdict"]["code"] == "bad_shape"
+
+
+def test_429_no_block_available(coordinator: Coordinator) -> None:
+    task = coordinator.create_task(params={"blocks": 1, "dim": 2})
+    a1, _ = coordinator.join(task, "one")
+    a2, _ = coordinator.join(task, "two")
+    lease(a1, task["id"])
+    r = a2.post(f"/v1/tasks/{task['id']}/leases")
+    err = error_of(r, 429, "no_block_available")
+    assert err["retry_after"] > 0 and "retry-after" in r.headers
+
+
+def test_429_rate_limited(coordinator_factory: Any) -> None:
+    coord = coordinator_factory(rate_per_agent=0.5, rate_burst=3)
+    task = coord.create_task()
+    agent, _ = coord.join(task)
+    codes = [agent.get(f"/v1/tasks/{task['id']}/proposals/p-x").status_code for _ in range(4)]
+    assert codes[:3] == [404, 404, 404]
+    r = agent.get(f"/v1/tasks/{task['id']}/proposals/p-x")
+    err = error_of(r, 429, "rate_limited")
+    assert err["retry_after"] > 0 and int(r.headers["retry-after"]) >= 1
+
+
+def test_429_budget_exceeded(coordinator: Coordinator) -> None:
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2}, budgets={"calls": 1})
+    tid = task["id"]
+    agent, _ = coordinator.join(task)
+    grant = lease(agent, tid)
+    assert grant["contract"]["budget"]["calls"] == 1
+    assert propose(agent, tid, grant).status_code in (200, 202)
+    coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=20)
+    err = error_of(agent.post(f"/v1/tasks/{tid}/leases"), 429, "budget_exceeded")
+    assert "budget" in err["message"]
+    assert coordinator.admin.get(f"/v1/tasks/{tid}").json()["status"] == "budget_exhausted"
+
+
+def test_rounds_budget(coordinator: Coordinator) -> None:
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2, "coupling": 0.9}, budgets={"rounds": 1})
+    tid = task["id"]
+    agent, _ = coordinator.join(task)
+    propose(agent, tid, lease(agent, tid))
+    view = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=20)
+    assert view["status"] == "budget_exhausted" and view["round"] == 1
+
+
+def test_health_and_docs(coordinator: Coordinator) -> None:
+    assert coordinator.admin.get("/healthz").json() == {"status": "ok", "detail": None}
+    assert coordinator.admin.get("/readyz").json()["status"] == "ready"
+    spec = coordinator.admin.get("/openapi.json").json()
+    assert coordinator.admin.get("/docs").status_code == 200
+    for path, methods in spec["paths"].items():
+        for method, op in methods.items():
+            ok = op["responses"].get("200") or op["responses"].get("201") or op["responses"].get("204")
+            assert ok is not None, (method, path)
+            content = ok.get("content", {})
+            if method == "delete":
+                continue
+            media = next(iter(content.values()))
+            schema = media.get("schema", {})
+            ref = schema.get("$ref", "")
+            has_example = "example" in media or "examples" in media
+            if ref:
+                model = spec["components"]["schemas"][ref.split("/")[-1]]
+                has_example = has_example or "examples" in model
+            assert has_example, (method, path)
