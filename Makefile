@@ -22,8 +22,8 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 demo: install
-	$(VENV)/bin/blockopt run quadratic --blocks 32 --dim 4 --coupling 0.3 --agents 32 \
-		--merge checked --max-rounds 500 --seed 7 --report out/demo/report.json
+	$(VENV)/bin/blockopt run routing --map random-32-32-10 --scen random-32-32-10-random-1 --robots 50 \
+		--agents 3 --merge checked --seed 1 --time-limit 30 --report out/demo/report.json
 
 test: install-dev
 	$(PY) -m pytest -q
