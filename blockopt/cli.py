@@ -192,6 +192,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _setup_logging(level: str) -> None:
     logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level.upper() != "DEBUG":
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns the progress
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
