@@ -64,6 +64,8 @@ def generate_matrix(p: QuadraticParams) -> tuple[np.ndarray, np.ndarray]:
 
 
 class QuadraticTask(Task[QuadState]):
+    """Synthetic coupled quadratic with a known optimum (checks the convergence theory exactly)."""
+
     kind = "quadratic"
     Params = QuadraticParams
     ProposerParams = QuadraticProposerParams
