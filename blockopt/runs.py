@@ -63,16 +63,28 @@ def summary_lines(report: Report) -> list[str]:
         f"  bound held in {b.rounds_held}/{b.rounds_checked} rounds; kappa {b.kappa}, gamma [{b.gamma_min}, "
         f"{b.gamma_max}], delta {b.delta_max}; rate {b.rate}, floor {b.floor}; "
         f"envelope from first {b.envelope_window} rounds held {b.envelope_rounds_held}/{b.envelope_rounds_checked}",
+        usage_line(report),
     ]
 
 
+def usage_line(report: Report) -> str:
+    u = report.usage
+    per = u.get("tokens_per_unit_improvement")
+    solved = u.get("tokens_per_solved_task")
+    return (f"  usage {u.get('tokens', 0)} tokens ({u.get('prompt_tokens', 0)} prompt, "
+            f"{u.get('completion_tokens', 0)} completion), {u.get('calls', 0)} calls; "
+            f"{report.proposals.get('abandoned', 0)} leases abandoned; tokens per unit improvement "
+            f"{'-' if per is None else f'{per:.4g}'}, per solved task {'-' if solved is None else solved}")
+
+
 def write_outputs(report: Report, task: Task[Any], state: Any, path: Path) -> list[str]:
+    """Pictures first: a kind may measure things while drawing (sqlplan's baselines) that its solution reports."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report.model_dump_json(indent=2))
     stem = str(path.with_suffix(""))
-    written = [str(path), convergence_plot(report, stem + "-convergence.png")]
-    written += task.pictures(state, stem)
-    return written
+    pictures = [convergence_plot(report, stem + "-convergence.png"), *task.pictures(state, stem)]
+    report = report.model_copy(update={"solution": task.solution(state)})
+    path.write_text(report.model_dump_json(indent=2))
+    return [str(path), *pictures]
 
 
 def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> Report:
@@ -139,7 +151,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
             budgets["seconds"] = args.time_limit
         r = client.post("/v1/tasks", json={
             "kind": task.kind, "params": task.params.model_dump(), "merge_policy": args.merge, "mode": args.mode,
-            "budgets": budgets, "proposer": {"name": "heuristic", "knobs": knobs.model_dump()},
+            "budgets": budgets, "proposer": {"name": getattr(args, "proposer", "heuristic"), "knobs": knobs.model_dump()},
             "window": args.window,
         })
         if r.status_code != 201:
@@ -152,7 +164,8 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
             print(f"coordinator at {server.url}, task {task_id}; starting {args.agents} agents "
                   f"in {min(args.processes, args.agents)} processes", file=sys.stderr, flush=True)
         base = WorkerConfig(coordinator=server.url, task=task_id, join_token=created["join_token"],
-                            seed=getattr(args, "seed", 0))
+                            seed=getattr(args, "seed", 0), proposer=getattr(args, "proposer", "heuristic"),
+                            proposer_options=getattr(args, "proposer_options", {}))
         children = spawn(base, args.agents, args.processes, log_level="warning")
         try:
             _follow(client, task_id, reference, args.quiet)

@@ -60,6 +60,7 @@ class RunLedger:
     verdicts: Counter[str] = field(default_factory=Counter)
     usage: UsageTotals = field(default_factory=UsageTotals)
     usage_by_model: dict[str, UsageTotals] = field(default_factory=dict)
+    usage_by_agent: dict[str, UsageTotals] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     stalled: int = 0
 
@@ -72,6 +73,7 @@ class RunLedger:
         for p in proposals:
             self.usage.add(p.usage)
             self.usage_by_model.setdefault(p.usage.model, UsageTotals()).add(p.usage)
+            self.usage_by_agent.setdefault(p.agent, UsageTotals()).add(p.usage)
         for v in verdicts:
             self.verdicts[v.status] += 1
             if v.status == "rejected":
@@ -91,6 +93,12 @@ class RunLedger:
         return time.monotonic() - self.started
 
 
+def solved(feasible: bool, status: TaskStatus, reference: Reference) -> bool:
+    """A task is solved when it ended feasible and either converged or has a non-trivial feasibility
+    (routing: a collision-free plan, reached before a time or token budget ran out)."""
+    return feasible and (status == "converged" or (status == "budget_exhausted" and reference.kind != "optimum"))
+
+
 class Report(BaseModel):
     """The machine-readable result of a run (DESIGN §10); extra keys are welcome, these are required."""
 
@@ -106,6 +114,8 @@ class Report(BaseModel):
     usage: dict[str, Any]
     bound: BoundSummary
     history: list[dict[str, Any]]
+    solution: Any = None
+    """The final solution as the kind presents it (``Task.solution``), filled in by the CLI."""
 
 
 def build_report(
@@ -120,6 +130,7 @@ def build_report(
 ) -> Report:
     received = sum(ledger.verdicts[k] for k in ("accepted", "rejected"))
     rejected_by = {k.split(":", 1)[1]: n for k, n in ledger.verdicts.items() if k.startswith("rejected:")}
+    abandoned_by = {k.split(":", 1)[1]: n for k, n in ledger.verdicts.items() if k.startswith("abandoned:")}
     improvement = ledger.initial_objective - final_objective
     tokens = ledger.usage.tokens
     return Report(
@@ -133,6 +144,8 @@ def build_report(
             "accepted": ledger.verdicts["accepted"],
             "rejected": ledger.verdicts["rejected"],
             "rejected_by_reason": rejected_by,
+            "abandoned": ledger.verdicts["abandoned"],
+            "abandoned_by_reason": abandoned_by,
         },
         objective={
             "initial": ledger.initial_objective,
@@ -146,8 +159,9 @@ def build_report(
         usage={
             **ledger.usage.model_dump(),
             "by_model": {m: u.model_dump() for m, u in ledger.usage_by_model.items()},
+            "by_agent": {a: u.model_dump() for a, u in ledger.usage_by_agent.items()},
             "tokens_per_unit_improvement": tokens / improvement if improvement > 0 else None,
-            "tokens_per_solved_task": tokens if feasible and status == "converged" else None,
+            "tokens_per_solved_task": tokens if solved(feasible, status, ledger.reference) else None,
         },
         bound=ledger.summary(),
         history=[

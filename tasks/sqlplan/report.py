@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -77,18 +76,10 @@ def bar_chart(sol: dict[str, Any], path: str) -> str:
 
 
 def write_outputs(task: Any, state: Any, stem: str) -> list[str]:
-    """Prints the table, adds it to the JSON report written just before (extra keys), draws the chart."""
+    """Prints the per-query table (measuring the baselines, so the report's solution carries them) and
+    draws the chart."""
     sol = solution(task, state, with_baselines=True)
     print(table_text(sol))
-    report = Path(stem + ".json")
-    if report.exists():
-        try:
-            data = json.loads(report.read_text())
-            if isinstance(data, dict) and "task" in data:
-                data["solution"] = sol
-                report.write_text(json.dumps(data, indent=2))
-        except (OSError, ValueError):
-            pass
     table = Path(stem + "-queries.txt")
     table.write_text(table_text(sol) + "\n")
     return [str(table), bar_chart(sol, stem + "-queries.png")]

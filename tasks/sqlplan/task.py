@@ -41,7 +41,7 @@ class SqlPlanParams(BaseModel):
 class SqlPlanProposerParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    proposal_seconds: float = Field(6.0, gt=0.0, description="search time per proposal")
+    proposal_seconds: float = Field(10.0, gt=0.0, description="search time per proposal")
     order_samples: int = Field(40, ge=1, description="join orders tried per FROM list and pass")
     use_expert: bool = Field(True, description="add the sqlite3 shell's .expert indexes to the candidates")
     joint_orders: int = Field(6, ge=0, description="join orders probed with an index that the current order cannot use")
