@@ -85,13 +85,33 @@ def llm(task: Task[Any], knobs: Mapping[str, Any], seed: int, options: Mapping[s
     """OpenAI-compatible chat proposer (agents/llm); ``options`` are LLMSettings fields (base_url, model, ...)."""
     from agents.llm import LLMSettings, make_llm_proposer
 
-    return make_llm_proposer(task.kind, task.params.model_dump(), LLMSettings.from_env(None, **dict(options)))
+    try:
+        settings = LLMSettings.from_env(None, **dict(options))
+    except ValueError as exc:
+        raise UnknownProposer(f"llm proposer: bad option: {_first_line(exc)}") from None
+    return make_llm_proposer(task.kind, task.params.model_dump(), settings, task=task)
 
 
 @register_proposer("simulated-llm")
 def simulated_llm(task: Task[Any], knobs: Mapping[str, Any], seed: int, options: Mapping[str, str]) -> Proposer:
-    """The heuristic with GPT-OSS-120B serving latency (labelled simulated); ``options`` are ServingRates fields."""
+    """The heuristic with GPT-OSS-120B serving latency (labelled simulated).
+
+    ``options`` are ServingRates fields (model, concurrent_streams, ...) plus ``reasoning_effort``.
+    """
     from agents.llm import ServingRates, make_simulated_proposer
 
-    rates = ServingRates.model_validate(dict(options)) if options else None
-    return make_simulated_proposer(task.kind, task.params.model_dump(), knobs, seed=seed, rates=rates)
+    rest = dict(options)
+    effort = rest.pop("reasoning_effort", "low")
+    try:
+        rates = ServingRates.model_validate(rest) if rest else None
+    except ValueError as exc:
+        raise UnknownProposer(f"simulated-llm proposer: bad option: {_first_line(exc)}") from None
+    if effort not in ("low", "medium", "high"):
+        raise UnknownProposer(f"simulated-llm proposer: reasoning_effort must be low, medium or high, not {effort!r}")
+    return make_simulated_proposer(task.kind, task.params.model_dump(), knobs, seed=seed, rates=rates,
+                                   effort=effort, task=task)  # type: ignore[arg-type]
+
+
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).splitlines()
+    return " ".join(lines[:3]) if lines else type(exc).__name__

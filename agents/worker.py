@@ -51,6 +51,8 @@ class WorkerStats:
     accepted: int = 0
     rejected: int = 0
     dropped: int = 0
+    abandoned: int = 0
+    """Leases ended without a proposal whose cost was reported (``POST .../abandon``)."""
     waits: int = 0
     verdicts: dict[str, int] = field(default_factory=dict)
     ended: str = ""
@@ -65,6 +67,8 @@ class Worker:
         self.stats = WorkerStats()
         self.agent_id = ""
         self.lease_id: str | None = None
+        self.next_lease: dict[str, Any] | None = None
+        """A lease that came with the last verdict (``?next_lease=true``): the next step skips ``POST /leases``."""
         self.proposer: Proposer | None = None
         self.interruptible = False
         """True while the proposer runs: a stop signal may then raise Shutdown (see ``interrupt``)."""
@@ -74,7 +78,7 @@ class Worker:
     def join(self) -> None:
         r = self.api.call("POST", f"{self._base}/agents", token=self.config.join_token,
                           json={"name": self.config.name, "proposer": self.config.proposer,
-                                "model": self.config.proposer})
+                                "model": model_label(self.config.proposer, self.config.proposer_options)})
         joined = r.json()
         self.agent_id = joined["agent_id"]
         self.api.token = joined["token"]
@@ -103,21 +107,56 @@ class Worker:
     def _usage(self, info: dict[str, Any], seconds: float) -> dict[str, Any]:
         usage = dict(info.get("usage") or {"calls": 1, "model": self.config.proposer})
         usage["seconds"] = max(float(usage.get("seconds") or 0.0), seconds)
+        for size in ("prompt_chars", "response_chars"):  # sizes for the trajectory export
+            if isinstance(info.get(size), int):
+                usage[size] = info[size]
         return usage
+
+    def abandon(self, lease: dict[str, Any], seconds: float) -> None:
+        """End a lease that produced no proposal; report its cost when the proposer spent any (LLM calls).
+
+        Tokens spent on an answer that never validated are still spent: the
+        coordinator counts them in the task's usage and budgets.
+        """
+        spent = getattr(self.proposer, "last_usage", None)
+        if spent is None or not (getattr(spent, "calls", 0) or getattr(spent, "tokens", 0)):
+            self.release()
+            return
+        outcome = getattr(self.proposer, "last_outcome", None)
+        usage = {**spent.as_dict(), "seconds": max(float(spent.seconds), seconds)}
+        for size in ("prompt_chars", "response_chars"):
+            if isinstance(getattr(outcome, size, None), int):
+                usage[size] = getattr(outcome, size)
+        failed = getattr(outcome, "status", None) == "failed"
+        body = {"id": uuid.uuid4().hex, "block": lease["block"], "base_version": lease["version"],
+                "outcome": "failed" if failed else "declined", "usage": usage,
+                "failure": getattr(outcome, "failure", None) if failed else None,
+                "reason": (getattr(outcome, "reason", None) or "")[:2000] or None if failed else None}
+        lease_id, self.lease_id = self.lease_id, None
+        try:
+            self.api.call("POST", f"{self._base}/leases/{lease_id}/abandon", json=body,
+                          retry=not self.stop.is_set())
+            self.stats.abandoned += 1
+        except (ApiError, GaveUp) as exc:
+            log.warning("%s: abandoned lease not reported (%s); releasing it", self.config.name, exc)
+            self.lease_id = lease_id
+            self.release()
 
     def step(self) -> bool:
         """One lease → propose → submit → verdict cycle; False when the worker should end."""
         assert self.proposer is not None
-        try:
-            lease = self.api.call("POST", f"{self._base}/leases").json()
-        except ApiError as exc:
-            if exc.code in END_CODES:
-                self.stats.ended = exc.code
-                return False
-            if exc.status == 429:
-                self._wait(exc.retry_after)
-                return True
-            raise
+        lease, self.next_lease = self.next_lease, None
+        if lease is None:
+            try:
+                lease = self.api.call("POST", f"{self._base}/leases").json()
+            except ApiError as exc:
+                if exc.code in END_CODES:
+                    self.stats.ended = exc.code
+                    return False
+                if exc.status == 429:
+                    self._wait(exc.retry_after)
+                    return True
+                raise
         self.stats.leases += 1
         self.lease_id = lease["lease_id"]
         t0 = time.perf_counter()
@@ -131,7 +170,10 @@ class Worker:
                 self.interruptible = False
         seconds = time.perf_counter() - t0
         if self.stop.is_set() or draft is None:
-            self.release()
+            if draft is None:
+                self.abandon(lease, seconds)
+            else:
+                self.release()
             if draft is None:
                 self._wait(0.05)
             return not self.stop.is_set()
@@ -153,7 +195,7 @@ class Worker:
         for _ in range(100):
             try:
                 r = self.api.call("POST", f"{self._base}/proposals", json=body,
-                                  params={"wait": self.config.poll_wait})
+                                  params={"wait": self.config.poll_wait, "next_lease": "true"})
                 break
             except ApiError as exc:
                 if exc.code in END_CODES:
@@ -179,7 +221,8 @@ class Worker:
         view = r.json()
         while r.status_code == 202 and not self.stop.is_set():
             try:
-                r = self.api.call("GET", f"{self._base}/proposals/{view['id']}", params={"wait": self.config.poll_wait})
+                r = self.api.call("GET", f"{self._base}/proposals/{view['id']}",
+                                  params={"wait": self.config.poll_wait, "next_lease": "true"})
             except ApiError as exc:
                 if exc.code in END_CODES:
                     self.stats.ended = exc.code
@@ -194,6 +237,9 @@ class Worker:
                 if status != "running":
                     self.stats.ended = "task_finished"
                     return None
+        if view.get("next_lease"):  # held from now on: released on stop like any lease
+            self.next_lease = view["next_lease"]
+            self.lease_id = self.next_lease["lease_id"]
         return view.get("verdict")
 
     def run(self) -> WorkerStats:
@@ -224,6 +270,16 @@ class Worker:
         log.info("%s: %s after %d proposals (%d accepted)", self.config.name, self.stats.ended,
                  self.stats.proposals, self.stats.accepted)
         return self.stats
+
+
+def model_label(proposer: str, options: dict[str, str]) -> str:
+    """The model name an agent joins with (usage is aggregated per model): the LLM's, else the proposer's."""
+    if proposer in ("llm", "simulated-llm"):
+        from agents.llm.settings import DEFAULT_MODEL
+
+        model = options.get("model") or DEFAULT_MODEL
+        return f"simulated:{model}" if proposer == "simulated-llm" else model
+    return proposer
 
 
 def interrupt(worker: Worker) -> None:

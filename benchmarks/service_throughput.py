@@ -2,9 +2,11 @@
 
 64 simulated agents (the quadratic heuristic, no think time) run the real
 protocol against ONE coordinator process (`blockopt serve`): lease → submit
-(``?wait=0``) → long-poll the verdict when it is 202 → lease again. The same
-load generator then POSTs a proposal-shaped body to a trivial FastAPI endpoint
-(benchmarks/service_trivial_app.py, also one uvicorn process).
+(``?wait=0``) → long-poll the verdict when it is 202 → lease again (or, in the
+``/next`` cases, submit with ``?wait=5&next_lease=true`` and take the next lease
+from the verdict: one request per proposal). A proposal counts once its verdict
+is known. The same load generator POSTs a proposal-shaped body to a trivial
+FastAPI endpoint (benchmarks/service_trivial_app.py, also one uvicorn process).
 
 Load generator: ``--gen-procs`` processes × threads, each agent a stdlib
 ``http.client`` keep-alive connection (lowest per-request client overhead
@@ -81,7 +83,10 @@ class Conn:
         return r.status, (json.loads(raw) if raw else None)
 
 
-def agent_loop(port: int, task: dict[str, str], deadline: float, out: dict[str, Any], wait: float = 0.0) -> None:
+def agent_loop(port: int, task: dict[str, str], deadline: float, out: dict[str, Any], wait: float = 0.0,
+               chain: bool = False) -> None:
+    """One simulated agent. ``chain``: ask for the next lease with the verdict (``?next_lease=true``, as
+    `blockopt agent` does), so a steady loop is one request per proposal."""
     from tasks.quadratic import QuadraticProposer
 
     proposer = QuadraticProposer()
@@ -91,29 +96,37 @@ def agent_loop(port: int, task: dict[str, str], deadline: float, out: dict[str, 
     c = Conn(port, joined["token"])
     submit_lat: list[float] = []
     requests = proposals = 0
+    query = f"wait={wait}" + ("&next_lease=true" if chain else "")
+    grant: dict[str, Any] | None = None
     while time.monotonic() < deadline:
-        status, grant = c.call("POST", f"/v1/tasks/{tid}/leases")
-        requests += 1
-        if status == 429 and grant["error"]["code"] == "no_block_available":
-            time.sleep(grant["error"].get("retry_after", 0.05))
-            continue
-        if status != 201:
-            break
+        if grant is None:
+            status, grant = c.call("POST", f"/v1/tasks/{tid}/leases")
+            requests += 1
+            if status == 429 and grant["error"]["code"] == "no_block_available":
+                time.sleep(grant["error"].get("retry_after", 0.05))
+                grant = None
+                continue
+            if status != 201:
+                break
         draft = proposer.propose(grant["contract"])
         assert draft is not None
         body = {"lease_id": grant["lease_id"], "block": draft.block, "base_version": grant["version"],
                 "value": draft.value, "predicted_improvement": draft.predicted_improvement,
                 "usage": {"calls": 1, "model": "heuristic"}}
+        grant = None
         t0 = time.perf_counter()
-        status, view = c.call("POST", f"/v1/tasks/{tid}/proposals?wait={wait}", body)
+        status, view = c.call("POST", f"/v1/tasks/{tid}/proposals?{query}", body)
         submit_lat.append(time.perf_counter() - t0)
         requests += 1
         if status not in (200, 202):
             continue
-        proposals += 1
         while status == 202 and time.monotonic() < deadline:
-            status, view = c.call("GET", f"/v1/tasks/{tid}/proposals/{view['id']}?wait=2")
+            status, view = c.call("GET", f"/v1/tasks/{tid}/proposals/{view['id']}?wait=2"
+                                  + ("&next_lease=true" if chain else ""))
             requests += 1
+        if status == 200:  # complete: leased, submitted, verdict known
+            proposals += 1
+            grant = view.get("next_lease")
     out.update(submit=submit_lat, requests=requests, proposals=proposals)
 
 
@@ -131,12 +144,12 @@ def trivial_loop(port: int, deadline: float, out: dict[str, Any]) -> None:
 
 
 def gen_process(kind: str, port: int, task: dict[str, str] | None, agents: int, start: float, seconds: float,
-                queue: Any, wait: float = 0.0) -> None:
+                queue: Any, wait: float = 0.0, chain: bool = False) -> None:
     while time.time() < start:
         time.sleep(0.005)
     deadline = time.monotonic() + seconds
     results: list[dict[str, Any]] = [{} for _ in range(agents)]
-    target = (lambda i: agent_loop(port, task, deadline, results[i], wait)) if kind == "coordinator" and task else \
+    target = (lambda i: agent_loop(port, task, deadline, results[i], wait, chain)) if kind == "coordinator" and task else \
         (lambda i: trivial_loop(port, deadline, results[i]))
     threads = [threading.Thread(target=target, args=(i,)) for i in range(agents)]
     for t in threads:
@@ -150,24 +163,37 @@ def gen_process(kind: str, port: int, task: dict[str, str] | None, agents: int, 
                "cpu": ru.user + ru.system})
 
 
+def profiler(pid: int, seconds: float, out: str | None) -> subprocess.Popen[bytes] | None:
+    """py-spy attached to a server for the measured seconds (``--profile DIR``); None when not asked."""
+    if not out:
+        return None
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    return subprocess.Popen([spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "250", "-f", "raw", "--gil",
+                             "-o", out, "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def load(kind: str, port: int, task: dict[str, str] | None, agents: int, procs: int, seconds: float,
-         server_pid: int, wait: float = 0.0) -> dict[str, Any]:
+         server_pid: int, wait: float = 0.0, profile: str | None = None, chain: bool = False) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     start = time.time() + 2.0
     per = [agents // procs + (1 if i < agents % procs else 0) for i in range(procs)]
-    children = [ctx.Process(target=gen_process, args=(kind, port, task, n, start, seconds, queue, wait)) for n in per]
+    children = [ctx.Process(target=gen_process, args=(kind, port, task, n, start, seconds, queue, wait, chain))
+                for n in per]
     for ch in children:
         ch.start()
     while time.time() < start:
         time.sleep(0.005)
     cpu0 = cpu_seconds(server_pid)
+    spy = profiler(server_pid, seconds, profile)
     t0 = time.monotonic()
     parts = [queue.get(timeout=seconds + 120) for _ in children]
     wall = time.monotonic() - t0
     cpu1 = cpu_seconds(server_pid)
     for ch in children:
         ch.join()
+    if spy is not None:
+        spy.wait()
     lat = sorted(x for p in parts for x in p["submit"])
     proposals = sum(p["proposals"] for p in parts)
     requests = sum(p["requests"] for p in parts)
@@ -229,9 +255,19 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--gen-procs", type=int, default=2)
-    ap.add_argument("--cases", default="rounds/independent,rounds/independent/wait,rounds/checked,async/independent",
-                    help="MODE/POLICY[/wait]: /wait submits with ?wait=5 (verdict inline, as `blockopt agent` does)")
+    ap.add_argument("--cases", default="rounds/independent,rounds/independent/wait,rounds/independent/next,"
+                                       "rounds/checked/next,async/independent/next",
+                    help="MODE/POLICY[/wait|/next]: plain = lease, submit ?wait=0, poll (3 requests); /wait submits "
+                         "with ?wait=5 (verdict inline, 2 requests); /next also takes the next lease with the "
+                         "verdict (?next_lease=true, 1 request; what `blockopt agent` does)")
+    ap.add_argument("--profile", metavar="DIR", help="record a py-spy profile (raw folded stacks) of each server")
     args = ap.parse_args()
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+
+    def prof(name: str) -> str | None:
+        return str(Path(args.profile) / f"{name.replace('/', '-')}.txt") if args.profile else None
+
     print(f"{args.agents} agents, quadratic n={args.blocks} d=4 coupling=0.3, {args.seconds:.0f} s per case, "
           f"generator: {args.gen_procs} processes x threads of http.client keep-alive; {os.cpu_count()} cores")
     port = free_port()
@@ -240,20 +276,21 @@ def main() -> None:
     rows: list[tuple[str, dict[str, Any]]] = []
     try:
         rows.append(("trivial POST", load("trivial", port, None, args.agents, args.gen_procs, args.seconds,
-                                          trivial.pid)))
+                                          trivial.pid, profile=prof("trivial"))))
         wrk = wrk_trivial(port, args.agents, args.seconds)
     finally:
         stop(trivial)
     for case in args.cases.split(","):
         mode, policy, *rest = case.split("/")
-        wait = 5.0 if rest == ["wait"] else 0.0
+        wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
         port = free_port()
         serve = start([sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "warning",
                        "--rate-per-agent", "100000", "--round-deadline", "1.0"], port, "/readyz",
                       env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
         try:
             task = create_task(port, mode, policy, args.blocks)
-            row = load("coordinator", port, task, args.agents, args.gen_procs, args.seconds, serve.pid, wait)
+            row = load("coordinator", port, task, args.agents, args.gen_procs, args.seconds, serve.pid, wait,
+                       profile=prof(case), chain=rest == ["next"])
             status, view = Conn(port, ADMIN).call("GET", f"/v1/tasks/{task['id']}")
             row["rounds"] = view["round"]
             row["rel_gap"] = view["relative_gap"]

@@ -78,7 +78,10 @@ def model_from_args(kind: str, model: type[BaseModel], args: argparse.Namespace)
 
 
 RUN_OPTIONS = {"agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet",
-               "mode", "processes", "round_deadline", "lease_ttl"}
+               "mode", "processes", "round_deadline", "lease_ttl", "proposer", "proposer_option", "llm_base_url",
+               "llm_model", "reasoning_effort"}
+LLM_FLAGS = {"llm_base_url": "base_url", "llm_model": "model", "reasoning_effort": "reasoning_effort"}
+"""Flags of the ``llm`` proposer and the proposer option each sets (flags beat ``--proposer-option``)."""
 DEFAULT_PROCESSES = os.cpu_count() or 2
 """Worker processes of a fleet by default: one per core, workers as threads inside them. One process per
 worker was 4-7x slower to converge on 2 cores (interpreter start-up and imports dominate); see the
@@ -92,15 +95,50 @@ def add_service_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quorum", type=float, default=1.0, help="fraction of leased blocks that closes a round")
 
 
+def add_proposer_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--proposer", default="heuristic", help="heuristic | llm | simulated-llm | ...")
+    p.add_argument("--proposer-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="proposer setting (e.g. base_url=..., model=..., max_tokens=...); repeatable")
+    p.add_argument("--llm-base-url", default=None,
+                   help="OpenAI-compatible endpoint of the llm proposer, e.g. http://127.0.0.1:8000/v1 "
+                        "(API key from BLOCKOPT_LLM_API_KEY or OPENAI_API_KEY)")
+    p.add_argument("--llm-model", default=None, help="model name as the server knows it (default: openai/gpt-oss-120b)")
+    p.add_argument("--reasoning-effort", default=None, choices=["low", "medium", "high"],
+                   help="GPT-OSS reasoning level (default: low)")
+
+
+def proposer_options(args: argparse.Namespace, agents: int | None = None) -> dict[str, str]:
+    """``--proposer-option`` pairs, then the LLM flags; checked here so bad settings fail before any worker starts."""
+    options: dict[str, str] = {}
+    for item in args.proposer_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--proposer-option must be KEY=VALUE, got '{item}'")
+        options[key] = value
+    options.update({key: getattr(args, flag) for flag, key in LLM_FLAGS.items() if getattr(args, flag) is not None})
+    if args.proposer == "llm":
+        from agents.llm.settings import LLMSettings
+
+        try:
+            LLMSettings.from_env({}, **options)  # the key itself is read by each worker, from its environment
+        except ValueError as exc:
+            raise UsageError(f"llm proposer: {str(exc).splitlines()[0]}: {' '.join(str(exc).splitlines()[1:3])}") from None
+    elif args.proposer == "simulated-llm":
+        options.pop("base_url", None)  # no server: the latency model stands in for it
+        if agents is not None:
+            options.setdefault("concurrent_streams", str(agents))  # the team shares one GPU
+    elif set(options) & set(LLM_FLAGS.values()) and args.proposer == "heuristic":
+        raise UsageError("--llm-base-url, --llm-model and --reasoning-effort need --proposer llm or simulated-llm")
+    return options
+
+
 def add_worker_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--coordinator", required=True, help="base URL, e.g. http://127.0.0.1:8765")
     p.add_argument("--task", required=True, help="task id")
     p.add_argument("--join-token", default=None,
                    help="the task's join token (prefer BLOCKOPT_JOIN_TOKEN or --join-token-file)")
     p.add_argument("--join-token-file", type=Path, default=None)
-    p.add_argument("--proposer", default="heuristic", help="heuristic | llm | simulated-llm | ...")
-    p.add_argument("--proposer-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="proposer setting (e.g. base_url=..., model=...); repeatable")
+    add_proposer_options(p)
     p.add_argument("--name", default="agent")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -126,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         kp.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, help="agent worker processes")
         kp.add_argument("--lease-ttl", type=float, default=10.0, help="seconds a lease lives without renewal")
         kp.add_argument("--round-deadline", type=float, default=2.0, help="round closes this long after its first proposal")
+        add_proposer_options(kp)
         taken = set(RUN_OPTIONS)
         add_model_options(kp, cls.Params, taken)
         add_model_options(kp, cls.ProposerParams, taken)
@@ -168,6 +207,9 @@ def _check_run_options(args: argparse.Namespace) -> None:
         raise UsageError("--window must be at least 1")
     if args.processes < 1:
         raise UsageError("--processes must be at least 1")
+    args.proposer_options = proposer_options(args, args.agents)
+    if args.inproc and args.proposer != "heuristic":
+        raise UsageError("--inproc drives the task's own proposers; --proposer needs the service path (drop --inproc)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -233,12 +275,7 @@ def _worker_config(args: argparse.Namespace) -> Any:
     token = token or os.environ.get("BLOCKOPT_JOIN_TOKEN", "").strip()
     if not token:
         raise UsageError("no join token: pass --join-token, --join-token-file or set BLOCKOPT_JOIN_TOKEN")
-    options = {}
-    for item in args.proposer_option:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--proposer-option must be KEY=VALUE, got '{item}'")
-        options[key] = value
+    options = proposer_options(args, getattr(args, "agents", None))  # children inherit the parent's options
     return WorkerConfig(coordinator=args.coordinator, task=args.task, join_token=token, proposer=args.proposer,
                         proposer_options=options, name=args.name, seed=args.seed)
 

@@ -17,9 +17,10 @@ from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from coordinator import auth, books, errors
+from coordinator import auth, books, errors, trajectories
 from coordinator.ledger import Report
 from coordinator.metrics import ServiceMetrics
 from coordinator.service import CoordinatorService
@@ -69,6 +70,12 @@ REPORT_EXAMPLE: dict[str, Any] = {
     "history": [{"round": 0, "objective": -12.3, "gap": 16.7, "accepted": 4, "interfering": 6, "kappa": 0.2,
                  "gamma": 0.98, "delta": 0.0, "rhs": 16.8, "held": True}],
 }
+
+
+def model_response(model: BaseModel, status_code: int = 200) -> Response:
+    """JSON from pydantic-core's serializer: one pass in Rust, no dict detour through ``json.dumps``
+    (hot-path routes use it; a response_model would also validate the contract a second time)."""
+    return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
 
 
 def error_response(exc: errors.BlockoptError) -> JSONResponse:
@@ -168,10 +175,13 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
     def admin(authorization: str | None = Header(None, include_in_schema=False)) -> None:
         auth.check_admin(settings.admin_token, authorization)
 
-    async def agent(task_id: str, authorization: str | None = Header(None, include_in_schema=False)) -> AgentRecord:
-        return await service.authenticate(task_id, authorization)
+    async def agent(request: Request) -> AgentRecord:
+        # read from the request directly: this runs on every agent call, and FastAPI's per-parameter
+        # resolution (a header and a second task_id) cost more than the lookup (the header is undocumented)
+        return await service.authenticate(request.path_params["task_id"], request.headers.get("authorization"))
 
     wait_q = Query(0.0, ge=0, description="seconds to wait for the verdict (long poll)")
+    next_q = Query(False, description="with the verdict, also lease the agent's next block (`next_lease`)")
 
     # -- tasks ----------------------------------------------------------------------------
     @app.post("/v1/tasks", status_code=201, response_model=TaskCreated, dependencies=[Depends(admin)],
@@ -249,10 +259,8 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
     @app.post("/v1/tasks/{task_id}/leases", status_code=201, response_model=None, tags=["agents"],
               summary="Lease a block: block, base version, contract, expiry, budget left",
               responses={201: {"model": LeaseGrant, "description": "the lease and its contract"}})
-    async def lease(task_id: str, me: AgentRecord = Depends(agent)) -> JSONResponse:
-        # the hot path: serialize once (a response_model would validate the contract a second time)
-        grant = await service.lease(task_id, me)
-        return JSONResponse(grant.model_dump(mode="json"), status_code=201)
+    async def lease(task_id: str, me: AgentRecord = Depends(agent)) -> Response:
+        return model_response(await service.lease(task_id, me), 201)
 
     @app.post("/v1/tasks/{task_id}/leases/{lease_id}/renew", response_model=LeaseRenewed, tags=["agents"],
               summary="Extend a lease by the lease TTL")
@@ -270,17 +278,17 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
               summary="Submit a proposal for the leased block: 200 with the verdict, or 202 to poll",
               responses={202: {"model": ProposalView, "description": "stored; the round has not closed yet"}})
     async def submit(task_id: str, body: ProposalIn, me: AgentRecord = Depends(agent),
-                     wait: float = wait_q) -> JSONResponse:
-        view, decided = await service.submit(task_id, me, body, wait)
-        return JSONResponse(view.model_dump(mode="json"), status_code=200 if decided else 202)
+                     wait: float = wait_q, next_lease: bool = next_q) -> Response:
+        view, decided = await service.submit(task_id, me, body, wait, next_lease)
+        return model_response(view, 200 if decided else 202)
 
     @app.get("/v1/tasks/{task_id}/proposals/{proposal_id}", response_model=ProposalView, tags=["agents"],
              summary="A proposal's verdict (long-poll with ?wait=)",
              responses={202: {"model": ProposalView, "description": "still pending"}})
     async def get_proposal(task_id: str, proposal_id: str, me: AgentRecord = Depends(agent),
-                           wait: float = wait_q) -> JSONResponse:
-        view, decided = await service.proposal(task_id, proposal_id, wait, me)
-        return JSONResponse(view.model_dump(mode="json"), status_code=200 if decided else 202)
+                           wait: float = wait_q, next_lease: bool = next_q) -> Response:
+        view, decided = await service.proposal(task_id, proposal_id, wait, me, next_lease)
+        return model_response(view, 200 if decided else 202)
 
     # -- operations ---------------------------------------------------------------------------
     @app.get("/metrics", tags=["operations"], summary="Prometheus metrics", response_class=Response,
@@ -305,4 +313,5 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
             raise errors.Unavailable("the store does not answer")
         return Health(status="ready")
 
+    app.include_router(trajectories.router(service, store))
     return app

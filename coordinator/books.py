@@ -46,10 +46,12 @@ def ledger_of(
     ledger.records = [r.record for r in rounds]
     ledger.bounds = [RoundBound(**r.bound) for r in rounds if r.bound is not None]
     ledger.verdicts = Counter(
-        {k: int(v) for k, v in counters.items() if k in ("accepted", "rejected") or k.startswith("rejected:")}
+        {k: int(v) for k, v in counters.items()
+         if k in ("accepted", "rejected", "abandoned") or k.startswith(("rejected:", "abandoned:"))}
     )
     for row in usage:
-        for target in (ledger.usage, ledger.usage_by_model.setdefault(row.model, UsageTotals())):
+        for target in (ledger.usage, ledger.usage_by_model.setdefault(row.model, UsageTotals()),
+                       ledger.usage_by_agent.setdefault(row.agent, UsageTotals())):
             for name, value in row.usage.model_dump().items():
                 setattr(target, name, getattr(target, name) + value)
     end = runtime.finished_at if runtime.finished_at is not None else (now or time.time())

@@ -212,20 +212,18 @@ class RoundEngine:
         graph = nx.Graph()
         for i, s in enumerate(scored):
             graph.add_node(i, gain=s.gain)
+        overlapping: list[tuple[int, int]] = []
         for i, j in itertools.combinations(range(len(scored)), 2):
             a, b = scored[i], scored[j]
             if a.proposal.block == b.proposal.block:
                 graph.add_edge(i, j, exclusive=True, c=float("inf"))
             elif a.footprint & b.footprint:
-                c = meter(
-                    self.task.interaction,
-                    state,
-                    (a.proposal.block, a.value),
-                    (b.proposal.block, b.value),
-                    f0,
-                )
-                if abs(c) > self.tolerance:
-                    graph.add_edge(i, j, c=c)
+                overlapping.append((i, j))
+        if overlapping:  # all pairs in one call: a kind with a closed form batches them
+            items = [(s.proposal.block, s.value) for s in scored]
+            values = meter(self.task.interactions, state, items, overlapping, f0)
+            graph.add_edges_from((i, j, {"c": c}) for (i, j), c in zip(overlapping, values, strict=True)
+                                 if abs(c) > self.tolerance)
         return graph
 
     # -- selection --------------------------------------------------------------

@@ -160,3 +160,10 @@ class Unavailable(BlockoptError):
 
     status = 503
     code = "unavailable"
+
+
+class NotSupported(BlockoptError):
+    """The configured store does not implement this feature (a third-party store on an older interface)."""
+
+    status = 501
+    code = "not_supported"

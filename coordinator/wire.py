@@ -161,6 +161,9 @@ class ProposalView(BaseModel):
     base_version: int
     status: Literal["accepted", "rejected", "pending"]
     verdict: Verdict | None = None
+    next_lease: LeaseGrant | None = Field(
+        None, description="with ?next_lease=true and a verdict: the agent's next lease, so a steady agent loop "
+                          "costs one request per proposal (null: lease with POST /leases, which says why)")
 
 
 class RoundsView(BaseModel):

@@ -10,7 +10,7 @@ stale-correction bookkeeping).
 from __future__ import annotations
 
 import abc
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
@@ -134,6 +134,14 @@ class Task(abc.ABC, Generic[State]):
         d_q = base - self.evaluate_change(state, {q[0]: q[1]})
         d_pq = base - self.evaluate_change(state, {p[0]: p[1], q[0]: q[1]})
         return d_p + d_q - d_pq
+
+    def interactions(
+        self, state: State, items: Sequence[tuple[int, Value]], pairs: Sequence[tuple[int, int]],
+        f0: float | None = None,
+    ) -> list[float]:
+        """``interaction`` for each ``(a, b)`` index pair into ``items``; a round asks for all its pairs at
+        once so a kind with a closed form can batch them (one matrix product instead of O(n²) calls)."""
+        return [self.interaction(state, items[a], items[b], f0) for a, b in pairs]
 
     @abc.abstractmethod
     def contract(self, state: State, block: int) -> dict[str, Any]:

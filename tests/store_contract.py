@@ -19,6 +19,7 @@ import pytest
 from coordinator import errors
 from coordinator.records import Proposal, RoundRecord, Usage, Verdict
 from coordinator.store.base import (
+    AbandonedLease,
     AgentRecord,
     Budgets,
     Commit,
@@ -280,6 +281,36 @@ class StoreContract:
             assert lease is not None
             await ready.enqueue_proposal("t-1", lease.id, proposal(f"p{i}", lease.block, agent=f"a-{i}"), T0 + i)
         assert [q.proposal.id for q in await ready.pending_proposals("t-1")] == ["p0", "p1", "p2"]
+
+    @pytest.mark.anyio
+    async def test_proposal_log_is_in_arrival_order_with_verdicts(self, ready: Store) -> None:
+        for i in range(3):
+            lease = await ready.acquire_lease("t-1", f"a-{i}", 0, TTL, T0 + i)
+            assert lease is not None
+            await ready.enqueue_proposal("t-1", lease.id, proposal(f"p{i}", lease.block, agent=f"a-{i}"), T0 + i)
+        fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
+        assert fence is not None
+        p1 = (await ready.get_proposal("t-1", "p1"))[0].proposal
+        await ready.commit("t-1", Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=1),
+                                         verdicts=[verdict("p1", p1.block, "rejected")]))
+        log = await ready.proposal_log("t-1")
+        assert [(q.proposal.id, v.status if v else None) for q, v in log] == [
+            ("p0", None), ("p1", "rejected"), ("p2", None)]
+
+    @pytest.mark.anyio
+    async def test_abandoned_lease_counts_its_usage_once(self, ready: Store) -> None:
+        rec = AbandonedLease(id="x1", agent="a-1", block=0, base_version=0, outcome="failed",
+                             failure="malformed_json", reason="no JSON",
+                             usage=Usage(prompt_tokens=30, completion_tokens=12, calls=2, model="m"), at=T0)
+        assert await ready.record_abandoned("t-1", rec)
+        assert not await ready.record_abandoned("t-1", rec)  # a retried report is not counted twice
+        rows = await ready.usage("t-1")
+        assert [(r.agent, r.model, r.usage.tokens, r.usage.calls) for r in rows] == [("a-1", "m", 42, 2)]
+        assert [a.id for a in await ready.abandoned("t-1")] == ["x1"]
+        counters = await ready.counters("t-1")
+        assert counters["abandoned"] == 1 and counters["abandoned:malformed_json"] == 1
+        with pytest.raises(errors.NotFound):
+            await ready.record_abandoned("t-404", rec)
 
     @pytest.mark.anyio
     async def test_records_are_copies(self, ready: Store) -> None:

@@ -203,7 +203,9 @@ class RoutingTemplate(PromptTemplate):
         return (
             "Task kind: routing (multi-robot path finding). The map is a grid of data.width x data.height "
             "cells, 4-connected, with discrete time; at each step a robot waits or moves to one of the four "
-            "neighbouring cells, never into an obstacle or off the map. Cells are [x, y]. Your block is the "
+            "neighbouring cells, never into an obstacle or off the map. Cells are [x, y]. data.obstacles lists "
+            "every blocked cell inside data.region = [x0, y0, x1, y1]; keep your paths inside that region, "
+            "where you know the map. Your block is the "
             f"{n} robots in data.robots (each with its start, goal and current path). Cost = the sum of "
             "arrival times (a robot stays on its goal after arriving) + data.conflict_weight per conflict: "
             "two robots in one cell at one time (vertex) or swapping cells in one step (edge), among your "

@@ -143,7 +143,8 @@ class LLMProposer(Proposer):
         return Draft(
             block=block, value=value, predicted_improvement=predicted,
             info={"usage": spent.as_dict(), "turns": t.turns, "repaired": list(t.repair_asked),
-                  "json_from": t.json_from, "predicted_from": source},
+                  "json_from": t.json_from, "predicted_from": source,
+                  "prompt_chars": t.prompt_chars, "response_chars": t.response_chars},
         )
 
     # -- the turns ------------------------------------------------------------------

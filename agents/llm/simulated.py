@@ -106,7 +106,8 @@ class SimulatedLLMProposer(Proposer):
 
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         started = time.monotonic()
-        prompt = estimate_chat_tokens(self.template.messages(contract))
+        messages = self.template.messages(contract)
+        prompt = estimate_chat_tokens(messages)
         draft = self.inner.propose(contract)
         output = self.output_tokens(int(contract["block"]), draft)
         latency = self.rates.latency(prompt, output)
@@ -125,5 +126,6 @@ class SimulatedLLMProposer(Proposer):
         self.total_usage = self.total_usage + usage
         if draft is None:
             return None
-        info: dict[str, Any] = {**draft.info, "usage": usage.as_dict(), "simulated": True}
+        info: dict[str, Any] = {**draft.info, "usage": usage.as_dict(), "simulated": True,
+                                "prompt_chars": sum(len(m["content"]) for m in messages)}
         return Draft(draft.block, draft.value, draft.predicted_improvement, info)

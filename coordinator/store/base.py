@@ -23,8 +23,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from coordinator import errors
 from coordinator.ledger import TaskStatus, UsageTotals
-from coordinator.records import MergePolicy, Proposal, RoundRecord, Verdict
+from coordinator.records import MergePolicy, Proposal, RoundRecord, Usage, Verdict
 
 TaskMode = Literal["rounds", "async"]
 TERMINAL: frozenset[str] = frozenset({"converged", "budget_exhausted", "stopped", "failed"})
@@ -129,6 +130,25 @@ class RoundEntry(BaseModel):
     """``RoundBound`` fields, so a ledger can be rebuilt from the store."""
     opened_at: float | None = None
     closed_at: float
+
+
+class AbandonedLease(BaseModel):
+    """A lease that ended without a proposal (the model declined, or its answer never validated).
+
+    Its tokens and calls were spent all the same, so they count in the task's
+    usage and budgets, and it is a line of the trajectory export.
+    """
+
+    id: str
+    agent: str
+    block: int
+    base_version: int
+    outcome: Literal["declined", "failed"]
+    failure: str | None = None
+    """Machine-readable kind of the failure (``malformed_json``, ``timeout``, ...)."""
+    reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    at: float
 
 
 class UsageRow(BaseModel):
@@ -267,6 +287,19 @@ class Store(abc.ABC):
         pending = await self.pending_proposals(task_id)
         leases = await self.active_leases(task_id, now)
         return QueueState(len(pending), min((q.received_at for q in pending), default=None), len(leases))
+
+    # -- trajectories (defaults keep a store written against the older interface running) ------------
+    async def record_abandoned(self, task_id: str, record: AbandonedLease) -> bool:
+        """Keep ``record`` and add its usage to the task's usage rows, once per id; True when new."""
+        raise errors.NotSupported("this store does not record abandoned leases")
+
+    async def proposal_log(self, task_id: str) -> list[tuple[QueuedProposal, Verdict | None]]:
+        """Every acknowledged proposal with its verdict (None while pending), in arrival order."""
+        raise errors.NotSupported("this store does not export trajectories")
+
+    async def abandoned(self, task_id: str) -> list[AbandonedLease]:
+        """Every recorded abandoned lease, oldest first."""
+        return []
 
     async def ping(self) -> bool:
         return True

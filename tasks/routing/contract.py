@@ -4,6 +4,8 @@
 current paths, widened by a margin) during the block's time window (its
 longest current path plus slack); visits to the block's goal cells are kept at
 any time, because a robot parked there conflicts with every later visit.
+The region's obstacle cells are listed too: a model that only sees the map's
+name could not keep its paths off the walls (the heuristic knows the grid).
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ def build_contract(
             for r in robots
         ],
         "region": [x0, y0, x1, y1],
+        "obstacles": [[x, y] for y in range(y0, y1 + 1) for x in range(x0, x1 + 1) if not grid.free[y * w + x]],
         "window": [0, window],
         "reservations": {
             "moves": moves,

@@ -33,6 +33,8 @@ P task:ID:verdicts        hash    proposal id -> ``Verdict`` JSON
 P task:ID:rounds          list    ``RoundEntry`` JSON, index = round
 P task:ID:counters        hash    counter name -> number (HINCRBYFLOAT)
 P task:ID:usage           hash    JSON [agent, model, field] -> number
+P task:ID:abandoned       hash    record id -> ``AbandonedLease`` JSON (leases ended without a
+                                  proposal; their usage is also in ``usage``)
 P task:ID:agents          hash    agent id -> ``AgentRecord`` JSON
 P task:ID:agent_order     list    agent ids in join order
 P task:ID:tokens          hash    agent token hash -> agent id
@@ -68,6 +70,7 @@ class TaskKeys:
     rounds: str
     counters: str
     usage: str
+    abandoned: str
     agents: str
     agent_order: str
     tokens: str

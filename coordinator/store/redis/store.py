@@ -44,6 +44,7 @@ from coordinator.ledger import TaskStatus, UsageTotals
 from coordinator.records import Proposal, Verdict
 from coordinator.store.base import (
     TERMINAL,
+    AbandonedLease,
     AgentRecord,
     Commit,
     Head,
@@ -109,6 +110,7 @@ class RedisStore(Store):
         self._enqueue = s(lua.ENQUEUE_PROPOSAL)
         self._pending = s(lua.PENDING)
         self._queue_state = s(lua.QUEUE_STATE)
+        self._abandon = s(lua.RECORD_ABANDONED)
 
     @classmethod
     def from_url(cls, url: str, prefix: str = DEFAULT_PREFIX, commit_mode: CommitMode = "lua",
@@ -380,6 +382,33 @@ class RedisStore(Store):
         return [UsageRow(agent=a, model=m, usage=UsageTotals(**{
                     n: (v if n == "seconds" else int(v)) for n, v in values.items()}))
                 for (a, m), values in rows.items()]
+
+    # -- trajectories -------------------------------------------------------------
+    @_reachable
+    async def record_abandoned(self, task_id: str, record: AbandonedLease) -> bool:
+        k = self.keys.task(task_id)
+        totals = UsageTotals()
+        totals.add(record.usage)
+        args: list[str | int | float] = [record.id, record.model_dump_json(),
+                                         f"abandoned:{record.failure or record.outcome}"]
+        for name in USAGE_FIELDS:
+            args += [json.dumps([record.agent, record.usage.model, name]), getattr(totals, name)]
+        reply = self._check(await self._abandon(keys=[k.spec, k.abandoned, k.usage, k.counters], args=args), task_id)
+        return reply[0] == "ok"
+
+    @_reachable
+    async def proposal_log(self, task_id: str) -> list[tuple[QueuedProposal, Verdict | None]]:
+        k = self.keys.task(task_id)
+        raws, verdicts = await self._read(task_id, lambda p: (p.hgetall(k.proposals), p.hgetall(k.verdicts)))
+        log = [(QueuedProposal.model_validate_json(raw), pid) for pid, raw in raws.items()]
+        log.sort(key=lambda item: item[0].received_at)
+        return [(q, Verdict.model_validate_json(verdicts[pid]) if pid in verdicts else None) for q, pid in log]
+
+    @_reachable
+    async def abandoned(self, task_id: str) -> list[AbandonedLease]:
+        k = self.keys.task(task_id)
+        raws = await self._read(task_id, lambda p: p.hvals(k.abandoned))
+        return sorted((AbandonedLease.model_validate_json(raw) for raw in raws), key=lambda a: a.at)
 
     async def ping(self) -> bool:
         try:

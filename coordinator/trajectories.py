@@ -1,0 +1,121 @@
+"""Trajectory export and abandoned-lease reports: what users need to tune one prompt across models.
+
+``GET /v1/tasks/{id}/trajectories`` streams JSON Lines, one per proposal and
+one per abandoned lease (arrival order): agent, model, prompt and response
+sizes, verdict and reason, Δ̂ (predicted), Δ (measured), δ = |Δ̂ − Δ| and the
+usage. Failures are the interesting lines, so leases that ended without a
+proposal are reported too: ``POST /v1/tasks/{id}/leases/{lease_id}/abandon``
+records what such a lease cost (its tokens count in the task's usage and
+budgets, an LLM that spent them and then failed still spent them) and
+releases the lease. Kept out of ``app.py``: this is not the hot path.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Header
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from coordinator.records import Usage, Verdict
+from coordinator.service import CoordinatorService
+from coordinator.store.base import AbandonedLease, AgentRecord, QueuedProposal, Store
+
+MEDIA_TYPE = "application/x-ndjson"
+
+
+class AbandonIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"id": "d00d01", "block": 3, "base_version": 12, "outcome": "failed", "failure": "malformed_json",
+         "reason": "could not read a JSON object from your reply",
+         "usage": {"prompt_tokens": 1200, "completion_tokens": 410, "calls": 2, "model": "openai/gpt-oss-120b"}}]})
+    id: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[\w\-]+$",
+                           description="client-chosen id: re-sending it is idempotent (usage counted once)")
+    block: int = Field(..., ge=0)
+    base_version: int = Field(..., ge=0)
+    outcome: Literal["declined", "failed"] = "failed"
+    failure: str | None = Field(None, max_length=64)
+    reason: str | None = Field(None, max_length=2000)
+    usage: Usage = Field(default_factory=Usage)
+
+
+class AbandonOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"id": "d00d01", "recorded": True}]})
+    id: str
+    recorded: bool
+    """False when this id was already recorded (a retried report)."""
+
+
+def proposal_line(q: QueuedProposal, v: Verdict | None, names: dict[str, str]) -> dict[str, Any]:
+    p, u = q.proposal, q.proposal.usage
+    predicted, delta = p.predicted_improvement, (v.delta if v is not None else None)
+    return {
+        "type": "proposal", "id": p.id, "agent": p.agent, "agent_name": names.get(p.agent), "model": u.model,
+        "block": p.block, "base_version": p.base_version, "at": q.received_at,
+        "prompt_tokens": u.prompt_tokens, "response_tokens": u.completion_tokens,
+        "reasoning_tokens": u.reasoning_tokens, "prompt_chars": u.prompt_chars, "response_chars": u.response_chars,
+        "verdict": v.status if v is not None else "pending", "code": v.code if v is not None else None,
+        "reason": v.reason if v is not None else None, "round": v.round if v is not None else None,
+        "predicted": predicted, "delta": delta, "error": abs(predicted - delta) if delta is not None else None,
+        "usage": u.model_dump(),
+    }
+
+
+def abandoned_line(a: AbandonedLease, names: dict[str, str]) -> dict[str, Any]:
+    u = a.usage
+    return {
+        "type": "abandoned", "id": a.id, "agent": a.agent, "agent_name": names.get(a.agent), "model": u.model,
+        "block": a.block, "base_version": a.base_version, "at": a.at,
+        "prompt_tokens": u.prompt_tokens, "response_tokens": u.completion_tokens,
+        "reasoning_tokens": u.reasoning_tokens, "prompt_chars": u.prompt_chars, "response_chars": u.response_chars,
+        "verdict": a.outcome, "code": a.failure or a.outcome, "reason": a.reason, "round": None,
+        "predicted": None, "delta": None, "error": None, "usage": u.model_dump(),
+    }
+
+
+def router(service: CoordinatorService, store: Store) -> APIRouter:
+    api = APIRouter(tags=["trajectories"])
+
+    async def agent(task_id: str, authorization: str | None = Header(None, include_in_schema=False)) -> AgentRecord:
+        return await service.authenticate(task_id, authorization)
+
+    @api.post("/v1/tasks/{task_id}/leases/{lease_id}/abandon", response_model=AbandonOut, tags=["agents"],
+              summary="End a lease without a proposal, reporting what it cost (counted in usage and budgets)")
+    async def abandon(task_id: str, lease_id: str, body: AbandonIn, me: AgentRecord = Depends(agent)) -> AbandonOut:
+        record = AbandonedLease(
+            id=body.id or uuid.uuid4().hex, agent=me.id, block=body.block, base_version=body.base_version,
+            outcome=body.outcome, failure=body.failure, reason=body.reason, usage=body.usage,
+            at=service.clock(),
+        )
+        created = await store.record_abandoned(task_id, record)  # even on a finished task: the cost was real
+        await service.release(task_id, me, lease_id)
+        return AbandonOut(id=record.id, recorded=created)
+
+    @api.get("/v1/tasks/{task_id}/trajectories", response_class=StreamingResponse,
+             summary="JSON Lines, one per proposal or abandoned lease: sizes, verdict, Δ̂, Δ, δ, usage",
+             responses={200: {"content": {MEDIA_TYPE: {"example": json.dumps({
+                 "type": "proposal", "id": "c0ffee01", "agent": "a-91c2", "agent_name": "gpt-oss-0",
+                 "model": "openai/gpt-oss-120b", "block": 3, "base_version": 12, "at": 1764478810.2,
+                 "prompt_tokens": 1180, "response_tokens": 402, "reasoning_tokens": 190, "prompt_chars": 3900,
+                 "response_chars": 610, "verdict": "accepted", "code": "merged", "reason": "merged", "round": 12,
+                 "predicted": 0.042, "delta": 0.041, "error": 0.001, "usage": {"calls": 1}})}}}})
+    async def trajectories(task_id: str) -> StreamingResponse:
+        await store.get_task(task_id)  # 404 before the stream starts
+        proposals = await store.proposal_log(task_id)
+        abandoned = await store.abandoned(task_id)
+        names = {a.id: a.name for a in await store.list_agents(task_id)}
+        lines = [(q.received_at, proposal_line(q, v, names)) for q, v in proposals]
+        lines += [(a.at, abandoned_line(a, names)) for a in abandoned]
+        lines.sort(key=lambda item: item[0])
+
+        async def stream() -> AsyncIterator[str]:
+            for _, line in lines:
+                yield json.dumps(line, separators=(",", ":")) + "\n"
+
+        return StreamingResponse(stream(), media_type=MEDIA_TYPE)
+
+    return api
