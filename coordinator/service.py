@@ -386,8 +386,9 @@ class CoordinatorService:
             runtime = await self.store.get_runtime(task_id)
             if runtime.status in TERMINAL:
                 break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout=min(remaining, 1.0))
+            with contextlib.suppress(TimeoutError):  # asyncio.timeout: no extra task per waiter, unlike wait_for
+                async with asyncio.timeout(min(remaining, 1.0)):
+                    await event.wait()
         p = queued.proposal
         view = ProposalView(id=p.id, agent_id=p.agent, block=p.block, base_version=p.base_version,
                             status=verdict.status if verdict else "pending", verdict=verdict)
@@ -542,7 +543,7 @@ class CoordinatorService:
                 outcome, state_json = await asyncio.to_thread(
                     self._arrival, built, queued.proposal, runtime.round
                 )
-                window = runtime.window.model_copy(deep=True)
+                window = runtime.window.model_copy(update={"merged": list(runtime.window.merged)})  # tuples
                 if window.opened_at is None:
                     window.opened_at, window.start_objective = self.clock(), head.objective
                 rec = outcome.record

@@ -83,6 +83,35 @@ def test_protocol_round_trip(coordinator: Coordinator) -> None:
     assert [t["id"] for t in listed] == [tid]
 
 
+def test_next_lease_comes_with_the_verdict(coordinator: Coordinator) -> None:
+    """``?next_lease=true``: the verdict response carries the agent's next lease (one request per proposal)."""
+    task = coordinator.create_task(params={"blocks": 3, "dim": 2, "coupling": 0.3},
+                                   stop={"relative_gap": 0.0, "stall_rounds": 100})
+    tid = task["id"]
+    a1, j1 = coordinator.join(task, "one")
+    a2, j2 = coordinator.join(task, "two")
+    g1, g2 = lease(a1, tid), lease(a2, tid)
+    first = propose(a1, tid, g1, wait=0)
+    assert first.status_code == 202 and first.json()["next_lease"] is None  # no verdict yet: no lease
+    body = propose(a2, tid, g2, wait=0).json()  # the round closes (both leased blocks submitted)
+    r = a2.get(f"/v1/tasks/{tid}/proposals/{body['id']}", params={"wait": 5, "next_lease": "true"})
+    assert r.status_code == 200 and r.json()["verdict"] is not None
+    n2 = r.json()["next_lease"]
+    assert n2 is not None and n2["agent_id"] == j2["agent_id"] and n2["contract"]["block"] == n2["block"]
+    assert n2["version"] == coordinator.admin.get(f"/v1/tasks/{tid}").json()["version"]
+    plain = a1.get(f"/v1/tasks/{tid}/proposals/{first.json()['id']}", params={"wait": 5})
+    assert plain.status_code == 200 and plain.json()["next_lease"] is None  # opt-in: old clients see null
+    g3 = lease(a1, tid)
+    assert g3["block"] != n2["block"]
+    later = propose(a2, tid, n2, wait=0)  # the folded-in lease is a real lease
+    assert later.status_code in (200, 202), later.text
+    sub = a1.post(f"/v1/tasks/{tid}/proposals", params={"wait": 5, "next_lease": "true"}, json={
+        "lease_id": g3["lease_id"], "block": g3["block"], "base_version": g3["version"],
+        "value": [0.0, 0.0], "predicted_improvement": 0.0})
+    assert sub.status_code == 200, sub.text
+    assert sub.json()["next_lease"] is not None and sub.json()["next_lease"]["agent_id"] == j1["agent_id"]
+
+
 def test_events_stream_rounds_then_status(coordinator: Coordinator) -> None:
     task = coordinator.create_task(params={"blocks": 1, "dim": 2})
     tid = task["id"]
