@@ -38,6 +38,7 @@ from coordinator.records import Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.settings import ServiceSettings
 from coordinator.store.base import (
     TERMINAL,
+    AbandonedLease,
     AgentRecord,
     Commit,
     Head,
@@ -401,9 +402,27 @@ class CoordinatorService:
         now = self.clock()
         q = await self.store.queue_state(task_id, now)
         if q.pending == 0 or q.oldest is None:
-            return False
+            return bool(await self._idle_reports(task_id, now))
         quorum = q.pending >= self.settings.quorum * (q.pending + q.leases) - 1e-9
         return quorum or now - q.oldest >= self.settings.round_deadline
+
+    async def _idle_reports(self, task_id: str, now: float) -> list[AbandonedLease]:
+        """Leases that ended with nothing to propose since the last round, once they make a quorum.
+
+        They are the agents' "nothing found": a round of them closes empty and counts as stalled, so a
+        task whose agents can no longer improve it converges instead of waiting for its time limit.
+        """
+        spec = await self.spec(task_id)
+        runtime = await self.store.get_runtime(task_id)
+        last = await self.store.rounds(task_id, since=max(0, runtime.round - 1))
+        since = last[-1].closed_at if last else spec.created_at
+        idle = [a for a in await self.store.abandoned(task_id) if a.at > since]
+        idle_blocks = {a.block for a in idle}
+        if not idle_blocks:
+            return []
+        busy = {lease.block for lease in await self.store.active_leases(task_id, now)} - idle_blocks
+        quorum = len(idle_blocks) >= self.settings.quorum * (len(idle_blocks) + len(busy)) - 1e-9
+        return idle if quorum else []
 
     async def _maybe_close(self, task_id: str) -> None:
         if self._lock(task_id).locked():
@@ -449,7 +468,8 @@ class CoordinatorService:
             if not await self._round_due(task_id):
                 return False
             pending = await self.store.pending_proposals(task_id)
-            if not pending:
+            idle = [] if pending else await self._idle_reports(task_id, self.clock())
+            if not pending and not idle:
                 return False
             started = time.perf_counter()
             head = await self.store.get_head(task_id)
@@ -468,7 +488,8 @@ class CoordinatorService:
                 new_head = Head(version=snap.version, objective=snap.objective,
                                 block_versions=list(snap.block_versions), state=state_json)
             entry = RoundEntry(record=rec, bound=books.bound_dict(outcome.bound),
-                               opened_at=min(q.received_at for q in pending), closed_at=self.clock())
+                               opened_at=min([q.received_at for q in pending] + [a.at for a in idle]),
+                               closed_at=self.clock())
             await self.store.commit(task_id, Commit(
                 expected_version=head.version, fence=fence, runtime=new_runtime, head=new_head,
                 verdicts=outcome.verdicts, round=entry, counters=self._counters(outcome.verdicts, rec),
@@ -479,7 +500,7 @@ class CoordinatorService:
         finally:
             await self.store.release_round_lock(task_id, fence)
         self._notify(task_id)
-        await self._after_round(spec, new_runtime, rec.objective, rec.proposals)
+        await self._after_round(spec, new_runtime, rec.objective, rec.proposals + len({a.block for a in idle}))
         return True
 
     @staticmethod

@@ -333,3 +333,26 @@ def test_health_and_docs(coordinator: Coordinator) -> None:
                 model = spec["components"]["schemas"][ref.split("/")[-1]]
                 has_example = has_example or "examples" in model
             assert has_example, (method, path)
+
+
+def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(coordinator: Coordinator) -> None:
+    """A lease that ends with "nothing found" (abandon) is a report: a quorum of them closes an empty,
+    stalled round, so a task whose agents can no longer improve it converges instead of idling."""
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2})
+    agents = [coordinator.join(task, name=f"idle-{k}")[0] for k in range(2)]
+    tid = task["id"]
+    stall = coordinator.admin.get(f"/v1/tasks/{tid}").json()
+    for n in range(10):
+        leases = [(client, client.post(f"/v1/tasks/{tid}/leases")) for client in agents]
+        if any(r.status_code != 201 for _, r in leases):
+            break  # the task has ended: no more leases
+        for client, r in leases:
+            lease = r.json()
+            body = {"id": f"idle-{n}-{lease['block']}", "block": lease["block"], "base_version": lease["version"],
+                    "outcome": "declined", "reason": "no improving move"}
+            assert client.post(f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body).status_code == 200
+        stall = coordinator.wait_for(tid, lambda v, n=n: v["round"] > n or v["status"] != "running", timeout=20)
+    assert stall["status"] == "converged"
+    rounds = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()
+    rows = rounds["rounds"] if isinstance(rounds, dict) else rounds
+    assert len(rows) == 3 and all(r["accepted"] == 0 and r["proposals"] == 0 for r in rows)
