@@ -11,7 +11,7 @@ import itertools
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import networkx as nx
 
@@ -53,13 +53,20 @@ class _Scored:
     footprint: frozenset[Hashable] = field(default_factory=frozenset)
 
 
+_T = TypeVar("_T")
+
+
+def _blocks(scored: list[_Scored], subset: set[int]) -> set[int]:
+    return {scored[i].proposal.block for i in subset}
+
+
 class _Meter:
     """Times the task's objective evaluations, so engine overhead can be reported without them."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
 
-    def __call__(self, fn: Callable[..., float], *args: Any) -> float:
+    def __call__(self, fn: Callable[..., _T], *args: Any) -> _T:
         t0 = time.perf_counter()
         try:
             return fn(*args)
@@ -240,9 +247,8 @@ class RoundEngine:
         """Add groups best-first, keeping each addition only if the exact objective improves."""
         order = sorted(range(len(groups)), key=lambda k: -gains[k])
         chosen, best, checks = set(groups[order[0]]), gains[order[0]], 0
-        blocks = lambda idx: {scored[i].proposal.block for i in idx}  # noqa: E731
         for k in order[1:]:
-            if blocks(chosen) & blocks(groups[k]):
+            if _blocks(scored, chosen) & _blocks(scored, groups[k]):
                 continue  # two values for one block can never be merged together
             trial = chosen | groups[k]
             exact = self._exact_gain(state, f0, scored, trial, meter)
