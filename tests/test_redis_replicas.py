@@ -195,13 +195,18 @@ def _metric(replica: Replica, name: str, task_id: str) -> float | None:
     return None
 
 
-def test_two_replicas_solve_to_the_optimum(cluster: Cluster) -> None:
+def _busy_pair(cluster: Cluster) -> tuple[Replica, Replica, dict[str, Any]]:
+    """Two replicas, one task, a fleet and a tracking agent on each (agents spread over both)."""
     a, b = cluster.start_replicas("a", "b")
     task = create_task(a, **TASK)
-    cluster.fleet(a, task, 3, seed=1)
-    cluster.fleet(b, task, 3, seed=2)
-    cluster.tracker(a, task, seed=3)
-    cluster.tracker(b, task, seed=4)
+    for seed, replica in enumerate((a, b), start=1):
+        cluster.fleet(replica, task, 3, seed=seed)
+        cluster.tracker(replica, task, seed=seed + 2)
+    return a, b, task
+
+
+def test_two_replicas_solve_to_the_optimum(cluster: Cluster) -> None:
+    a, b, task = _busy_pair(cluster)
     v = cluster.finished(b, task["id"])
     assert v["status"] == "converged", v
     assert v["relative_gap"] <= 1e-8
@@ -214,12 +219,7 @@ def test_two_replicas_solve_to_the_optimum(cluster: Cluster) -> None:
 
 
 def test_sigkill_of_the_lock_holder_fails_over(cluster: Cluster) -> None:
-    a, b = cluster.start_replicas("a", "b")
-    task = create_task(a, **TASK)
-    cluster.fleet(a, task, 3, seed=1)
-    cluster.fleet(b, task, 3, seed=2)
-    cluster.tracker(a, task, seed=3)
-    cluster.tracker(b, task, seed=4)
+    a, b, task = _busy_pair(cluster)
     holder, fence = cluster.lock_holder(task["id"])
     survivor = b if holder is a else a
     holder.signal(signal.SIGKILL)
