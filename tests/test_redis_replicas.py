@@ -41,6 +41,8 @@ from tests.redis_support import (
 TASK = {"kind": "quadratic", "params": {"blocks": 8, "dim": 3, "coupling": 0.3}, "merge_policy": "checked"}
 BIG_TASK = {"kind": "quadratic", "params": {"blocks": 24, "dim": 4, "coupling": 0.3}, "merge_policy": "checked"}
 """Rounds of ~24 proposals: the engine holds the round lock long enough to catch it there."""
+SLOW_TASK = {**TASK, "params": {"blocks": 8, "dim": 3, "coupling": 0.9}}
+"""Strong coupling: dozens of rounds to converge, so a stop after three always lands mid-run."""
 SOLVE_TIMEOUT = 180.0
 
 
@@ -301,15 +303,15 @@ def test_redis_restart_under_load(tmp_path: Path) -> None:
 def test_restart_and_resume(cluster: Cluster) -> None:
     """Stop every coordinator; start one again: the task continues from its last committed round."""
     a, b = cluster.start_replicas("a", "b")
-    task = create_task(a, **TASK)
+    task = create_task(a, **SLOW_TASK)
     cluster.fleet(a, task, 3, seed=1)
     cluster.tracker(b, task, seed=3)
     wait_until(lambda: len(cluster.books(task["id"])["rounds"]) >= 3, 60, "three rounds before the stop")
-    for f in cluster.fleets:
-        f.stop()
-    for r in (a, b):
+    for r in (a, b):  # coordinators first: a fleet winding down must not see the task through to the end
         r.signal(signal.SIGKILL)
         r.proc.wait(10)  # type: ignore[union-attr]
+    for f in cluster.fleets:
+        f.stop()
     stopped_at = time.monotonic()
     before = cluster.books(task["id"])
     assert view(a, task["id"]) is None and view(b, task["id"]) is None  # nothing serves the task now
