@@ -113,17 +113,19 @@ class Worker:
         return usage
 
     def abandon(self, lease: dict[str, Any], seconds: float) -> None:
-        """End a lease that produced no proposal; report its cost when the proposer spent any (LLM calls).
+        """End a lease that produced no proposal, reporting "nothing found" and what the search cost.
 
-        Tokens spent on an answer that never validated are still spent: the
+        The report is how a round of agents that all found nothing closes and
+        counts as stalled (so the task converges, or regroups its blocks), and
+        tokens spent on an answer that never validated are still spent: the
         coordinator counts them in the task's usage and budgets.
         """
         spent = getattr(self.proposer, "last_usage", None)
-        if spent is None or not (getattr(spent, "calls", 0) or getattr(spent, "tokens", 0)):
-            self.release()
-            return
         outcome = getattr(self.proposer, "last_outcome", None)
-        usage = {**spent.as_dict(), "seconds": max(float(spent.seconds), seconds)}
+        if spent is None or not (getattr(spent, "calls", 0) or getattr(spent, "tokens", 0)):
+            usage: dict[str, Any] = {"calls": 1, "model": self.config.proposer, "seconds": seconds}
+        else:
+            usage = {**spent.as_dict(), "seconds": max(float(spent.seconds), seconds)}
         for size in ("prompt_chars", "response_chars"):
             if isinstance(getattr(outcome, size, None), int):
                 usage[size] = getattr(outcome, size)

@@ -175,8 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--store", default="memory",
                        help="memory (one process), or redis://HOST:PORT/DB shared by several replicas")
     serve.add_argument("--redis-prefix", default="blockopt:", help="prefix of every Redis key of this deployment")
-    serve.add_argument("--round-lock-ttl", type=float, default=15.0,
-                       help="seconds a replica holds a task's round lock (failover wait; above the longest round)")
+    serve.add_argument("--round-lock-ttl", type=float, default=5.0,
+                       help="seconds a replica's round lock lives unrenewed (renewed while a round runs); "
+                            "the failover wait when its holder dies")
     serve.add_argument("--admin-token-file", type=Path, default=None,
                        help="file holding the admin token (else BLOCKOPT_ADMIN_TOKEN)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

@@ -28,13 +28,7 @@ from tasks.base import Reference, Task
 
 
 def progress_line(outcome: RoundOutcome, ledger: RunLedger) -> str:
-    r = outcome.record
-    rel = relative_gap(r.objective, ledger.reference)
-    held = {True: "held", False: "VIOLATED", None: "-"}[r.held]
-    return (
-        f"round {r.round:4d}  F={r.objective:.10g}  gap={r.gap:.3e} (rel {rel:.2e})  "
-        f"merged {r.accepted}/{r.proposals}  edges {r.interfering}  {r.merge_kind:<19s} bound {held}"
-    )
+    return progress_row(outcome.record.model_dump(), ledger.reference)
 
 
 def report_of(result: RunResult, agents: int) -> Report:
@@ -118,7 +112,7 @@ def progress_row(row: dict[str, Any], reference: Reference) -> str:
     return (
         f"round {row['round']:4d}  F={row['objective']:.10g}  gap={row['gap']:.3e} (rel {rel:.2e})  "
         f"merged {row['accepted']}/{row['proposals']}  edges {row['interfering']}  "
-        f"{row['merge_kind']:<19s} bound {held}"
+        f"{row['merge_kind']:<19s} bound {held}" + ("  regrouped" if row.get("regrouped") else "")
     )
 
 

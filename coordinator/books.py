@@ -30,12 +30,13 @@ def converged(spec: TaskSpec, objective: float, stalled: int, proposals: int) ->
     """The in-process stopping rule (``RunLedger.converged``) on the store's numbers.
 
     As in ``run_inproc``, stalling is counted in sweeps: with ``proposals`` blocks
-    per round, a block comes back once every ceil(n_blocks / proposals) rounds.
+    per round, a block comes back once every ceil(n_blocks / proposals) rounds;
+    and a lagging proposer's empty rounds (``stop_lag_rounds``) do not count.
     """
     ledger = RunLedger(reference_of(spec), spec.initial_objective, spec.tolerance, spec.window, stalled=stalled)
     sweep = math.ceil(spec.n_blocks / max(1, min(proposals, spec.n_blocks)))
     rule = stop_rule(spec)
-    return ledger.converged(objective, replace(rule, stall_rounds=rule.stall_rounds * sweep))
+    return ledger.converged(objective, replace(rule, stall_rounds=(rule.stall_rounds + spec.stop_lag_rounds) * sweep))
 
 
 def ledger_of(
@@ -84,5 +85,6 @@ def history_row(entry: RoundEntry) -> dict[str, Any]:
         "proposals": r.proposals, "accepted": r.accepted, "interfering": r.interfering,
         "merge_kind": r.merge_kind, "kappa": r.kappa, "gamma": r.gamma, "delta": r.delta, "rhs": r.rhs,
         "held": r.held, "checks": r.checks, "engine_seconds": r.engine_seconds, "eval_seconds": r.eval_seconds,
+        "regrouped": r.regrouped,
         "opened_at": entry.opened_at, "closed_at": entry.closed_at,
     }

@@ -43,6 +43,7 @@ class RoundOutcome:
     verdicts: list[Verdict]
     bound: RoundBound | None
     committed: bool
+    """The snapshot is new (a merge, or a regrouping): callers store it."""
 
 
 @dataclass
@@ -121,7 +122,12 @@ class RoundEngine:
             raise errors.InvalidProposal(exc.reason, reason_code=exc.code) from None
 
     # -- the round ----------------------------------------------------------
-    def run_round(self, snap: Snapshot, proposals: Sequence[Proposal], round_index: int) -> RoundOutcome:
+    def run_round(
+        self, snap: Snapshot, proposals: Sequence[Proposal], round_index: int, regroup: bool = False
+    ) -> RoundOutcome:
+        """Score, select and commit one round; with ``regroup``, a round that merges nothing asks the task
+        for a new grouping of its variables (``Task.regroup``), committed as a version with the same objective.
+        """
         started = time.perf_counter()
         meter = _Meter()
         verdicts: dict[str, Verdict] = {}
@@ -167,6 +173,13 @@ class RoundEngine:
                     blocks[b] = version
                 new_snap = Snapshot(version, f1, tuple(blocks), new_state)
                 committed = True
+        regrouped = False
+        if regroup and not committed:
+            grouped = self.task.regroup(state, round_index)
+            if grouped is not None:  # every block changed: proposals on older versions are stale
+                version = snap.version + 1
+                new_snap = Snapshot(version, f0, tuple(version for _ in snap.block_versions), grouped)
+                regrouped = True
 
         merged_scores: list[MergedScore] = []
         for i, s in enumerate(improving):
@@ -208,9 +221,10 @@ class RoundEngine:
             checks=checks,
             engine_seconds=elapsed - meter.seconds,
             eval_seconds=meter.seconds,
+            regrouped=regrouped,
         )
         ordered = [verdicts[p.id] for p in proposals]
-        return RoundOutcome(new_snap, record, ordered, bound, committed)
+        return RoundOutcome(new_snap, record, ordered, bound, committed or regrouped)
 
     # -- interference ---------------------------------------------------------
     def _interference_graph(

@@ -102,7 +102,8 @@ def run_inproc(
                     usage=Usage(calls=1, seconds=seconds),
                 )
             )
-        outcome = engine.run_round(snap, proposals, round_index)
+        # Regroup once a whole sweep found nothing: every block has had its chance with this grouping.
+        outcome = engine.run_round(snap, proposals, round_index, regroup=(ledger.stalled + 1) % sweep == 0)
         snap = outcome.snapshot
         ledger.add_round(outcome.record, outcome.bound, proposals, outcome.verdicts)
         if on_round is not None:

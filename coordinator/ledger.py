@@ -179,6 +179,7 @@ def build_report(
                 "held": r.held,
                 "proposals": r.proposals,
                 "checks": r.checks,
+                "regrouped": r.regrouped,
             }
             for r in ledger.records
         ],

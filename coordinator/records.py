@@ -91,3 +91,5 @@ class RoundRecord(BaseModel):
     """Exact evaluations of combinations done to select the merge."""
     engine_seconds: float = 0.0
     eval_seconds: float = 0.0
+    regrouped: bool = False
+    """Nothing merged, and the task re-partitioned its variables into blocks (a new version, same objective)."""

@@ -22,7 +22,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,7 +155,7 @@ class CoordinatorService:
     async def create(self, req: CreateTask) -> tuple[TaskSpec, str]:
         try:
             cls = kind_class(req.kind)
-            cls.ProposerParams.model_validate(req.proposer.knobs)
+            knobs = cls.ProposerParams.model_validate(req.proposer.knobs)
         except UnknownKind as exc:
             raise errors.InvalidRequest(str(exc), field="kind") from None
         except ValueError as exc:
@@ -176,7 +176,7 @@ class CoordinatorService:
             proposer=req.proposer.model_dump(), reference=engine.reference.value,
             reference_kind=engine.reference.kind, initial_objective=snap.objective, tolerance=engine.tolerance,
             window=req.window, stop_relative_gap=req.stop.relative_gap, stop_stall_rounds=req.stop.stall_rounds,
-            join_token_hash=auth.token_hash(join_token), created_at=self.clock(),
+            stop_lag_rounds=task.make_proposer(knobs).lag_rounds, join_token_hash=auth.token_hash(join_token), created_at=self.clock(),
         )
         head = Head(version=0, objective=snap.objective, block_versions=list(snap.block_versions),
                     state=task.dump_state(snap.state))
@@ -397,6 +397,40 @@ class CoordinatorService:
             view = await self.with_next_lease(task_id, agent, view)
         return view, verdict is not None
 
+    # -- the round lock ----------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def _holding_round_lock(self, task_id: str) -> AsyncIterator[int | None]:
+        """This replica's fence on the task's round lock (None: another replica holds it), renewed while held.
+
+        Renewing every third of the TTL keeps the TTL, which is how long a task
+        waits when its lock holder dies, short however long a round runs. A
+        paused process renews nothing, loses the lock, and the fence refuses its
+        late commit.
+        """
+        ttl = self.settings.round_lock_ttl
+        fence = await self.store.acquire_round_lock(task_id, self.owner, ttl, self.clock())
+        if fence is None:
+            yield None
+            return
+        heartbeat = asyncio.create_task(self._renew_round_lock(task_id, fence, ttl))
+        try:
+            yield fence
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+            await self.store.release_round_lock(task_id, fence)
+
+    async def _renew_round_lock(self, task_id: str, fence: int, ttl: float) -> None:
+        while True:
+            await asyncio.sleep(ttl / 3)
+            try:
+                if not await self.store.renew_round_lock(task_id, fence, ttl, self.clock()):
+                    log.warning("task %s: round lock (fence %d) lost to another replica", task_id, fence)
+                    return
+            except errors.Unavailable as exc:  # the commit will say whether the lock survived
+                log.warning("task %s: round lock not renewed: %s", task_id, exc.message)
+
     # -- rounds mode ------------------------------------------------------------------
     async def _round_due(self, task_id: str) -> bool:
         now = self.clock()
@@ -456,10 +490,9 @@ class CoordinatorService:
             return False
         if not await self._round_due(task_id):  # (counts pending proposals: no need to read them twice)
             return False
-        fence = await self.store.acquire_round_lock(task_id, self.owner, self.settings.round_lock_ttl, self.clock())
-        if fence is None:
-            return False
-        try:
+        async with self._holding_round_lock(task_id) as fence:
+            if fence is None:
+                return False
             # Read again under the lock: another replica may have run this round meanwhile (a round that
             # merged nothing leaves the version unchanged, so the version check alone would not catch it).
             runtime = await self.store.get_runtime(task_id)
@@ -497,15 +530,13 @@ class CoordinatorService:
             built.snapshot = outcome.snapshot
             self.metrics.round_seconds.labels("rounds").observe(time.perf_counter() - started)
             self.metrics.scoring_seconds.labels("rounds").observe(rec.eval_seconds)
-        finally:
-            await self.store.release_round_lock(task_id, fence)
         self._notify(task_id)
         await self._after_round(spec, new_runtime, rec.objective, rec.proposals + len({a.block for a in idle}))
         return True
 
     @staticmethod
     def _engine_round(built: _Built, proposals: list[Proposal], index: int) -> tuple[RoundOutcome, Any]:
-        outcome = built.engine.run_round(built.snapshot, proposals, index)
+        outcome = built.engine.run_round(built.snapshot, proposals, index, regroup=True)
         state_json = built.task.dump_state(outcome.snapshot.state) if outcome.committed else None
         return outcome, state_json
 
@@ -550,10 +581,9 @@ class CoordinatorService:
 
     async def _async_locked(self, task_id: str) -> None:
         spec = await self.spec(task_id)
-        fence = await self.store.acquire_round_lock(task_id, self.owner, self.settings.round_lock_ttl, self.clock())
-        if fence is None:
-            return
-        try:
+        async with self._holding_round_lock(task_id) as fence:
+            if fence is None:
+                return
             for queued in await self.store.pending_proposals(task_id):
                 runtime = await self.store.get_runtime(task_id)
                 if runtime.status in TERMINAL:
@@ -598,8 +628,6 @@ class CoordinatorService:
                     await self._close_window(task_id, fence, force=True)
                     await self._finish(task_id, "converged", "stopping rule met (relative gap)")
                     return
-        finally:
-            await self.store.release_round_lock(task_id, fence)
 
     @staticmethod
     def _arrival(built: _Built, p: Proposal, index: int) -> tuple[RoundOutcome, Any]:
@@ -667,16 +695,13 @@ class CoordinatorService:
         lock = self._lock(task_id)
         if lock.locked():
             return
-        async with lock:
-            fence = await self.store.acquire_round_lock(task_id, self.owner, self.settings.round_lock_ttl, self.clock())
+        async with lock, self._holding_round_lock(task_id) as fence:
             if fence is None:
                 return
             try:
                 await self._close_window(task_id, fence)
             except errors.Conflict as exc:
                 log.warning("task %s: window not recorded: %s", task_id, exc.message)
-            finally:
-                await self.store.release_round_lock(task_id, fence)
 
     # -- scheduler ---------------------------------------------------------------------
     async def _schedule_forever(self) -> None:

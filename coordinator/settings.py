@@ -28,8 +28,8 @@ class ServiceSettings(BaseModel):
     redis_prefix: str = Field("blockopt:", min_length=1, description="every Redis key starts with this")
     redis_commit: Literal["lua", "watch"] = Field("lua", description="commit as one Lua script or WATCH/MULTI")
     round_lock_ttl: float = Field(
-        15.0, gt=0, description="seconds a replica holds a task's round lock; the failover wait when it dies "
-                                "(keep it above the longest round)"
+        5.0, gt=0, description="seconds a replica's round lock lives without renewal (renewed every third of it "
+                               "while a round runs); how long a task waits when the lock holder dies"
     )
     lease_ttl: float = Field(10.0, gt=0, description="seconds a lease lives without a renew")
     round_deadline: float = Field(

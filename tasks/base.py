@@ -143,6 +143,17 @@ class Task(abc.ABC, Generic[State]):
         once so a kind with a closed form can batch them (one matrix product instead of O(n²) calls)."""
         return [self.interaction(state, items[a], items[b], f0) for a, b in pairs]
 
+    def regroup(self, state: State, attempt: int) -> State | None:
+        """The same solution with its variables grouped into blocks differently, or None to keep the grouping.
+
+        The coordinator asks after a round that merged nothing: a block's agent can
+        only move its own variables, so an improvement that needs two blocks to move
+        together is out of every agent's reach until they share a block. ``attempt``
+        varies the answer between calls on the same state. The objective must not
+        change, and every block keeps its size, so a stateless ``validate`` still holds.
+        """
+        return None
+
     @abc.abstractmethod
     def contract(self, state: State, block: int) -> dict[str, Any]:
         """What an agent needs for this block's decision (JSON-able), including correction data."""

@@ -122,6 +122,17 @@ class StoreContract:
         assert await ready.acquire_round_lock("t-1", "r3", 5.0, T0 + 8) is not None
 
     @pytest.mark.anyio
+    async def test_round_lock_renewal_keeps_it_only_for_its_holder(self, ready: Store) -> None:
+        f1 = await ready.acquire_round_lock("t-1", "r1", 5.0, T0)
+        assert f1 is not None
+        assert await ready.renew_round_lock("t-1", f1, 5.0, T0 + 4)  # a long round, still renewing
+        assert await ready.acquire_round_lock("t-1", "r2", 5.0, T0 + 6) is None  # past the first TTL: still held
+        f2 = await ready.acquire_round_lock("t-1", "r2", 5.0, T0 + 10)  # the renewals stopped (died, paused)
+        assert f2 is not None
+        assert not await ready.renew_round_lock("t-1", f1, 5.0, T0 + 11)  # woke up: it has lost the lock
+        assert await ready.acquire_round_lock("t-1", "r1", 5.0, T0 + 12) is None  # and r2's hold is untouched
+
+    @pytest.mark.anyio
     async def test_commit_is_version_checked_and_atomic(self, ready: Store) -> None:
         lease = await ready.acquire_lease("t-1", "a-1", 0, TTL, T0)
         assert lease is not None

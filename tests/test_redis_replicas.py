@@ -151,8 +151,9 @@ class Cluster:
         """Freeze the replica that holds the task's round lock *before* it commits; return it and its fence.
 
         SIGSTOP first, then confirm from Redis that the lock is still its own, was
-        granted at least ``min_age`` ago (past the re-check under the lock, inside
-        the engine) and its fence has not committed; otherwise let it go on and retry.
+        granted (or last renewed) at least ``min_age`` ago (past the re-check under
+        the lock, inside the engine) and its fence has not committed; otherwise let
+        it go on and retry.
         """
         by_pid = {r.proc.pid: r for r in self.replicas if r.proc is not None and r.proc.poll() is None}
 

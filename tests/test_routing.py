@@ -247,3 +247,66 @@ def test_interaction_partition_cuts_less_and_keeps_sizes() -> None:
     assert sorted(i for g in better for i in g) == list(range(30))
     assert cut(better) <= cut(start)
     assert spatial  # the default starting point of the interaction partition
+
+
+def test_regrouping_puts_robots_that_hold_each_other_up_in_one_block() -> None:
+    from coordinator.engine import RoundEngine
+    from coordinator.records import Proposal
+    from tasks.routing.regroup import holding_up
+
+    task = small(map="random-32-32-10", robots=50, blocks=3, partition="spatial")
+    engine = RoundEngine(task)
+    snap = engine.initial_snapshot()
+    proposer = task.make_proposer(task.ProposerParams(time_budget=0.3), seed=1)
+    while not task.feasible(snap.state):  # the heuristic's plan: collision-free, some robots detour or wait
+        drafts = [proposer.propose(contract_envelope(task, snap, b, {})) for b in task.blocks()]
+        proposals = [Proposal(id=f"p{snap.version}-{d.block}", agent="a", block=d.block, value=d.value,
+                              base_version=snap.version, predicted_improvement=d.predicted_improvement)
+                     for d in drafts if d is not None]
+        snap = engine.run_round(snap, proposals, snap.version).snapshot
+    state = snap.state
+    weights = holding_up(task.grid, task.inst.starts, task.inst.goals, state.paths, state.index)
+    assert weights, "some robots wait for others in this plan"
+
+    def cut(blocks: tuple[tuple[int, ...], ...]) -> float:
+        where = {r: b for b, rs in enumerate(blocks) for r in rs}
+        return sum(w for (i, j), w in weights.items() if where[i] != where[j])
+
+    out = engine.run_round(snap, [], 99, regroup=True)
+    assert out.record.regrouped and out.committed and out.record.accepted == 0
+    new = out.snapshot
+    assert new.objective == snap.objective and new.state.paths == state.paths
+    assert [len(b) for b in new.state.blocks] == [len(b) for b in state.blocks]
+    assert sorted(r for b in new.state.blocks for r in b) == list(range(50))
+    assert cut(new.state.blocks) < cut(state.blocks)
+    assert new.block_versions == (snap.version + 1,) * 3
+    # A proposal made for the old grouping is stale; the old robots' paths are refused as the wrong robots.
+    moved = next(b for b in task.blocks() if new.state.blocks[b] != state.blocks[b])
+    old_value = task.encode_value(task.block_value(state, moved))
+    late = Proposal(id="late", agent="a", block=moved, value=old_value, base_version=snap.version,
+                    predicted_improvement=1.0)
+    assert engine.run_round(new, [late], 100).verdicts[0].code == "stale_base"
+    with pytest.raises(InvalidProposal) as info:
+        task.evaluate_change(new.state, {moved: task.validate(moved, old_value)})
+    assert info.value.code == "wrong_robot" and "block's robots are" in info.value.reason
+    # The grouping is part of the state: stored and loaded with it.
+    again = task.load_state(json.loads(json.dumps(task.dump_state(new.state))))
+    assert again.blocks == new.state.blocks and task.contract(again, moved)["robots"][0]["id"] == new.state.blocks[moved][0]
+    assert small(map="random-32-32-10", robots=50, blocks=3, partition="spatial", regroup=False).regroup(state, 0) is None
+
+
+def test_service_run_stops_when_the_team_finds_nothing_more(tmp_path: FsPath) -> None:
+    """Real coordinator and agent processes: heuristic agents that find nothing report it, so the empty
+    rounds close, the blocks are regrouped, and the run converges long before its time limit."""
+    report = tmp_path / "r.json"
+    code = main([
+        "run", "routing", "--map", "empty-16-16", "--robots", "16", "--agents", "2", "--merge", "checked",
+        "--seed", "1", "--time-limit", "120", "--time-budget", "0.1", "--patience", "0", "--exact-limit", "0",
+        "--quiet", "--report", str(report),
+    ])
+    assert code == 0
+    data = json.loads(report.read_text())
+    assert data["status"] == "converged" and data["feasible"] is True
+    assert data["wall_s"] < 60
+    assert data["proposals"]["abandoned"] >= 1  # the "nothing found" reports that closed the last rounds
+    assert "regrouped" in data["history"][-1]

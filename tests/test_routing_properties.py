@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from coordinator.engine import EngineSettings, RoundEngine
 from coordinator.records import Proposal
 from tasks.registry import InvalidParams
 from tasks.routing import RoutingTask
+from tasks.routing.task import RoutingState
 from tasks.routing.instance import RoutingParams
 from tasks.routing.occupancy import Path, canonical
 from tasks.routing.validator import validate_plan
@@ -58,8 +60,20 @@ def random_path(task: RoutingTask, robot: int, rng: random.Random, wander: int =
     return canonical(path)
 
 
-def random_value(task: RoutingTask, block: int, rng: random.Random) -> tuple[Path, ...]:
-    return tuple(random_path(task, r, rng) for r in task.inst.blocks[block])
+def random_value(task: RoutingTask, block: int, rng: random.Random, state: RoutingState | None = None) -> tuple[Path, ...]:
+    blocks = task.inst.blocks if state is None else state.blocks
+    return tuple(random_path(task, r, rng) for r in blocks[block])
+
+
+def reshuffled(task: RoutingTask, state: RoutingState, rng: random.Random) -> RoutingState:
+    """The same plan with its robots dealt into blocks of the same sizes at random (as a regrouping may)."""
+    robots = list(range(task.inst.n_robots))
+    rng.shuffle(robots)
+    blocks, at = [], 0
+    for b in state.blocks:
+        blocks.append(tuple(robots[at:at + len(b)]))
+        at += len(b)
+    return replace(state, blocks=tuple(blocks))
 
 
 def xy_plan(task: RoutingTask, paths: tuple[Path, ...]) -> list[list[tuple[int, int]]]:
@@ -93,8 +107,10 @@ def test_incremental_and_full_scoring_agree_after_commits(task: RoutingTask, see
     state = task.initial_state()
     history = [state]
     for _ in range(steps):
+        if rng.random() < 0.3:  # blocks regrouped between commits: scoring follows the new membership
+            state = reshuffled(task, state, rng)
         chosen = rng.sample(task.blocks(), rng.randint(1, task.n_blocks))
-        changes = {b: random_value(task, b, rng) for b in chosen}
+        changes = {b: random_value(task, b, rng, state) for b in chosen}
         predicted = task.evaluate_change(state, changes)
         state = task.apply(state, changes)
         assert predicted == task.objective(state) == task.full_objective(state.paths)
@@ -131,18 +147,24 @@ def test_a_commit_never_makes_the_objective_worse(task: RoutingTask, seed: int, 
     rng = random.Random(seed)
     engine = RoundEngine(task, EngineSettings(merge_policy=policy))  # type: ignore[arg-type]
     snap = engine.initial_snapshot()
-    for round_index in range(3):
+    for round_index in range(4):
         proposals = [
             Proposal(
                 id=uuid.uuid4().hex, agent=f"a{i}", block=b, base_version=snap.version, predicted_improvement=1.0,
-                value=task.encode_value(random_value(task, b, rng)),
+                value=task.encode_value(random_value(task, b, rng, snap.state)),
             )
-            for i, b in enumerate(rng.choices(task.blocks(), k=rng.randint(1, 4)))
+            for i, b in enumerate(rng.choices(task.blocks(), k=rng.randint(0, 4)))
         ]
-        outcome = engine.run_round(snap, proposals, round_index)
-        assert outcome.snapshot.objective <= snap.objective
-        assert outcome.snapshot.objective == task.full_objective(outcome.snapshot.state.paths)
-        snap = outcome.snapshot
+        outcome = engine.run_round(snap, proposals, round_index, regroup=True)
+        new = outcome.snapshot
+        assert new.objective <= snap.objective
+        assert new.objective == task.full_objective(new.state.paths)
+        if outcome.record.regrouped:  # same plan, new grouping of the same sizes, every block at the new version
+            assert outcome.record.accepted == 0 and new.state.paths == snap.state.paths
+            assert sorted(map(len, new.state.blocks)) == sorted(map(len, snap.state.blocks))
+            assert sorted(r for b in new.state.blocks for r in b) == list(range(task.inst.n_robots))
+            assert set(new.block_versions) == {snap.version + 1} == {new.version}
+        snap = new
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

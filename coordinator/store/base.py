@@ -61,6 +61,9 @@ class TaskSpec(BaseModel):
     window: int
     stop_relative_gap: float
     stop_stall_rounds: int
+    stop_lag_rounds: int = 0
+    """Empty rounds the kind's proposer may have while converging (stale views catching up): added to the
+    stall rule, as ``run_inproc`` does."""
     join_token_hash: str
     created_at: float
 
@@ -211,6 +214,10 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def acquire_round_lock(self, task_id: str, owner: str, ttl: float, now: float) -> int | None:
         """A fencing token (strictly increasing per task) or None when another owner holds the lock."""
+
+    @abc.abstractmethod
+    async def renew_round_lock(self, task_id: str, fence: int, ttl: float, now: float) -> bool:
+        """Extend the lock to ``now + ttl`` if ``fence`` still holds it; False when it was lost."""
 
     @abc.abstractmethod
     async def release_round_lock(self, task_id: str, fence: int) -> None: ...

@@ -148,6 +148,14 @@ class MemoryStore(Store):
             books.lock_expires = now + ttl
             return books.lock_fence
 
+    async def renew_round_lock(self, task_id: str, fence: int, ttl: float, now: float) -> bool:
+        with self._lock:
+            books = self._books(task_id)
+            if books.lock_fence != fence or books.lock_owner is None:
+                return False
+            books.lock_expires = now + ttl
+            return True
+
     async def release_round_lock(self, task_id: str, fence: int) -> None:
         with self._lock:
             books = self._books(task_id)

@@ -33,11 +33,10 @@ def region_of(inst: Instance, robots: tuple[int, ...], paths: tuple[Path, ...], 
 
 
 def build_contract(
-    inst: Instance, paths: tuple[Path, ...], block: int, margin: int, weight: int
+    inst: Instance, paths: tuple[Path, ...], robots: tuple[int, ...], margin: int, weight: int
 ) -> dict[str, Any]:
     grid = inst.grid
     w = grid.width
-    robots = inst.blocks[block]
     mine = set(robots)
     x0, y0, x1, y1 = region_of(inst, robots, paths, margin)
     window = max(len(paths[r]) for r in robots) + 2 * margin + 8

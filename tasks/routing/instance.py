@@ -39,6 +39,11 @@ class RoutingParams(BaseModel):
     width: int = Field(16, ge=2, le=512, description="width of a generated grid")
     height: int = Field(16, ge=2, le=512, description="height of a generated grid")
     density: float = Field(0.1, ge=0.0, le=0.6, description="obstacle density of a generated grid")
+    regroup: bool = Field(
+        True,
+        description="after a round that merged nothing, re-partition so that robots holding each other up"
+        " share a block (block sizes are kept)",
+    )
     margin: int = Field(4, ge=0, le=512, description="cells around the block's robots kept in the contract's reservation table")
     max_len: int | None = Field(None, ge=1, description="longest allowed path (default 2 x free cells)")
     exact_limit: float = Field(

@@ -78,12 +78,13 @@ def by_interaction(
         return sum(w for j, w in adj[i].items() if block[j] == b)
 
     robots = sorted(block)
+    weighted = [i for i in robots if adj[i]]  # a swap of two robots without weights gains nothing
     for _ in range(passes):
         improved = False
-        for i in robots:
+        for i in weighted:
             for j in robots:
                 bi, bj = block[i], block[j]
-                if i >= j or bi == bj:
+                if bi == bj:
                     continue
                 w_ij = adj[i].get(j, 0.0)
                 gain = pull(i, bj) - pull(i, bi) + pull(j, bi) - pull(j, bj) - 2 * w_ij
@@ -93,3 +94,24 @@ def by_interaction(
         if not improved:
             break
     return [[i for i in robots if block[i] == b] for b in range(len(start))]
+
+
+def shaken(groups: list[list[int]], robots: list[int], swaps: int, seed: int) -> list[list[int]]:
+    """``groups`` after ``swaps`` random swaps that each move one of ``robots`` to another block.
+
+    Swap search stops in a local optimum; a shake lets the next search leave it.
+    Sizes are kept.
+    """
+    rng = random.Random(seed)
+    out = [list(g) for g in groups]
+    where = {i: b for b, g in enumerate(out) for i in g}
+    if len(out) < 2 or not robots:
+        return out
+    for _ in range(swaps):
+        i = rng.choice(robots)
+        bi = where[i]
+        bj = rng.choice([b for b in range(len(out)) if b != bi and out[b]])
+        j = rng.choice(out[bj])
+        out[bi][out[bi].index(i)], out[bj][out[bj].index(j)] = j, i
+        where[i], where[j] = bj, bi
+    return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -22,6 +22,7 @@ from tasks.routing.occupancy import (
     cost,
     full_conflicts,
 )
+from tasks.routing.regroup import Blocks, holding_up, regroup
 
 
 class RoutingProposerParams(BaseModel):
@@ -37,12 +38,14 @@ class RoutingProposerParams(BaseModel):
 
 @dataclass(frozen=True)
 class RoutingState:
-    """Paths per robot plus the occupancy index and the running totals; never mutated."""
+    """Paths per robot, the occupancy index, the running totals and the robots of each block; never mutated."""
 
     paths: tuple[Path, ...]
     index: OccupancyIndex
     soc: int
     conflicts: int
+    blocks: Blocks
+    """Robot ids per block: the instance's partition until a regrouping changes it (same sizes)."""
 
 
 class RoutingTask(Task[RoutingState]):
@@ -59,7 +62,8 @@ class RoutingTask(Task[RoutingState]):
         self.grid = self.inst.grid
         self.weight = self.inst.n_robots * self.inst.max_len + 1
         """W: more than any sum of path lengths, so one conflict outweighs any detour."""
-        self._robot_block = {r: b for b, rs in enumerate(self.inst.blocks) for r in rs}
+        self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
+        """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
 
     # -- instance -----------------------------------------------------------
     @property
@@ -76,9 +80,11 @@ class RoutingTask(Task[RoutingState]):
         paths = tuple(tuple(g.shortest_path(s, t)) for s, t in zip(self.inst.starts, self.inst.goals, strict=True))
         return self.state_of(paths)
 
-    def state_of(self, paths: tuple[Path, ...]) -> RoutingState:
+    def state_of(self, paths: tuple[Path, ...], blocks: Blocks | None = None) -> RoutingState:
         index = OccupancyIndex.build(self.grid.n_cells, dict(enumerate(paths)))
-        return RoutingState(paths, index, sum(cost(p) for p in paths), index.total_conflicts())
+        return RoutingState(
+            paths, index, sum(cost(p) for p in paths), index.total_conflicts(), blocks or self.inst.blocks
+        )
 
     # -- model -----------------------------------------------------------------
     def objective(self, state: RoutingState) -> float:
@@ -93,7 +99,13 @@ class RoutingTask(Task[RoutingState]):
         old: dict[int, Path] = {}
         new: dict[int, Path] = {}
         for b, value in changes.items():
-            for r, p in zip(self.inst.blocks[b], value, strict=True):
+            for r, p in zip(state.blocks[b], value, strict=True):
+                if p[0] != self.inst.starts[r]:
+                    raise InvalidProposal(
+                        f"block {b}: the path at position {state.blocks[b].index(r)} is not robot {r}'s"
+                        f" (starts at {self.grid.xy(p[0])}); the block's robots are {list(state.blocks[b])}",
+                        "wrong_robot",
+                    )
                 if state.paths[r] != p:
                     old[r] = state.paths[r]
                     new[r] = p
@@ -119,15 +131,15 @@ class RoutingTask(Task[RoutingState]):
             index.add(r, p)
             paths[r] = p
         d_soc = sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
-        return RoutingState(tuple(paths), index, state.soc + d_soc, state.conflicts + d_conf)
+        return RoutingState(tuple(paths), index, state.soc + d_soc, state.conflicts + d_conf, state.blocks)
 
     def block_value(self, state: RoutingState, block: int) -> tuple[Path, ...]:
-        return tuple(state.paths[r] for r in self.inst.blocks[block])
+        return tuple(state.paths[r] for r in state.blocks[block])
 
     def footprint(self, state: RoutingState, block: int, value: tuple[Path, ...]) -> frozenset[Hashable]:
         """Cells of the old and new paths of the robots that change: every conflict shares a cell."""
         cells: set[int] = set()
-        for r, p in zip(self.inst.blocks[block], value, strict=True):
+        for r, p in zip(state.blocks[block], value, strict=True):
             if state.paths[r] != p:
                 cells.update(p)
                 cells.update(state.paths[r])
@@ -156,27 +168,37 @@ class RoutingTask(Task[RoutingState]):
         )
         return float(self.weight * x)
 
+    def regroup(self, state: RoutingState, attempt: int) -> RoutingState | None:
+        if not self.p.regroup:
+            return None
+        inst = self.inst
+        weights = holding_up(self.grid, inst.starts, inst.goals, state.paths, state.index)
+        blocks = regroup(state.blocks, weights, attempt)
+        return None if blocks is None else replace(state, blocks=blocks)
+
     def contract(self, state: RoutingState, block: int) -> dict[str, Any]:
-        return build_contract(self.inst, state.paths, block, self.p.margin, self.weight)
+        return build_contract(self.inst, state.paths, state.blocks[block], self.p.margin, self.weight)
 
     def validate(self, block: int, value: Any) -> tuple[Path, ...]:
         if not 0 <= block < self.n_blocks:
             raise InvalidProposal(f"block {block} does not exist (0..{self.n_blocks - 1})", "wrong_block")
         if isinstance(value, Mapping):
             value = value.get("paths")
-        robots = self.inst.blocks[block]
-        if not isinstance(value, list | tuple) or len(value) != len(robots):
+        size = len(self.inst.blocks[block])
+        if not isinstance(value, list | tuple) or len(value) != size:
             raise InvalidProposal(
-                f"block {block} needs a list of {len(robots)} paths (one per robot, in contract order)", "bad_shape"
+                f"block {block} needs a list of {size} paths (one per robot, in contract order)", "bad_shape"
             )
-        return tuple(self._path(r, raw) for r, raw in zip(robots, value, strict=True))
+        return tuple(self._path(k, raw) for k, raw in enumerate(value))
 
-    def _path(self, robot: int, raw: Any) -> Path:
+    def _path(self, position: int, raw: Any, robot: int | None = None) -> Path:
+        """A legal path; with ``robot`` None, of whichever robot starts where it starts (see ``_changed``)."""
         g = self.grid
+        who = f"path {position}" if robot is None else f"robot {robot}"
         if not isinstance(raw, list | tuple) or not raw:
-            raise InvalidProposal(f"robot {robot}: a path is a non-empty list of [x, y] cells", "bad_shape")
+            raise InvalidProposal(f"{who}: a path is a non-empty list of [x, y] cells", "bad_shape")
         if len(raw) > self.inst.max_len + 1:
-            raise InvalidProposal(f"robot {robot}: path longer than max_len {self.inst.max_len}", "over_budget")
+            raise InvalidProposal(f"{who}: path longer than max_len {self.inst.max_len}", "over_budget")
         cells: list[int] = []
         for t, xy in enumerate(raw):
             if (
@@ -184,25 +206,28 @@ class RoutingTask(Task[RoutingState]):
                 or len(xy) != 2
                 or not all(isinstance(v, int) and not isinstance(v, bool) for v in xy)
             ):
-                raise InvalidProposal(f"robot {robot}: step {t} is not an [x, y] pair of integers", "bad_shape")
+                raise InvalidProposal(f"{who}: step {t} is not an [x, y] pair of integers", "bad_shape")
             x, y = xy
             if not g.inside(x, y):
-                raise InvalidProposal(f"robot {robot}: ({x}, {y}) at t={t} is off the map", "illegal_move")
+                raise InvalidProposal(f"{who}: ({x}, {y}) at t={t} is off the map", "illegal_move")
             c = g.cell(x, y)
             if not g.free[c]:
-                raise InvalidProposal(f"robot {robot}: ({x}, {y}) at t={t} is blocked", "illegal_move")
+                raise InvalidProposal(f"{who}: ({x}, {y}) at t={t} is blocked", "illegal_move")
             if cells and c not in g.moves(cells[-1]):
-                raise InvalidProposal(
-                    f"robot {robot}: jump from {g.xy(cells[-1])} to ({x}, {y}) at t={t}", "illegal_move"
-                )
+                raise InvalidProposal(f"{who}: jump from {g.xy(cells[-1])} to ({x}, {y}) at t={t}", "illegal_move")
             cells.append(c)
-        if cells[0] != self.inst.starts[robot]:
+        if robot is None:
+            found = self._robot_of_start.get(cells[0])
+            if found is None:
+                raise InvalidProposal(f"{who}: starts at {g.xy(cells[0])}, where no robot starts", "illegal_move")
+            robot, who = found, f"{who} (robot {found})"
+        elif cells[0] != self.inst.starts[robot]:
             raise InvalidProposal(
-                f"robot {robot}: path starts at {g.xy(cells[0])}, not at {g.xy(self.inst.starts[robot])}", "illegal_move"
+                f"{who}: path starts at {g.xy(cells[0])}, not at {g.xy(self.inst.starts[robot])}", "illegal_move"
             )
         if cells[-1] != self.inst.goals[robot]:
             raise InvalidProposal(
-                f"robot {robot}: path ends at {g.xy(cells[-1])}, not at its goal {g.xy(self.inst.goals[robot])}",
+                f"{who}: path ends at {g.xy(cells[-1])}, not at its goal {g.xy(self.inst.goals[robot])}",
                 "illegal_move",
             )
         return canonical(cells)
@@ -228,13 +253,28 @@ class RoutingTask(Task[RoutingState]):
         return state.conflicts == 0
 
     def dump_state(self, state: RoutingState) -> dict[str, Any]:
-        return {"paths": [[list(self.grid.xy(c)) for c in p] for p in state.paths]}
+        return {
+            "paths": [[list(self.grid.xy(c)) for c in p] for p in state.paths],
+            "blocks": [list(b) for b in state.blocks],
+        }
 
     def load_state(self, data: Any) -> RoutingState:
         raw = data["paths"] if isinstance(data, Mapping) else data
         if len(raw) != self.inst.n_robots:
             raise InvalidProposal(f"state has {len(raw)} paths for {self.inst.n_robots} robots", "bad_shape")
-        return self.state_of(tuple(self._path(r, p) for r, p in enumerate(raw)))
+        blocks = self._blocks(data.get("blocks") if isinstance(data, Mapping) else None)
+        return self.state_of(tuple(self._path(r, p, robot=r) for r, p in enumerate(raw)), blocks)
+
+    def _blocks(self, raw: Any) -> Blocks:
+        """A stored partition, checked: the same block sizes as the instance's, every robot once."""
+        if raw is None:
+            return self.inst.blocks
+        blocks = tuple(tuple(int(r) for r in b) for b in raw)
+        if [len(b) for b in blocks] != [len(b) for b in self.inst.blocks] or sorted(
+            r for b in blocks for r in b
+        ) != list(range(self.inst.n_robots)):
+            raise InvalidProposal("state's blocks are not a partition of the robots with the instance's sizes", "bad_shape")
+        return blocks
 
     def solution(self, state: RoutingState) -> dict[str, Any]:
         return {

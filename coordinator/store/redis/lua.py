@@ -66,6 +66,13 @@ redis.call('HSET', KEYS[2], 'owner', ARGV[1], 'fence', fence, 'expires_at', ARGV
 return {'ok', fence}
 """
 
+RENEW_ROUND_LOCK = """
+-- KEYS: lock; ARGV: fence expires_at
+if redis.call('HGET', KEYS[1], 'fence') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'expires_at', ARGV[2])
+return 1
+"""
+
 RELEASE_ROUND_LOCK = """
 -- KEYS: lock; ARGV: fence
 if redis.call('HGET', KEYS[1], 'fence') == ARGV[1] then redis.call('DEL', KEYS[1]) end

@@ -100,6 +100,7 @@ class RedisStore(Store):
         self._create = s(lua.CREATE_TASK)
         self._finish = s(lua.FINISH)
         self._lock = s(lua.ACQUIRE_ROUND_LOCK)
+        self._relock = s(lua.RENEW_ROUND_LOCK)
         self._unlock = s(lua.RELEASE_ROUND_LOCK)
         self._add_agent = s(lua.ADD_AGENT)
         self._agent_by_token = s(lua.AGENT_BY_TOKEN)
@@ -212,6 +213,10 @@ class RedisStore(Store):
         if reply[0] == "held":
             return None
         return int(self._check(reply, task_id)[1])
+
+    @_reachable
+    async def renew_round_lock(self, task_id: str, fence: int, ttl: float, now: float) -> bool:
+        return bool(await self._relock(keys=[self.keys.task(task_id).lock], args=[fence, _t(now + ttl)]))
 
     @_reachable
     async def release_round_lock(self, task_id: str, fence: int) -> None:

@@ -1,0 +1,61 @@
+"""Re-partitioning robots between rounds: who holds whom up in the current plan shares a block.
+
+A robot that waits for a robot of another block improves only if that robot
+moves first; alone, moving it aside costs its own block and gains nothing, so
+neither agent proposes it. Grouping the delayed robot with the robots in its
+way puts the joint move within one agent's reach (the research's agents re-plan
+their own block only; this is how their team escapes such deadlocks).
+"""
+
+from __future__ import annotations
+
+from tasks.routing.grid import Grid
+from tasks.routing.occupancy import OccupancyIndex, Path, cost
+from tasks.routing.partition import by_interaction, shaken
+
+Blocks = tuple[tuple[int, ...], ...]
+
+
+def holding_up(
+    grid: Grid, starts: tuple[int, ...], goals: tuple[int, ...], paths: tuple[Path, ...],
+    index: OccupancyIndex, slack: int = 2,
+) -> dict[tuple[int, int], float]:
+    """Weights (i < j) for robots near a delayed robot's shortest or current route, within ``slack`` steps."""
+    n = grid.n_cells
+    weights: dict[tuple[int, int], float] = {}
+    for r, path in enumerate(paths):
+        if cost(path) <= grid.distances(goals[r])[starts[r]]:
+            continue  # on a shortest path already: nobody holds it up
+        for route in (grid.shortest_path(starts[r], goals[r]), path):
+            for t, c in enumerate(route):
+                others: set[int] = set()
+                for u in range(max(0, t - slack), t + slack + 1):
+                    others.update(index.vert.get(u * n + c, ()))
+                parked = index.park.get(c)
+                if parked is not None and parked[1] <= t + slack:
+                    others.add(parked[0])
+                others.discard(r)
+                for o in others:
+                    key = (r, o) if r < o else (o, r)
+                    weights[key] = weights.get(key, 0.0) + 1.0
+    return weights
+
+
+def regroup(blocks: Blocks, weights: dict[tuple[int, int], float], attempt: int) -> Blocks | None:
+    """A balanced partition that keeps more of ``weights`` inside blocks; None when it finds no other one.
+
+    It first improves the current partition by swaps. When the current one is
+    already a local optimum (as after a regrouping that did not help: the plan,
+    hence the weights, did not change), it shakes a quarter of the involved
+    robots first, seeded by ``attempt``, and improves from there.
+    """
+    if len(blocks) < 2 or not weights:
+        return None
+    current = [sorted(b) for b in blocks]
+    involved = sorted({i for pair in weights for i in pair})
+    starts = [current] + [shaken(current, involved, max(1, len(involved) // 4), seed=attempt * 3 + k) for k in range(3)]
+    for start in starts:
+        new = [sorted(g) for g in by_interaction(weights, start)]
+        if new != current:
+            return tuple(tuple(g) for g in new)
+    return None
