@@ -100,7 +100,9 @@ def main() -> None:
     ap.add_argument("--no-pymapf", action="store_true")
     ap.add_argument("--pymapf-subset", action="store_true", help="pymapf on scenario random-1 only")
     ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--partition", default="interaction", help="our block partition (the table used interaction)")
+    ap.add_argument("--partition", default="spatial", help="our initial block partition (the product default)")
+    ap.add_argument("--ablate-regroup", action="store_true",
+                    help="also run our team with regrouping off (the row before regrouping existed)")
     ap.add_argument("--only", default=None, help="run only cases whose map name contains this")
     ap.add_argument("--robots", type=int, default=None, help="run only cases with this many robots")
     args = ap.parse_args()
@@ -114,10 +116,16 @@ def main() -> None:
             task = make_task(map_name, f"random-{i}", k, 3, exact_limit=0, partition=args.partition)
             lb = task.lower_bound()
             name = f"{map_name} random-{i}"
-            ours = run_team(task, 3, merge="checked", time_limit=args.limit, time_budget=0.5, seed=0)
-            results = [{"solver": "blockopt 3 agents (checked)", "feasible": ours.feasible, "soc": ours.soc,
-                        "seconds": ours.seconds, "rounds": ours.rounds,
-                        "status": "ok" if ours.feasible else f"{ours.verdict.conflicts if ours.verdict else '?'} conflicts"}]
+            arms = [("blockopt 3 agents (checked)", task)]
+            if args.ablate_regroup:
+                arms.append(("blockopt, no regrouping", make_task(map_name, f"random-{i}", k, 3, exact_limit=0,
+                                                                  partition=args.partition, regroup=False)))
+            results = []
+            for label, team_task in arms:
+                ours = run_team(team_task, 3, merge="checked", time_limit=args.limit, time_budget=0.5, seed=0)
+                results.append({"solver": label, "feasible": ours.feasible, "soc": ours.soc,
+                                "seconds": ours.seconds, "rounds": ours.rounds,
+                                "status": "ok" if ours.feasible else f"{ours.verdict.conflicts if ours.verdict else '?'} conflicts"})
             if not args.no_pymapf and not (args.pymapf_subset and i != 1):
                 results += [run_pymapf(task, s, args.limit) for s in PYMAPF]
             for r in results:

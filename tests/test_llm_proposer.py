@@ -214,3 +214,21 @@ def test_settings_never_read_the_environment_after_construction(monkeypatch: pyt
     client = ChatClient(explicit)
     assert client._http.headers["authorization"] == "Bearer given"
     client.close()
+
+
+def test_routing_paths_out_of_contract_order_are_refused_before_submission() -> None:
+    """Blocks are regrouped, so only the contract says which robot each path is for: the template checks it
+    (and the repair turn then quotes the reason)."""
+    from coordinator.inproc import contract_envelope
+    from coordinator.engine import RoundEngine
+    from tasks.base import InvalidProposal
+
+    task = create_task("routing", {"map": "empty-8-8", "robots": 6, "blocks": 2, "exact_limit": 0})
+    snap = RoundEngine(task).initial_snapshot()
+    contract = contract_envelope(task, snap, 0, {})
+    value = task.encode_value(task.block_value(snap.state, 0))
+    template = template_for("routing")
+    template.check(contract, value)  # in contract order: fine
+    with pytest.raises(InvalidProposal) as info:
+        template.check(contract, value[::-1])
+    assert info.value.code == "wrong_robot" and "order of data.robots" in info.value.reason

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from tasks.base import InvalidProposal
+
 Message = dict[str, str]
 CONTRACT_OPEN, CONTRACT_CLOSE = "<contract>", "</contract>"
 _CONTRACT_RE = re.compile(re.escape(CONTRACT_OPEN) + r"\s*(.*?)\s*" + re.escape(CONTRACT_CLOSE), re.DOTALL)
@@ -110,6 +112,9 @@ class PromptTemplate:
 
     def surrogate_gain(self, contract: Mapping[str, Any], value: Any) -> float | None:
         return None
+
+    def check(self, contract: Mapping[str, Any], value: Any) -> None:
+        """Raise InvalidProposal when a value that ``Task.validate`` accepts still breaks this contract."""
 
     # -- rendering --------------------------------------------------------------
     def messages(self, contract: Mapping[str, Any]) -> list[Message]:
@@ -216,6 +221,17 @@ class RoutingTemplate(PromptTemplate):
             f"value is a list of {n} paths in the order of data.robots, each a list of [x, y] cells at "
             "t = 0, 1, ... from the robot's start to its goal (data.value_format), at most data.max_len steps."
         )
+
+    def check(self, contract: Mapping[str, Any], value: Any) -> None:
+        """Path k must be robot k's of data.robots (blocks are regrouped, so only the contract knows)."""
+        if isinstance(value, Mapping):
+            value = value.get("paths") or []
+        for k, (robot, path) in enumerate(zip((contract.get("data") or {}).get("robots") or [], value, strict=False)):
+            if path and list(path[0]) != list(robot["start"]):
+                raise InvalidProposal(
+                    f"path {k} starts at {list(path[0])}, but data.robots[{k}] (robot {robot['id']}) starts at"
+                    f" {robot['start']}: give the paths in the order of data.robots", "wrong_robot",
+                )
 
     def value_schema(self, contract: Mapping[str, Any]) -> dict[str, Any]:
         n = len((contract.get("data") or {}).get("robots") or [])

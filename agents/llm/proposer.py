@@ -226,6 +226,7 @@ class LLMProposer(Proposer):
             return None
         try:
             decoded = self.task.validate(t.block, obj["value"])
+            self.template.check(contract, obj["value"])
         except InvalidProposal as exc:
             raise _Bad(exc.code, exc.reason) from None
         value = self.task.encode_value(decoded)
