@@ -74,6 +74,7 @@ class TaskStateCollector(Collector):
         yield counter("blockopt_proposals_accepted", "Proposals merged", "accepted")
         yield counter("blockopt_interference_edges", "Interference-graph edges among improving proposals", "edges")
         yield counter("blockopt_rounds", "Rounds recorded", "rounds")
+        yield counter("blockopt_regroups", "Empty rounds after which the task regrouped its blocks", "regroups")
         yield counter("blockopt_leases_granted", "Leases granted", "leases_granted")
         yield counter("blockopt_leases_expired", "Leases that lapsed because the agent went silent", "leases_expired")
 

@@ -552,6 +552,8 @@ class CoordinatorService:
             out["edges"] = rec.interfering
             if rec.merge_kind != "none":
                 out[f"merges:{rec.merge_kind}"] = 1
+            if rec.regrouped:
+                out["regroups"] = 1
             if rec.held is not None:
                 out["bound_held" if rec.held else "bound_violated"] = 1
         return out

