@@ -508,8 +508,13 @@ class CoordinatorService:
             head = await self.store.get_head(task_id)
             built = await self._build(spec, head)
             proposals = [q.proposal for q in pending]
+            # Regroup only when every leased block has answered: a slower agent's work (an LLM call, say)
+            # would otherwise turn stale because a round closed on its deadline without it.
+            answered = {p.block for p in proposals} | {a.block for a in idle}
+            busy = [lease for lease in await self.store.active_leases(task_id, self.clock())
+                    if lease.block not in answered]
             outcome, state_json = await asyncio.to_thread(
-                self._engine_round, built, proposals, runtime.round
+                self._engine_round, built, proposals, runtime.round, not busy
             )
             rec = outcome.record
             new_runtime = runtime.model_copy(update={
@@ -535,8 +540,10 @@ class CoordinatorService:
         return True
 
     @staticmethod
-    def _engine_round(built: _Built, proposals: list[Proposal], index: int) -> tuple[RoundOutcome, Any]:
-        outcome = built.engine.run_round(built.snapshot, proposals, index, regroup=True)
+    def _engine_round(
+        built: _Built, proposals: list[Proposal], index: int, regroup: bool
+    ) -> tuple[RoundOutcome, Any]:
+        outcome = built.engine.run_round(built.snapshot, proposals, index, regroup=regroup)
         state_json = built.task.dump_state(outcome.snapshot.state) if outcome.committed else None
         return outcome, state_json
 

@@ -356,3 +356,47 @@ def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(co
     rounds = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()
     rows = rounds["rounds"] if isinstance(rounds, dict) else rounds
     assert len(rows) == 3 and all(r["accepted"] == 0 and r["proposals"] == 0 for r in rows)
+
+
+def test_blocks_regroup_only_once_every_leased_block_has_answered(coordinator: Coordinator) -> None:
+    """Regrouping makes every open lease stale. A round that closes on its deadline while another agent is
+    still working must not throw that work away; once every leased block has answered, an empty round
+    regroups the robots (a new version, the same objective)."""
+    from tasks.registry import create_task
+
+    params = {"map": "random-32-32-10", "robots": 40, "blocks": 2, "exact_limit": 0}
+    task = coordinator.create_task(kind="routing", params=params, stop={"stall_rounds": 50})
+    tid = task["id"]
+    a, b = (coordinator.join(task, name=n)[0] for n in ("a", "b"))
+    local = create_task("routing", params)
+    heuristic = local.make_proposer(local.ProposerParams(time_budget=0.3), seed=1)
+
+    def submit(agent: httpx.Client, grant: dict[str, Any], value: Any) -> None:
+        body = {"lease_id": grant["lease_id"], "block": grant["block"], "base_version": grant["version"],
+                "value": value, "predicted_improvement": 1.0}
+        assert agent.post(f"/v1/tasks/{tid}/proposals", json=body, params={"wait": 0}).status_code in (200, 202)
+
+    def rows() -> list[dict[str, Any]]:
+        got = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()
+        return list(got["rounds"] if isinstance(got, dict) else got)
+
+    # Round 0: both agents resolve their conflicts; the merged plan has robots waiting for others.
+    grants = [(agent, lease(agent, tid)) for agent in (a, b)]
+    for agent, grant in grants:
+        draft = heuristic.propose(grant["contract"])
+        assert draft is not None
+        submit(agent, grant, draft.value)
+    coordinator.wait_for(tid, lambda v: v["round"] >= 1)
+    assert rows()[0]["accepted"] >= 1
+    # Round 1: `a` proposes nothing new while `b` still holds its lease: the deadline closes it, no regroup.
+    ga, gb = lease(a, tid), lease(b, tid)
+    submit(a, ga, [r["path"] for r in ga["contract"]["data"]["robots"]])
+    coordinator.wait_for(tid, lambda v: v["round"] >= 2)
+    assert rows()[1]["accepted"] == 0 and rows()[1]["regrouped"] is False
+    # Round 2: `b` reports nothing found; now every leased block has answered and the empty round regroups.
+    body = {"block": gb["block"], "base_version": gb["version"], "outcome": "declined"}
+    assert b.post(f"/v1/tasks/{tid}/leases/{gb['lease_id']}/abandon", json=body).status_code == 200
+    coordinator.wait_for(tid, lambda v: v["round"] >= 3)
+    last = rows()[2]
+    assert last["regrouped"] is True and last["accepted"] == 0 and last["version"] == rows()[1]["version"] + 1
+    assert last["objective"] == rows()[1]["objective"]
