@@ -341,7 +341,6 @@ def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(co
     task = coordinator.create_task(params={"blocks": 2, "dim": 2})
     agents = [coordinator.join(task, name=f"idle-{k}")[0] for k in range(2)]
     tid = task["id"]
-    stall = coordinator.admin.get(f"/v1/tasks/{tid}").json()
     for n in range(10):
         leases = [(client, client.post(f"/v1/tasks/{tid}/leases")) for client in agents]
         if any(r.status_code != 201 for _, r in leases):
@@ -351,7 +350,8 @@ def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(co
             body = {"id": f"idle-{n}-{lease['block']}", "block": lease["block"], "base_version": lease["version"],
                     "outcome": "declined", "reason": "no improving move"}
             assert client.post(f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body).status_code == 200
-        stall = coordinator.wait_for(tid, lambda v, n=n: v["round"] > n or v["status"] != "running", timeout=20)
+        coordinator.wait_for(tid, lambda v, n=n: v["round"] > n or v["status"] != "running", timeout=20)
+    stall = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=20)  # set just after the round
     assert stall["status"] == "converged"
     rounds = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()
     rows = rounds["rounds"] if isinstance(rounds, dict) else rounds
