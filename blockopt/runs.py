@@ -51,7 +51,7 @@ def summary_lines(report: Report) -> list[str]:
         f"{report.task['name']}: {report.status} after {report.rounds} rounds in {report.wall_s:.2f}s "
         f"({report.agents} agents, {report.merge_policy} merging)",
         f"  objective {o['initial']:.10g} -> {o['final']:.10g}; {o['reference_kind']} {o['reference']:.10g}; "
-        f"relative gap {o['relative_gap']:.3e}; feasible {report.feasible}",
+        f"relative gap {_relative(o['relative_gap'], o['reference'], 3)}; feasible {report.feasible}",
         f"  proposals {report.proposals['received']} received, {report.proposals['accepted']} accepted, "
         f"{report.proposals['rejected']} rejected",
         f"  bound held in {b.rounds_held}/{b.rounds_checked} rounds; kappa {b.kappa}, gamma [{b.gamma_min}, "
@@ -106,11 +106,16 @@ def load_report(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+def _relative(gap: float, reference: float, digits: int = 2) -> str:
+    """A relative gap to a reference of 0 (sqlplan's lower bound) says nothing: print the absolute one only."""
+    return f"{gap:.{digits}e}" if abs(reference) > 1e-12 else "-"
+
+
 def progress_row(row: dict[str, Any], reference: Reference) -> str:
-    rel = relative_gap(row["objective"], reference)
+    rel = _relative(relative_gap(row["objective"], reference), reference.value)
     held = {True: "held", False: "VIOLATED", None: "-"}[row["held"]]
     return (
-        f"round {row['round']:4d}  F={row['objective']:.10g}  gap={row['gap']:.3e} (rel {rel:.2e})  "
+        f"round {row['round']:4d}  F={row['objective']:.10g}  gap={row['gap']:.3e} (rel {rel})  "
         f"merged {row['accepted']}/{row['proposals']}  edges {row['interfering']}  "
         f"{row['merge_kind']:<19s} bound {held}" + ("  regrouped" if row.get("regrouped") else "")
     )

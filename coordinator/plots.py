@@ -34,6 +34,10 @@ def convergence_plot(report: Report, path: str) -> str:
                  f"(held {b.envelope_rounds_held}/{b.envelope_rounds_checked} later rounds)")
         ax.semilogy(step_x[: len(b.window_envelope)], [max(v, _FLOOR) for v in b.window_envelope], ":",
                     color="#2ca02c", lw=1.5, label=label)
+    regrouped = [h["round"] + 1 for h in hist if h.get("regrouped")]
+    for k, x in enumerate(regrouped):  # empty rounds after which the blocks were re-partitioned
+        ax.axvline(x, color="#9467bd", lw=0.8, ls=":", alpha=0.7,
+                   label=f"blocks regrouped ({len(regrouped)}x)" if k == 0 else None)
     if b.floor and 0 < b.floor < float("inf"):
         ax.axhline(b.floor, color="#7f7f7f", lw=0.8, ls="-.", label=f"error floor Γδ/(γκ) = {b.floor:.2g}")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
