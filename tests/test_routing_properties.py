@@ -183,3 +183,31 @@ def test_prediction_is_exact_when_the_contract_sees_everything(task: RoutingTask
     actual = task.objective(state) - task.evaluate_change(state, {block: value})
     assert draft.predicted_improvement == actual
     assert actual > 0
+
+
+@FAST
+@given(
+    n=st.integers(2, 40), k=st.integers(2, 6), seed=st.integers(0, 10**6),
+    pairs=st.lists(st.tuples(st.integers(0, 39), st.integers(0, 39), st.integers(1, 5)), max_size=120),
+)
+def test_regrouping_keeps_block_sizes_and_never_cuts_more(n: int, k: int, seed: int, pairs: list[tuple[int, int, int]]) -> None:
+    from tasks.routing.partition import by_interaction, shaken
+
+    k = min(k, n)
+    robots = list(range(n))
+    random.Random(seed).shuffle(robots)
+    start = shaken([robots[b::k] for b in range(k)], robots, 3, seed)
+    weights: dict[tuple[int, int], float] = {}
+    for i, j, w in pairs:
+        if i < n and j < n and i != j:
+            key = (min(i, j), max(i, j))
+            weights[key] = weights.get(key, 0.0) + w
+
+    def cut(groups: list[list[int]]) -> float:
+        where = {r: b for b, g in enumerate(groups) for r in g}
+        return sum(w for (i, j), w in weights.items() if where[i] != where[j])
+
+    out = by_interaction(weights, start)
+    assert [len(g) for g in out] == [len(g) for g in start]
+    assert sorted(r for g in out for r in g) == list(range(n))
+    assert cut(out) <= cut(start)

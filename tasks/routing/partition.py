@@ -73,9 +73,18 @@ def by_interaction(
     for (i, j), w in weights.items():
         adj[i][j] = adj[i].get(j, 0.0) + w
         adj[j][i] = adj[j].get(i, 0.0) + w
+    # pull[i][b]: weight between robot i and the robots of block b, kept up to date on every swap,
+    # so a candidate swap costs O(1) and a pass O(weighted robots x robots).
+    pull = {i: [0.0] * len(start) for i in block}
+    for i, nbrs in adj.items():
+        for j, w in nbrs.items():
+            pull[i][block[j]] += w
 
-    def pull(i: int, b: int) -> float:
-        return sum(w for j, w in adj[i].items() if block[j] == b)
+    def move(i: int, src: int, dst: int) -> None:
+        block[i] = dst
+        for k, w in adj[i].items():
+            pull[k][src] -= w
+            pull[k][dst] += w
 
     robots = sorted(block)
     weighted = [i for i in robots if adj[i]]  # a swap of two robots without weights gains nothing
@@ -86,10 +95,11 @@ def by_interaction(
                 bi, bj = block[i], block[j]
                 if bi == bj:
                     continue
-                w_ij = adj[i].get(j, 0.0)
-                gain = pull(i, bj) - pull(i, bi) + pull(j, bi) - pull(j, bj) - 2 * w_ij
+                pi, pj = pull[i], pull[j]
+                gain = pi[bj] - pi[bi] + pj[bi] - pj[bj] - 2 * adj[i].get(j, 0.0)
                 if gain > 1e-9:
-                    block[i], block[j] = bj, bi
+                    move(i, bi, bj)
+                    move(j, bj, bi)
                     improved = True
         if not improved:
             break
