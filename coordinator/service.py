@@ -176,7 +176,8 @@ class CoordinatorService:
             proposer=req.proposer.model_dump(), reference=engine.reference.value,
             reference_kind=engine.reference.kind, initial_objective=snap.objective, tolerance=engine.tolerance,
             window=req.window, stop_relative_gap=req.stop.relative_gap, stop_stall_rounds=req.stop.stall_rounds,
-            stop_lag_rounds=task.make_proposer(knobs).lag_rounds, join_token_hash=auth.token_hash(join_token), created_at=self.clock(),
+            stop_lag_rounds=task.make_proposer(knobs).lag_rounds,
+            join_token_hash=auth.token_hash(join_token), created_at=self.clock(),
         )
         head = Head(version=0, objective=snap.objective, block_versions=list(snap.block_versions),
                     state=task.dump_state(snap.state))
@@ -430,6 +431,9 @@ class CoordinatorService:
                     return
             except errors.Unavailable as exc:  # the commit will say whether the lock survived
                 log.warning("task %s: round lock not renewed: %s", task_id, exc.message)
+            except Exception:  # never let the heartbeat mask what the round itself raises
+                log.exception("task %s: round lock heartbeat stopped", task_id)
+                return
 
     # -- rounds mode ------------------------------------------------------------------
     async def _round_due(self, task_id: str) -> bool:

@@ -3,11 +3,12 @@
 A robot that waits for a robot of another block improves only if that robot
 moves first; alone, moving it aside costs its own block and gains nothing, so
 neither agent proposes it. Grouping the delayed robot with the robots in its
-way puts the joint move within one agent's reach (the research's agents re-plan
-their own block only; this is how their team escapes such deadlocks).
+way puts the joint move within one agent's reach.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import OccupancyIndex, Path, cost
@@ -53,7 +54,8 @@ def regroup(blocks: Blocks, weights: dict[tuple[int, int], float], attempt: int)
         return None
     current = [sorted(b) for b in blocks]
     involved = sorted({i for pair in weights for i in pair})
-    starts = [current] + [shaken(current, involved, max(1, len(involved) // 4), seed=attempt * 3 + k) for k in range(3)]
+    swaps = max(1, len(involved) // 4)
+    starts = itertools.chain([current], (shaken(current, involved, swaps, seed=attempt * 3 + k) for k in range(3)))
     for start in starts:
         new = [sorted(g) for g in by_interaction(weights, start)]
         if new != current:

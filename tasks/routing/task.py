@@ -270,10 +270,11 @@ class RoutingTask(Task[RoutingState]):
         if raw is None:
             return self.inst.blocks
         blocks = tuple(tuple(int(r) for r in b) for b in raw)
-        if [len(b) for b in blocks] != [len(b) for b in self.inst.blocks] or sorted(
-            r for b in blocks for r in b
-        ) != list(range(self.inst.n_robots)):
-            raise InvalidProposal("state's blocks are not a partition of the robots with the instance's sizes", "bad_shape")
+        same_sizes = [len(b) for b in blocks] == [len(b) for b in self.inst.blocks]
+        if not same_sizes or sorted(r for b in blocks for r in b) != list(range(self.inst.n_robots)):
+            raise InvalidProposal(
+                "state's blocks are not a partition of the robots with the instance's sizes", "bad_shape"
+            )
         return blocks
 
     def solution(self, state: RoutingState) -> dict[str, Any]:
