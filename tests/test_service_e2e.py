@@ -102,12 +102,12 @@ def test_lagging_proposers_empty_rounds_do_not_stop_the_task_early(coordinator: 
     catches up); the stall rule adds that lag, as the engine-only path does, instead of calling it converged."""
     task = coordinator.create_task(params={"blocks": 4, "dim": 3, "coupling": 0.5}, merge_policy="checked",
                                    proposer={"name": "heuristic", "knobs": {"staleness": 3}},
-                                   stop={"stall_rounds": 1})
+                                   stop={"stall_rounds": 2})
     tid = task["id"]
     procs += [agent_process(coordinator, task, "--name", f"w{i}", "--seed", str(i)) for i in range(4)]
     view = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=90)
     assert view["status"] == "converged", view
-    assert view["relative_gap"] <= 1e-4, view  # measured: 5e-11..1.4e-6 (without the lag: 4e-3..3e-2)
+    assert view["relative_gap"] <= 1e-5, view  # measured: 6e-11..6e-8 under load (without the lag: 3e-4..3e-2)
 
 
 def wait_lease(coord: Coordinator, tid: str) -> None:
