@@ -152,13 +152,7 @@ class Worker:
             try:
                 lease = self.api.call("POST", f"{self._base}/leases").json()
             except ApiError as exc:
-                if exc.code in END_CODES:
-                    self.stats.ended = exc.code
-                    return False
-                if exc.status == 429:
-                    self._wait(exc.retry_after)
-                    return True
-                raise
+                return self._may_retry(exc)  # lease again on the next step, or stop: the task ended
         self.stats.leases += 1
         self.lease_id = lease["lease_id"]
         t0 = time.perf_counter()
@@ -193,6 +187,17 @@ class Worker:
                 self.stats.rejected += 1
         return self.stats.ended == ""
 
+    def _may_retry(self, exc: ApiError) -> bool:
+        """After a refused call: False when the task has ended (recorded in the stats), True after waiting
+        out a 429; any other refusal is raised again."""
+        if exc.code in END_CODES:
+            self.stats.ended = exc.code
+            return False
+        if exc.status == 429:
+            self._wait(exc.retry_after)
+            return True
+        raise exc
+
     def _submit(self, body: dict[str, Any]) -> dict[str, Any] | None:
         for _ in range(100):
             try:
@@ -200,22 +205,18 @@ class Worker:
                                   params={"wait": self.config.poll_wait, "next_lease": "true"})
                 break
             except ApiError as exc:
-                if exc.code in END_CODES:
-                    self.stats.ended = exc.code
-                    self.lease_id = None
-                    return None
-                if exc.status == 429:
-                    self._wait(exc.retry_after)
-                    if self.stop.is_set():
-                        self.release()
-                        return None
-                    continue
-                if exc.status in (403, 409, 422):
+                if exc.code not in END_CODES and exc.status in (403, 409, 422):
                     log.info("%s: proposal dropped: %s", self.config.name, exc)
                     self.stats.dropped += 1
                     self.lease_id = None
                     return None
-                raise
+                if not self._may_retry(exc):
+                    self.lease_id = None
+                    return None
+                if self.stop.is_set():
+                    self.release()
+                    return None
+                continue
         else:
             return None
         self.lease_id = None  # consumed by the stored proposal
@@ -226,13 +227,9 @@ class Worker:
                 r = self.api.call("GET", f"{self._base}/proposals/{view['id']}",
                                   params={"wait": self.config.poll_wait, "next_lease": "true"})
             except ApiError as exc:
-                if exc.code in END_CODES:
-                    self.stats.ended = exc.code
+                if not self._may_retry(exc):
                     return None
-                if exc.status == 429:
-                    self._wait(exc.retry_after)
-                    continue
-                raise
+                continue
             view = r.json()
             if r.status_code == 202:
                 status = self.api.call("GET", self._base).json()["status"]

@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from agents.llm import LLMSettings
 from coordinator.engine import RoundEngine
 from coordinator.inproc import contract_envelope
 from tasks.base import Task
 from tasks.registry import create_task
+from tests.fake_openai import FakeConfig, FakeLLM, ServerThread
 
 QUAD_PARAMS: dict[str, Any] = {"blocks": 8, "dim": 4, "coupling": 0.3, "seed": 1}
 
 
 def quad_task() -> Task[Any]:
     return create_task("quadratic", QUAD_PARAMS)
+
+
+@contextlib.contextmanager
+def fake_llm(tasks: dict[str, Task[Any]], config: FakeConfig | None = None) -> Iterator[ServerThread]:
+    """The fake OpenAI-compatible server on a loopback port, answering for ``tasks`` (kind -> task)."""
+    srv = ServerThread(FakeLLM(tasks, config)).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module", name="server")
+def quad_llm_server() -> Iterator[ServerThread]:
+    """The ``server`` fixture of the quadratic LLM tests (import it into the module to use it)."""
+    with fake_llm({"quadratic": quad_task()}) as srv:
+        yield srv
 
 
 def fast_settings(base_url: str, **overrides: Any) -> LLMSettings:

@@ -128,6 +128,16 @@ class PrivateRedis:
             self.proc.wait(10)
 
 
+def terminate(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if the process has not exited within 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 @dataclass
 class Replica:
     """One ``blockopt serve --store redis://...`` process; its log goes to a file (no pipe to fill)."""
@@ -181,12 +191,7 @@ class Replica:
         if self.proc is None or self.proc.poll() is not None:
             return
         self.proc.send_signal(signal.SIGCONT)
-        self.proc.terminate()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        terminate(self.proc)
 
 
 @dataclass
@@ -209,12 +214,7 @@ class Fleet:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+            terminate(self.proc)
 
 
 def admin(url: str) -> httpx.Client:

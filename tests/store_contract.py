@@ -287,18 +287,12 @@ class StoreContract:
 
     @pytest.mark.anyio
     async def test_pending_is_oldest_first(self, ready: Store) -> None:
-        for i in range(3):
-            lease = await ready.acquire_lease("t-1", f"a-{i}", 0, TTL, T0 + i)
-            assert lease is not None
-            await ready.enqueue_proposal("t-1", lease.id, proposal(f"p{i}", lease.block, agent=f"a-{i}"), T0 + i)
+        await _three_proposals(ready)
         assert [q.proposal.id for q in await ready.pending_proposals("t-1")] == ["p0", "p1", "p2"]
 
     @pytest.mark.anyio
     async def test_proposal_log_is_in_arrival_order_with_verdicts(self, ready: Store) -> None:
-        for i in range(3):
-            lease = await ready.acquire_lease("t-1", f"a-{i}", 0, TTL, T0 + i)
-            assert lease is not None
-            await ready.enqueue_proposal("t-1", lease.id, proposal(f"p{i}", lease.block, agent=f"a-{i}"), T0 + i)
+        await _three_proposals(ready)
         fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
         assert fence is not None
         p1 = (await ready.get_proposal("t-1", "p1"))[0].proposal
@@ -328,3 +322,11 @@ class StoreContract:
         got = await ready.get_task("t-1")
         got.params["blocks"] = 99
         assert (await ready.get_task("t-1")).params["blocks"] == 3
+
+
+async def _three_proposals(store: Store) -> None:
+    """Agents a-0..a-2 each lease a block and submit p0..p2, one time unit apart."""
+    for i in range(3):
+        lease = await store.acquire_lease("t-1", f"a-{i}", 0, TTL, T0 + i)
+        assert lease is not None
+        await store.enqueue_proposal("t-1", lease.id, proposal(f"p{i}", lease.block, agent=f"a-{i}"), T0 + i)

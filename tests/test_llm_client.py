@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -11,17 +10,12 @@ from agents.llm import ChatClient, LLMError, LLMSettings
 from agents.llm.client import parse_retry_after
 from agents.llm.jsonparse import NoJSON, extract_json
 from agents.llm.prompts import template_for
-from tests.fake_openai import FakeConfig, FakeLLM, ServerThread
+from tests.fake_openai import FakeConfig, ServerThread
 from tests.llm_support import fast_settings, first_contract, quad_task
+from tests.llm_support import quad_llm_server  # noqa: F401  (the module's "server" fixture)
 
 pytestmark = pytest.mark.timeout(60)
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerThread]:
-    srv = ServerThread(FakeLLM({"quadratic": quad_task()})).start()
-    yield srv
-    srv.stop()
 
 
 class Recorder:

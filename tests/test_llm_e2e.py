@@ -20,7 +20,8 @@ import pytest
 
 from tasks.registry import create_task
 from tests.conftest import REPO
-from tests.fake_openai import FakeConfig, FakeLLM, ServerThread
+from tests.fake_openai import FakeConfig, ServerThread
+from tests.llm_support import fake_llm
 
 pytestmark = pytest.mark.timeout(150)
 TIME_LIMIT = 25
@@ -29,9 +30,8 @@ TIME_LIMIT = 25
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerThread]:
     task = create_task("routing", {"map": "random-32-32-10", "exact_limit": 0})
-    srv = ServerThread(FakeLLM({"routing": task}, FakeConfig(faults="mix", seed=1))).start()
-    yield srv
-    srv.stop()
+    with fake_llm({"routing": task}, FakeConfig(faults="mix", seed=1)) as srv:
+        yield srv
 
 
 def test_llm_team_reaches_a_collision_free_plan_through_faults(server: ServerThread, tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -15,17 +15,12 @@ from coordinator.inproc import blocks_for_round, contract_envelope
 from coordinator.ledger import RunLedger, relative_gap
 from coordinator.records import Proposal, Snapshot, Usage
 from tasks.base import Proposer, Task
-from tests.fake_openai import FakeConfig, FakeLLM, ServerThread
+from tests.fake_openai import FakeConfig, ServerThread
 from tests.llm_support import QUAD_PARAMS, fast_settings, first_contract, quad_task
+from tests.llm_support import quad_llm_server  # noqa: F401  (the module's "server" fixture)
 
 pytestmark = pytest.mark.timeout(120)
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerThread]:
-    srv = ServerThread(FakeLLM({"quadratic": quad_task()})).start()
-    yield srv
-    srv.stop()
 
 
 def run_loop(task: Task[Any], proposers: Sequence[Proposer], max_rounds: int, target: float

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,15 +14,10 @@ from agents.llm.tokens import estimate_chat_tokens
 from tasks.registry import create_task
 from tests.fake_openai import FakeConfig, FakeLLM, ServerThread
 from tests.llm_support import QUAD_PARAMS, fast_settings, first_contract, quad_task
+from tests.llm_support import quad_llm_server  # noqa: F401  (the module's "server" fixture)
 
 pytestmark = pytest.mark.timeout(60)
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerThread]:
-    srv = ServerThread(FakeLLM({"quadratic": quad_task()})).start()
-    yield srv
-    srv.stop()
 
 
 def proposer(server: ServerThread, faults: str, **settings: Any) -> LLMProposer:

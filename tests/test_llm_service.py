@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,20 +12,15 @@ from agents.llm import LLMProposer
 from agents.worker import Worker, WorkerConfig
 from blockopt.cli import UsageError, build_parser, proposer_options
 from tests.conftest import Coordinator
-from tests.fake_openai import FakeConfig, FakeLLM, ServerThread
-from tests.llm_support import QUAD_PARAMS, quad_task
+from tests.fake_openai import FakeConfig, ServerThread
+from tests.llm_support import QUAD_PARAMS
+from tests.llm_support import quad_llm_server  # noqa: F401  (the module's "server" fixture)
 
 pytestmark = pytest.mark.timeout(120)
 
 FAST = {"connect_timeout_s": "2", "read_timeout_s": "5", "call_deadline_s": "10", "total_deadline_s": "20",
         "backoff_base_s": "0.01", "backoff_max_s": "0.05"}
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerThread]:
-    srv = ServerThread(FakeLLM({"quadratic": quad_task()})).start()
-    yield srv
-    srv.stop()
 
 
 def llm_worker(coord: Coordinator, task: dict[str, Any], base_url: str, name: str = "llm") -> Worker:

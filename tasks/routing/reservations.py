@@ -65,20 +65,11 @@ class Reservations:
         for t in range(last):
             c = path[t]
             k = t * n + c
-            left = vert[k] - 1
-            if left:
-                vert[k] = left
-            else:
-                del vert[k]
+            _decrement(vert, k)
             visits[c].remove(t)
             b = path[t + 1]
             if b != c:
-                ek = k * n + b
-                left = edge[ek] - 1
-                if left:
-                    edge[ek] = left
-                else:
-                    del edge[ek]
+                _decrement(edge, k * n + b)
         if self.park.get(path[last]) == last:
             del self.park[path[last]]
 
@@ -99,3 +90,12 @@ class Reservations:
         g = path[last]
         total += sum(1 for t in self.visits.get(g, ()) if t >= last)
         return total
+
+
+def _decrement(counts: dict[int, int], key: int) -> None:
+    """One fewer at ``key``; the key goes when none is left (lookups test membership)."""
+    left = counts[key] - 1
+    if left:
+        counts[key] = left
+    else:
+        del counts[key]

@@ -128,20 +128,10 @@ class SqlPlanProposer(Proposer):
         refs = scope.refs
         if len(refs) <= 4:
             return list(itertools.permutations(refs))
-        adj: dict[str, set[str]] = {r: set() for r in refs}
-        for a, b in scope.joins:
-            adj[a].add(b)
-            adj[b].add(a)
+        adj = _join_graph(scope)
         seen: set[tuple[str, ...]] = set()
         for _ in range(self.knobs.order_samples * 3):
-            start = self.rng.choice(refs)
-            order, left = [start], set(refs) - {start}
-            while left:
-                near = sorted(r for r in left if adj[r] & set(order)) or sorted(left)
-                nxt = self.rng.choice(near)
-                order.append(nxt)
-                left.discard(nxt)
-            seen.add(tuple(order))
+            seen.add(self._connected_order([self.rng.choice(refs)], scope, adj))
             if len(seen) >= self.knobs.order_samples:
                 break
         if current:
@@ -169,20 +159,19 @@ class SqlPlanProposer(Proposer):
 
     def _orders_through(self, scope: Scope, ref: str) -> list[tuple[str, ...]]:
         """Connected orders that reach ``ref`` first or second (right after one of its join partners)."""
-        adj: dict[str, set[str]] = {r: set() for r in scope.refs}
-        for a, b in scope.joins:
-            adj[a].add(b)
-            adj[b].add(a)
-        out: list[tuple[str, ...]] = []
-        for head in [[n, ref] for n in sorted(adj[ref])] + [[ref]]:
-            order, left = list(head), set(scope.refs) - set(head)
-            while left:
-                near = sorted(r for r in left if adj[r] & set(order)) or sorted(left)
-                nxt = self.rng.choice(near)
-                order.append(nxt)
-                left.discard(nxt)
-            out.append(tuple(order))
-        return list(dict.fromkeys(out))
+        adj = _join_graph(scope)
+        heads = [[n, ref] for n in sorted(adj[ref])] + [[ref]]
+        return list(dict.fromkeys(self._connected_order(head, scope, adj) for head in heads))
+
+    def _connected_order(self, head: list[str], scope: Scope, adj: dict[str, set[str]]) -> tuple[str, ...]:
+        """``head`` extended at random, each next table joined to one already placed (when any is)."""
+        order, left = list(head), set(scope.refs) - set(head)
+        while left:
+            near = sorted(r for r in left if adj[r] & set(order)) or sorted(left)
+            nxt = self.rng.choice(near)
+            order.append(nxt)
+            left.discard(nxt)
+        return tuple(order)
 
     def _improve_orders(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec], deadline: float) -> tuple[float, QueryPlan]:
         best_cost, best = self._best_plan(qid, plan, idx)
@@ -317,3 +306,12 @@ class SqlPlanProposer(Proposer):
         }
         return Draft(block=block, value=value, predicted_improvement=start - final,
                      info={"indexes": len(idx), "runs": self.ev.runs})
+
+
+def _join_graph(scope: Scope) -> dict[str, set[str]]:
+    """Each table reference of the scope -> the references it has a join predicate with."""
+    adj: dict[str, set[str]] = {r: set() for r in scope.refs}
+    for a, b in scope.joins:
+        adj[a].add(b)
+        adj[b].add(a)
+    return adj
