@@ -177,6 +177,7 @@ class Worker:
             "id": uuid.uuid4().hex, "lease_id": lease["lease_id"], "block": draft.block,
             "base_version": lease["version"], "value": draft.value,
             "predicted_improvement": draft.predicted_improvement, "usage": self._usage(draft.info, seconds),
+            "exact_minimizer": bool(draft.info.get("exact_minimizer", False)),
         }
         verdict = self._submit(body)
         if verdict is not None:

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
+from coordinator.status import EXIT_CODES, TaskStatus
 from tasks.registry import InvalidParams, UnknownKind, first_error, kinds
 
 EXIT_USAGE = 2
@@ -78,6 +79,7 @@ def model_from_args(kind: str, model: type[BaseModel], args: argparse.Namespace)
 
 
 RUN_OPTIONS = {"agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet",
+               "stop_gain_per_1k_tokens", "stop_gain_per_agent_second",
                "mode", "processes", "round_deadline", "lease_ttl", "proposer", "proposer_option", "llm_base_url",
                "llm_model", "reasoning_effort"}
 LLM_FLAGS = {"llm_base_url": "base_url", "llm_model": "model", "reasoning_effort": "reasoning_effort"}
@@ -151,11 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
     kind_parsers = run.add_subparsers(dest="kind", required=True, parser_class=OneLineParser)
     for kind, cls in sorted(kinds().items()):
         kp = kind_parsers.add_parser(kind, help=(cls.__doc__ or kind).strip().splitlines()[0])
-        kp.add_argument("--agents", type=int, default=4, help="team size")
+        kp.add_argument("--agents", type=int, default=None,
+                        help="team size (default: one per block for kinds with a fixed block count, up to "
+                             f"{MAX_DEFAULT_AGENTS}; else 4)")
         kp.add_argument("--merge", choices=["independent", "checked"], default="checked")
         kp.add_argument("--max-rounds", type=int, default=500)
         kp.add_argument("--time-limit", type=float, default=None, help="wall seconds")
         kp.add_argument("--window", type=int, default=3, help="rounds used to predict the envelope")
+        kp.add_argument("--stop-gain-per-1k-tokens", type=float, default=None,
+                        help="stop as diminishing_returns when the forecast gain per 1,000 tokens falls below this")
+        kp.add_argument("--stop-gain-per-agent-second", type=float, default=None,
+                        help="stop as diminishing_returns when the forecast gain per agent-second falls below this")
         kp.add_argument("--report", type=Path, default=None, help="write the JSON report here (PNG beside it)")
         kp.add_argument("--inproc", action="store_true", help="engine only: no HTTP, the task's own proposers")
         kp.add_argument("--quiet", action="store_true", help="no per-round progress lines")
@@ -197,6 +205,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+MAX_DEFAULT_AGENTS = 16
+
+
+def default_agents(params_model: type[BaseModel], args: argparse.Namespace) -> int:
+    """One agent per block where the kind fixes the block count (so every block proposes each round, the
+    precondition of an a priori bound), capped; 4 where the partition follows the team."""
+    field = params_model.model_fields.get("blocks")
+    blocks = getattr(args, "blocks", None) if field is not None else None
+    if blocks is None and field is not None and isinstance(field.default, int):
+        blocks = field.default
+    return min(int(blocks), MAX_DEFAULT_AGENTS) if blocks else 4
+
+
 def _check_run_options(args: argparse.Namespace) -> None:
     if args.agents < 1:
         raise UsageError("--agents must be at least 1")
@@ -208,6 +229,10 @@ def _check_run_options(args: argparse.Namespace) -> None:
         raise UsageError("--window must be at least 1")
     if args.processes < 1:
         raise UsageError("--processes must be at least 1")
+    for name in ("stop_gain_per_1k_tokens", "stop_gain_per_agent_second"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive")
     args.proposer_options = proposer_options(args, args.agents)
     if args.inproc and args.proposer != "heuristic":
         raise UsageError("--inproc drives the task's own proposers; --proposer needs the service path (drop --inproc)")
@@ -216,8 +241,10 @@ def _check_run_options(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from blockopt.runs import execute_run
 
-    _check_run_options(args)
     cls = kinds()[args.kind]
+    if args.agents is None:
+        args.agents = default_agents(cls.Params, args)
+    _check_run_options(args)
     blocks = cls.Params.model_fields.get("blocks")
     if blocks is not None and blocks.default is None and not hasattr(args, "blocks"):
         args.blocks = args.agents  # kinds whose partition defaults to "one block per agent"
@@ -229,7 +256,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from blockopt.runs import execute_service_run
 
         report = execute_service_run(cls(params), knobs, args)
-    return 0 if report.status in ("converged", "budget_exhausted") else 1
+    return EXIT_CODES[TaskStatus(report.status)]
 
 
 def _setup_logging(level: str) -> None:

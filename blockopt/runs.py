@@ -22,13 +22,14 @@ from coordinator.store import MemoryStore
 
 from coordinator.engine import EngineSettings, RoundOutcome
 from coordinator.inproc import RunResult, RunSettings, run_inproc
-from coordinator.ledger import Report, RunLedger, build_report, relative_gap
+from coordinator.forecast import StopWhen
+from coordinator.ledger import Report, RunLedger, build_report, history_fields, relative_gap
 from coordinator.plots import convergence_plot
 from tasks.base import Reference, Task
 
 
 def progress_line(outcome: RoundOutcome, ledger: RunLedger) -> str:
-    return progress_row(outcome.record.model_dump(), ledger.reference)
+    return progress_row(history_fields(outcome.record), ledger.reference, ledger.forecast().model_dump())
 
 
 def report_of(result: RunResult, agents: int) -> Report:
@@ -42,23 +43,45 @@ def report_of(result: RunResult, agents: int) -> Report:
         status=result.status,
         final_objective=result.snapshot.objective,
         feasible=task.feasible(result.snapshot.state),
+        status_reason=result.reason,
     )
 
 
+def _g(value: float | None, fmt: str = ".4g") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
 def summary_lines(report: Report) -> list[str]:
-    o, b = report.objective, report.bound
-    return [
+    o, c, f = report.objective, report.constants, report.forecast
+    one, env, prior = report.checks["one_step"], report.checks["envelope"], report.checks.get("a_priori")
+    constants = (f"  constants over {c.steps} steps: kappa {_g(c.kappa)}, gamma [{_g(c.gamma_min)}, {_g(c.gamma_max)}],"
+                 f" delta {_g(c.delta_max)}; " + (f"rate {_g(c.rate)}, floor {_g(c.floor)}" if c.informative
+                                                   else "no informative bound (rate 1 or floor above the gap)"))
+    checks = (f"  one-step forecast ({one['coverage_target']:.0%} target): {one['hits']}/{one['rounds']} hit, "
+              f"median tightness {_g(one['tightness_median'], '.3g')}; envelope from first {env['window']} steps: "
+              f"{env['hits']}/{env['rounds']} hit, ETA predicted {_g(env['eta_rounds_predicted'], 'd')} "
+              f"vs actual {_g(env['eta_rounds_actual'], 'd')} rounds")
+    lines = [
         f"{report.task['name']}: {report.status} after {report.rounds} rounds in {report.wall_s:.2f}s "
         f"({report.agents} agents, {report.merge_policy} merging)",
         f"  objective {o['initial']:.10g} -> {o['final']:.10g}; {o['reference_kind']} {o['reference']:.10g}; "
         f"relative gap {_relative(o['relative_gap'], o['reference'], 3)}; feasible {report.feasible}",
         f"  proposals {report.proposals['received']} received, {report.proposals['accepted']} accepted, "
         f"{report.proposals['rejected']} rejected",
-        f"  bound held in {b.rounds_held}/{b.rounds_checked} rounds; kappa {b.kappa}, gamma [{b.gamma_min}, "
-        f"{b.gamma_max}], delta {b.delta_max}; rate {b.rate}, floor {b.floor}; "
-        f"envelope from first {b.envelope_window} rounds held {b.envelope_rounds_held}/{b.envelope_rounds_checked}",
-        usage_line(report),
+        f"  status: {report.status}" + (f" ({report.status_reason})" if report.status_reason else ""),
+        constants,
+        checks,
     ]
+    if prior is not None:
+        k = prior["constants"]
+        lines.append(f"  a priori bound (mu {k['mu']:.4g}, lambda {k['lambda']:.4g}, m {k['m']:g}): held in "
+                     f"{prior['rounds_held']}/{prior['rounds_checked']} checked rounds; precondition failed in "
+                     f"{prior['rounds_precondition_failed']}")
+    lines.append(f"  forecast: limit {_g(f.limit, '.10g')}, remaining {_g(f.remaining)}, ETA {_g(f.eta_rounds, 'd')}"
+                 f" rounds / {_g(f.eta_seconds, '.3g')} s to {f.eta_target or '-'} (eps {f.epsilon:g}); gain per 1k "
+                 f"tokens {_g(f.gain_per_1k_tokens)}, per agent-second {_g(f.gain_per_agent_second)}")
+    lines.append(usage_line(report))
+    return lines
 
 
 def usage_line(report: Report) -> str:
@@ -84,7 +107,7 @@ def write_outputs(report: Report, task: Task[Any], state: Any, path: Path) -> li
 def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> Report:
     settings = RunSettings(
         agents=args.agents, max_rounds=args.max_rounds, time_limit=args.time_limit,
-        seed=getattr(args, "seed", 0), envelope_window=args.window,
+        seed=getattr(args, "seed", 0), envelope_window=args.window, stop_when=stop_when_of(args),
     )
     engine_settings = EngineSettings(merge_policy=args.merge)
 
@@ -102,6 +125,14 @@ def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> 
     return report
 
 
+def stop_when_of(args: argparse.Namespace) -> StopWhen | None:
+    per_tokens = getattr(args, "stop_gain_per_1k_tokens", None)
+    per_second = getattr(args, "stop_gain_per_agent_second", None)
+    if per_tokens is None and per_second is None:
+        return None
+    return StopWhen(gain_per_1k_tokens=per_tokens, gain_per_agent_second=per_second)
+
+
 def load_report(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
@@ -111,28 +142,42 @@ def _relative(gap: float, reference: float, digits: int = 2) -> str:
     return f"{gap:.{digits}e}" if abs(reference) > 1e-12 else "-"
 
 
-def progress_row(row: dict[str, Any], reference: Reference) -> str:
+def progress_row(row: dict[str, Any], reference: Reference, forecast: dict[str, Any] | None = None) -> str:
+    """One round: the gap against its one-step forecast (hit/miss), the a priori check, then the forecast."""
     rel = _relative(relative_gap(row["objective"], reference), reference.value)
-    held = {True: "held", False: "VIOLATED", None: "-"}[row["held"]]
-    return (
+    predicted = row.get("predicted_gap")
+    one = "-" if predicted is None else f"{predicted:.3e} {'hit' if row.get('hit') else 'MISS'}"
+    prior = {True: "  a-priori held", False: "  a-priori FAILED", None: ""}[row.get("a_priori_held")]
+    line = (
         f"round {row['round']:4d}  F={row['objective']:.10g}  gap={row['gap']:.3e} (rel {rel})  "
-        f"merged {row['accepted']}/{row['proposals']}  edges {row['interfering']}  "
-        f"{row['merge_kind']:<19s} bound {held}" + ("  regrouped" if row.get("regrouped") else "")
+        f"merged {row['merged']}/{row['proposals']}  edges {row['interfering']}  "
+        f"{row['merge_kind']:<19s} forecast {one}{prior}" + ("  regrouped" if row.get("regrouped") else "")
     )
+    if forecast and forecast.get("limit") is not None:
+        line += f"  | limit {forecast['limit']:.8g} ETA {_g(forecast.get('eta_rounds'), 'd')} rounds"
+    return line
 
 
 def _follow(client: httpx.Client, task_id: str, reference: Reference, quiet: bool) -> None:
     """Print round events from the SSE stream until the task's status event."""
     with client.stream("GET", f"/v1/tasks/{task_id}/events", timeout=None) as stream:
-        event = ""
+        event, row = "", None
         for line in stream.iter_lines():
             if line.startswith("event: "):
                 event = line[7:]
             elif line.startswith("data: "):
                 data = json.loads(line[6:])
-                if event == "round" and not quiet:
-                    print(progress_row(data, reference), file=sys.stderr, flush=True)
+                if event == "round":
+                    if row is not None and not quiet:
+                        print(progress_row(row, reference), file=sys.stderr, flush=True)
+                    row = data
+                if event == "forecast" and row is not None:
+                    if not quiet:
+                        print(progress_row(row, reference, data), file=sys.stderr, flush=True)
+                    row = None
                 if event == "status":
+                    if row is not None and not quiet:
+                        print(progress_row(row, reference), file=sys.stderr, flush=True)
                     return
 
 
@@ -152,6 +197,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
             "kind": task.kind, "params": task.params.model_dump(), "merge_policy": args.merge, "mode": args.mode,
             "budgets": budgets, "proposer": {"name": getattr(args, "proposer", "heuristic"), "knobs": knobs.model_dump()},
             "window": args.window,
+            **({"stop_when": sw.model_dump()} if (sw := stop_when_of(args)) is not None else {}),
         })
         if r.status_code != 201:
             raise RuntimeError(f"the coordinator refused the task: {r.text}")

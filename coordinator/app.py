@@ -59,16 +59,24 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 REPORT_EXAMPLE: dict[str, Any] = {
     "task": {"kind": "quadratic", "name": "quadratic-n16-d4-c0.3-s0", "blocks": 16}, "agents": 4,
-    "merge_policy": "checked", "status": "converged", "rounds": 28,
+    "merge_policy": "checked", "status": "optimal", "rounds": 28,
     "proposals": {"received": 112, "accepted": 112, "rejected": 0, "rejected_by_reason": {}},
     "objective": {"initial": 0.0, "final": -29.0588, "reference": -29.0588, "reference_kind": "optimum",
                   "relative_gap": 6.6e-11},
     "feasible": True, "wall_s": 2.4, "usage": {"tokens": 0, "calls": 112},
-    "bound": {"rounds_checked": 28, "rounds_held": 28, "kappa": 0.158, "gamma_min": 0.87, "gamma_max": 1.13,
-              "delta_max": 0.0, "rate": 0.86, "floor": 0.0, "envelope_window": 3, "envelope_rounds_checked": 25,
-              "envelope_rounds_held": 25, "envelope": [29.06], "window_envelope": [29.06]},
-    "history": [{"round": 0, "objective": -12.3, "gap": 16.7, "accepted": 4, "interfering": 6, "kappa": 0.2,
-                 "gamma": 0.98, "delta": 0.0, "rhs": 16.8, "held": True}],
+    "status_reason": "stopping rule met (relative gap)",
+    "constants": {"kappa": 0.158, "gamma_min": 0.87, "gamma_max": 1.13, "delta_max": 0.0, "rate": 0.86,
+                  "floor": 0.0, "informative": True, "steps": 28},
+    "checks": {"a_priori": {"constants": {"mu": 0.31, "lambda": 1.52, "m": 16.0}, "rounds_checked": 7,
+                            "rounds_held": 7, "rounds_precondition_failed": 21},
+               "one_step": {"coverage_target": 0.9, "rounds": 18, "hits": 17, "tightness_median": 1.4},
+               "envelope": {"window": 3, "rounds": 25, "hits": 25, "tightness_median": 40.0,
+                            "eta_rounds_predicted": 61, "eta_rounds_actual": 21}},
+    "forecast": {"limit": -29.0588, "remaining": 1e-9, "eta_rounds": 0, "eta_seconds": 0.0,
+                 "gain_per_1k_tokens": None},
+    "history": [{"round": 0, "objective": -12.3, "gap": 16.7, "merged": 4, "interfering": 6, "kappa": 0.2,
+                 "gamma": 0.98, "delta": 0.0, "predicted_gap": None, "hit": None, "a_priori_rhs": None,
+                 "a_priori_held": None}],
 }
 
 
@@ -234,6 +242,9 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
                 for entry in await store.rounds(task_id, seen):
                     seen += 1
                     yield f"event: round\nid: {entry.record.round}\ndata: {json.dumps(books.history_row(entry))}\n\n"
+                    if entry.record.round + 1 >= (await store.get_runtime(task_id)).round:  # after the newest
+                        forecast = (await service.forecast(task_id)).model_dump_json()
+                        yield f"event: forecast\nid: {entry.record.round}\ndata: {forecast}\n\n"
                 runtime = await store.get_runtime(task_id)
                 if runtime.status in TERMINAL:
                     data = json.dumps({"status": runtime.status, "reason": runtime.reason, "round": runtime.round})

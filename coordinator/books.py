@@ -8,8 +8,7 @@ from collections import Counter
 from dataclasses import asdict, replace
 from typing import Any
 
-from coordinator.convergence import RoundBound
-from coordinator.ledger import Report, RunLedger, StopRule, TaskStatus, UsageTotals, build_report
+from coordinator.ledger import Report, RunLedger, StopRule, TaskStatus, UsageTotals, build_report, history_fields
 from coordinator.store.base import Head, RoundEntry, TaskRuntime, TaskSpec, UsageRow
 from tasks.base import Reference
 
@@ -18,16 +17,17 @@ def reference_of(spec: TaskSpec) -> Reference:
     return Reference(spec.reference, "optimum" if spec.reference_kind == "optimum" else "lower_bound")
 
 
-def bound_dict(bound: RoundBound | None) -> dict[str, Any] | None:
-    return asdict(bound) if bound is not None else None
+def bound_dict(constants: Any) -> dict[str, Any] | None:
+    """The round's constants as stored beside its record (the ledger rebuilds them from the records)."""
+    return asdict(constants) if constants is not None else None
 
 
 def stop_rule(spec: TaskSpec) -> StopRule:
     return StopRule(relative_gap=spec.stop_relative_gap, stall_rounds=spec.stop_stall_rounds)
 
 
-def converged(spec: TaskSpec, objective: float, stalled: int, proposals: int) -> bool:
-    """The in-process stopping rule (``RunLedger.converged``) on the store's numbers.
+def stop_status(spec: TaskSpec, objective: float, stalled: int, proposals: int) -> TaskStatus | None:
+    """The in-process stopping rule (``RunLedger.stop_status``) on the store's numbers.
 
     As in ``run_inproc``, stalling is counted in sweeps: with ``proposals`` blocks
     per round, a block comes back once every ceil(n_blocks / proposals) rounds;
@@ -36,16 +36,16 @@ def converged(spec: TaskSpec, objective: float, stalled: int, proposals: int) ->
     ledger = RunLedger(reference_of(spec), spec.initial_objective, spec.tolerance, spec.window, stalled=stalled)
     sweep = math.ceil(spec.n_blocks / max(1, min(proposals, spec.n_blocks)))
     rule = stop_rule(spec)
-    return ledger.converged(objective, replace(rule, stall_rounds=(rule.stall_rounds + spec.stop_lag_rounds) * sweep))
+    return ledger.stop_status(objective, replace(rule, stall_rounds=(rule.stall_rounds + spec.stop_lag_rounds) * sweep))
 
 
 def ledger_of(
     spec: TaskSpec, runtime: TaskRuntime, rounds: list[RoundEntry], counters: dict[str, float],
     usage: list[UsageRow], now: float | None = None,
 ) -> RunLedger:
-    ledger = RunLedger(reference_of(spec), spec.initial_objective, spec.tolerance, spec.window)
+    ledger = RunLedger(reference_of(spec), spec.initial_objective, spec.tolerance, spec.window,
+                       a_priori=spec.a_priori)
     ledger.records = [r.record for r in rounds]
-    ledger.bounds = [RoundBound(**r.bound) for r in rounds if r.bound is not None]
     ledger.verdicts = Counter(
         {k: int(v) for k, v in counters.items()
          if k in ("accepted", "rejected", "abandoned") or k.startswith(("rejected:", "abandoned:"))}
@@ -55,6 +55,10 @@ def ledger_of(
                        ledger.usage_by_agent.setdefault(row.agent, UsageTotals())):
             for name, value in row.usage.model_dump().items():
                 setattr(target, name, getattr(target, name) + value)
+    if ledger.records:  # the store keeps usage per agent, not per round: spread it evenly over the rounds
+        n = len(ledger.records)
+        ledger.round_tokens = [ledger.usage.tokens / n] * n
+        ledger.round_agent_seconds = [ledger.usage.seconds / n] * n
     end = runtime.finished_at if runtime.finished_at is not None else (now or time.time())
     ledger.started = time.monotonic() - max(0.0, end - spec.created_at)
     ledger.stalled = runtime.stalled
@@ -75,16 +79,14 @@ def report_of(
         status=status,
         final_objective=head.objective,
         feasible=feasible,
+        status_reason=runtime.reason,
+        horizon=spec.stop_when.horizon_rounds if spec.stop_when else 5,
     )
 
 
 def history_row(entry: RoundEntry) -> dict[str, Any]:
     r = entry.record
     return {
-        "round": r.round, "version": r.version, "objective": r.objective, "gap": r.gap,
-        "proposals": r.proposals, "accepted": r.accepted, "interfering": r.interfering,
-        "merge_kind": r.merge_kind, "kappa": r.kappa, "gamma": r.gamma, "delta": r.delta, "rhs": r.rhs,
-        "held": r.held, "checks": r.checks, "engine_seconds": r.engine_seconds, "eval_seconds": r.eval_seconds,
-        "regrouped": r.regrouped,
-        "opened_at": entry.opened_at, "closed_at": entry.closed_at,
+        **history_fields(r), "version": r.version, "engine_seconds": r.engine_seconds,
+        "eval_seconds": r.eval_seconds, "opened_at": entry.opened_at, "closed_at": entry.closed_at,
     }

@@ -1,12 +1,13 @@
-"""The measured constants of the convergence bound (DESIGN §6).
+"""The measured constants of a run and the checks that can fail (DESIGN §6).
 
-Per merged set S_t:  δ_t = Σ|Δ̂_p − Δ_p|,  γ_t = (F_t − F_{t+1}) / ΣΔ_p,  κ_t = ΣΔ̂_p / g_t,
-and g_{t+1} ≤ (1 − γ_t κ_t) g_t + γ_t δ_t must hold (a violation is an accounting bug).
-Run level: κ = min κ_t, γ = min γ_t, Γ = max γ_t, δ = max δ_t give the envelope
-B_{t+1} = max(0, 1 − γκ) B_t + Γδ, a linear rate up to the floor Γδ / (γκ).
+Per round t (every round is a step; a round that merges nothing has κ_t = 0 and
+g_{t+1} = g_t):  δ_t = Σ|Δ̂_p − Δ_p|,  γ_t = (F_t − F_{t+1}) / ΣΔ_p,  κ_t = ΣΔ̂_p / g_t.
 
-The step index t counts rounds that merged something: a round with nothing to
-merge is not a step of the iteration, so it neither checks nor moves the bound.
+Accounting is not evidence: with γ_t measured from the round itself,
+g_{t+1} = g_t − γ_tΣΔ_p holds by construction, so ``check_accounting`` is an
+invariant of the engine's books (a violation is a bug), never a result.
+What can fail: the a priori bound from problem data (``APrioriCheck``), the
+one-step forecast and the out-of-sample envelope (``coordinator.forecast``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 
+class AccountingError(AssertionError):
+    """The round's books do not balance: a bug in scoring, selection or commit, never a finding."""
+
+
 @dataclass(frozen=True)
 class MergedScore:
     predicted: float
@@ -27,60 +32,99 @@ class MergedScore:
 
 
 @dataclass(frozen=True)
-class RoundBound:
+class RoundConstants:
+    """One step's constants. ``gamma`` is None when nothing merged (γ is undefined for an empty sum)."""
+
     gap_before: float
     gap_after: float
     kappa: float
-    gamma: float
+    gamma: float | None
     delta: float
-    rhs: float
-    held: bool
+    merged: int
 
 
-def round_bound(
-    f_before: float,
-    f_after: float,
-    f_ref: float,
-    merged: Sequence[MergedScore],
-    tolerance: float,
-) -> RoundBound | None:
-    """The round's constants and the per-round check; None when nothing was merged.
+def round_constants(
+    f_before: float, f_after: float, f_ref: float, merged: Sequence[MergedScore], tolerance: float
+) -> RoundConstants:
+    """κ_t, γ_t, δ_t of one round; a round that merged nothing gives κ_t = 0, δ_t = 0.
 
     ``tolerance`` is the objective's floating-point resolution: a prediction
-    error below it counts as exact (so exact corrections give δ = 0, not 1e-15),
-    and the inequality is checked up to it.
+    error below it counts as exact (exact corrections give δ = 0, not 1e-15).
     """
+    g0, g1 = f_before - f_ref, f_after - f_ref
     if not merged:
-        return None
-    g0 = f_before - f_ref
-    g1 = f_after - f_ref
+        return RoundConstants(g0, g1, 0.0, None, 0.0, 0)
     sum_actual = sum(m.actual for m in merged)
     sum_pred = sum(m.predicted for m in merged)
     delta = sum(err for m in merged if (err := abs(m.predicted - m.actual)) > tolerance)
     gamma = (f_before - f_after) / sum_actual if sum_actual > 0 else 0.0
-    kappa = sum_pred / g0 if g0 > 0 else math.inf
-    rhs = g0 - gamma * sum_pred + gamma * delta  # = (1 − γκ) g_t + γ δ, without dividing by g_t
-    return RoundBound(g0, g1, kappa, gamma, delta, rhs, held=g1 <= rhs + tolerance)
+    kappa = sum_pred / g0 if g0 > tolerance else math.inf
+    return RoundConstants(g0, g1, kappa, gamma, delta, len(merged))
 
 
-class BoundSummary(BaseModel):
-    """Run-level constants (the report's ``bound`` object)."""
+def check_accounting(
+    gap_before: float, gap_after: float, gamma: float | None, merged: Sequence[MergedScore], tolerance: float,
+    separable: bool = False,
+) -> list[str]:
+    """What is wrong with one round's books ([] when they balance).
 
-    rounds_checked: int
-    rounds_held: int
+    - F never rises (the engine never commits a round that makes F worse);
+    - g_{t+1} = g_t − γ_tΣΔ_p with the γ_t that was recorded (and g unchanged when nothing merged);
+    - a merge of proposals with disjoint footprints (``separable``) has γ_t = 1: its improvement is the sum
+      of the standalone ones, or the footprints missed an interaction.
+    """
+    problems: list[str] = []
+    slack = tolerance * (1 + len(merged)) ** 2
+    if gap_after > gap_before + slack:
+        problems.append(f"F rose: gap {gap_before:.17g} -> {gap_after:.17g}")
+    if not merged:
+        if abs(gap_after - gap_before) > slack:
+            problems.append(f"nothing merged but the gap moved: {gap_before:.17g} -> {gap_after:.17g}")
+        return problems
+    total = sum(m.actual for m in merged)
+    if gamma is None:
+        problems.append("merged proposals without a recorded gamma")
+        return problems
+    if abs(gap_after - (gap_before - gamma * total)) > slack:
+        problems.append(f"g_t+1 = {gap_after:.17g} but g_t - gamma*sum(Delta) = {gap_before - gamma * total:.17g}")
+    if separable and abs(gap_before - gap_after - total) > slack:
+        problems.append(
+            f"separable merge improved F by {gap_before - gap_after:.17g}, not by the sum of its standalone"
+            f" improvements {total:.17g}: disjoint footprints interacted"
+        )
+    return problems
+
+
+@dataclass(frozen=True)
+class APrioriCheck:
+    rhs: float | None
+    """(1 − c)·g_t, or None when the precondition failed (then nothing is checked)."""
+    held: bool | None
+    precondition_failed: str | None
+
+
+def a_priori_check(
+    factor: float, gap_before: float, gap_after: float, tolerance: float,
+    precondition_failed: str | None,
+) -> APrioriCheck:
+    if precondition_failed is not None:
+        return APrioriCheck(None, None, precondition_failed)
+    rhs = (1.0 - factor) * gap_before
+    return APrioriCheck(rhs, gap_after <= rhs + tolerance, None)
+
+
+class RunConstants(BaseModel):
+    """Run-level constants over every step (the report's ``constants``)."""
+
     kappa: float | None
     gamma_min: float | None
     gamma_max: float | None
     delta_max: float | None
     rate: float | None
     floor: float | None
-    envelope_window: int
-    envelope_rounds_checked: int
-    envelope_rounds_held: int
-    envelope: list[float]
-    """B_t from constants of all rounds, one per step (B_0 = g_0)."""
-    window_envelope: list[float]
-    """B_t predicted from the first ``envelope_window`` steps only (out of sample)."""
+    informative: bool
+    """False when the bound these constants give says nothing: rate ≥ 1, or a floor at or above g_0."""
+    steps: int
 
 
 @dataclass(frozen=True)
@@ -101,50 +145,36 @@ class Constants:
             return 0.0
         return self.gamma_max * self.delta_max / denom if denom > 0 else math.inf
 
-    def envelope(self, g0: float, steps: int) -> list[float]:
-        out = [g0]
+    def envelope(self, anchor: float, steps: int) -> list[float]:
+        """B_0 = anchor, B_{k+1} = rate·B_k + Γδ."""
+        out = [anchor]
         for _ in range(steps):
             out.append(self.rate * out[-1] + self.gamma_max * self.delta_max)
         return out
 
+    def informative(self, g0: float) -> bool:
+        return self.rate < 1.0 and self.floor < g0
 
-def constants_of(bounds: Sequence[RoundBound]) -> Constants | None:
-    finite = [b for b in bounds if math.isfinite(b.kappa)]
+
+def constants_of(steps: Sequence[RoundConstants]) -> Constants | None:
+    """κ = min κ_t over every step (an empty round gives κ = 0); γ, Γ over merging steps; δ = max δ_t."""
+    finite = [s for s in steps if math.isfinite(s.kappa)]
     if not finite:
         return None
+    gammas = [s.gamma for s in finite if s.gamma is not None]
     return Constants(
-        kappa=min(b.kappa for b in finite),
-        gamma_min=min(b.gamma for b in finite),
-        gamma_max=max(b.gamma for b in finite),
-        delta_max=max(b.delta for b in finite),
+        kappa=min(s.kappa for s in finite),
+        gamma_min=min(gammas) if gammas else 0.0,
+        gamma_max=max(gammas) if gammas else 0.0,
+        delta_max=max(s.delta for s in finite),
     )
 
 
-def summarize(bounds: Sequence[RoundBound], window: int = 3, tolerance: float = 0.0) -> BoundSummary:
-    """Constants over all steps, and the out-of-sample check of the first-``window`` envelope.
-
-    ``bounds`` are the merged rounds in order; the gap sequence is g_0 = bounds[0].gap_before,
-    g_{t+1} = bounds[t].gap_after.
-    """
-    gaps = [bounds[0].gap_before] + [b.gap_after for b in bounds] if bounds else []
-    all_c = constants_of(bounds)
-    win_c = constants_of(bounds[:window])
-    envelope = all_c.envelope(gaps[0], len(bounds)) if all_c and gaps else []
-    window_env = win_c.envelope(gaps[0], len(bounds)) if win_c and gaps else []
-    later = range(window + 1, len(gaps))
-    held_later = sum(1 for t in later if window_env and gaps[t] <= window_env[t] + tolerance)
-    return BoundSummary(
-        rounds_checked=len(bounds),
-        rounds_held=sum(1 for b in bounds if b.held),
-        kappa=all_c.kappa if all_c else None,
-        gamma_min=all_c.gamma_min if all_c else None,
-        gamma_max=all_c.gamma_max if all_c else None,
-        delta_max=all_c.delta_max if all_c else None,
-        rate=all_c.rate if all_c else None,
-        floor=all_c.floor if all_c else None,
-        envelope_window=window,
-        envelope_rounds_checked=len(later) if window_env else 0,
-        envelope_rounds_held=held_later,
-        envelope=envelope,
-        window_envelope=window_env,
-    )
+def run_constants(steps: Sequence[RoundConstants]) -> RunConstants:
+    c = constants_of(steps)
+    if c is None:
+        return RunConstants(kappa=None, gamma_min=None, gamma_max=None, delta_max=None, rate=None, floor=None,
+                            informative=False, steps=len(steps))
+    return RunConstants(kappa=c.kappa, gamma_min=c.gamma_min, gamma_max=c.gamma_max, delta_max=c.delta_max,
+                        rate=c.rate, floor=c.floor, informative=c.informative(steps[0].gap_before),
+                        steps=len(steps))

@@ -8,6 +8,8 @@ elsewhere, so the algorithm is testable (and benchmarkable) on its own.
 from __future__ import annotations
 
 import itertools
+import logging
+import os
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +18,14 @@ from typing import Any, TypeVar
 import networkx as nx
 
 from coordinator import errors
-from coordinator.convergence import MergedScore, RoundBound, round_bound
+from coordinator.convergence import (
+    AccountingError,
+    MergedScore,
+    RoundConstants,
+    a_priori_check,
+    check_accounting,
+    round_constants,
+)
 from coordinator.records import MergeKind, MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.selection import (
     best_pairwise_combination,
@@ -26,6 +35,12 @@ from coordinator.selection import (
 from tasks.base import InvalidProposal as TaskInvalidProposal
 from tasks.base import Task
 
+log = logging.getLogger("blockopt.engine")
+
+
+def _strict_accounting() -> bool:
+    return os.environ.get("BLOCKOPT_STRICT_ACCOUNTING", "") not in ("", "0")
+
 
 @dataclass(frozen=True)
 class EngineSettings:
@@ -34,6 +49,8 @@ class EngineSettings:
     """Objective resolution relative to the task's scale: smaller differences count as zero."""
     model_agreement: float = 1e-6
     """Relative disagreement between pairwise model and exact check that triggers the greedy fallback."""
+    strict_accounting: bool = field(default_factory=_strict_accounting)
+    """Raise ``AccountingError`` when a round's books do not balance (tests); otherwise log and count it."""
 
 
 @dataclass
@@ -41,7 +58,7 @@ class RoundOutcome:
     snapshot: Snapshot
     record: RoundRecord
     verdicts: list[Verdict]
-    bound: RoundBound | None
+    constants: RoundConstants
     committed: bool
     """The snapshot is new (a merge, or a regrouping): callers store it."""
 
@@ -81,6 +98,7 @@ class RoundEngine:
         self.settings = settings or EngineSettings()
         self.tolerance = self.settings.relative_tolerance * task.scale()
         self.reference = task.reference()
+        self.a_priori = task.a_priori()
 
     # -- snapshots --------------------------------------------------------
     def initial_snapshot(self) -> Snapshot:
@@ -123,10 +141,15 @@ class RoundEngine:
 
     # -- the round ----------------------------------------------------------
     def run_round(
-        self, snap: Snapshot, proposals: Sequence[Proposal], round_index: int, regroup: bool = False
+        self, snap: Snapshot, proposals: Sequence[Proposal], round_index: int, regroup: bool = False,
+        predicted_gap: float | None = None,
     ) -> RoundOutcome:
         """Score, select and commit one round; with ``regroup``, a round that merges nothing asks the task
         for a new grouping of its variables (``Task.regroup``), committed as a version with the same objective.
+
+        ``predicted_gap`` is the one-step forecast the caller made from earlier rounds before calling: it is
+        recorded with its hit or miss. The kind's a priori bound is checked where its precondition holds, and
+        the books are checked every round (``check_accounting``).
         """
         started = time.perf_counter()
         meter = _Meter()
@@ -140,12 +163,15 @@ class RoundEngine:
 
         state, f0 = snap.state, snap.objective
         improving: list[_Scored] = []
+        exact_blocks: set[int] = set()
         for p in proposals:
             try:
                 value = self.admit(snap, p)
             except errors.BlockoptError as exc:
                 reject(p, exc.context.get("reason_code") or exc.code, exc.message)
                 continue
+            if p.exact_minimizer and p.base_version == snap.version:
+                exact_blocks.add(p.block)
             try:
                 gain = f0 - meter(self.task.evaluate_change, state, {p.block: value})
             except TaskInvalidProposal as exc:  # found only by running it (e.g. a plan with other rows)
@@ -197,12 +223,26 @@ class RoundEngine:
             else:
                 reject(p, "not_selected", "interferes with a better combination in this round", s.gain)
 
-        bound = round_bound(f0, new_snap.objective, self.reference.value, merged_scores, self.tolerance)
+        consts = round_constants(f0, new_snap.objective, self.reference.value, merged_scores, self.tolerance)
         merged_set = chosen if committed else set()
         merge_kind: MergeKind = "none"
         if merged_set:
             interfering_merged = graph.subgraph(merged_set).number_of_edges() > 0
             merge_kind = "checked_combination" if interfering_merged else "independent"
+        problems = check_accounting(consts.gap_before, consts.gap_after, consts.gamma, merged_scores, self.tolerance,
+                                    separable=merge_kind == "independent")
+        if problems:
+            message = f"round {round_index} of {self.task.name}: books do not balance: " + "; ".join(problems)
+            if self.settings.strict_accounting:
+                raise AccountingError(message)
+            log.error(message)
+        prior = None
+        if self.a_priori is not None:
+            missing = self.task.n_blocks - len(exact_blocks)
+            failed = (None if missing == 0 else
+                      f"{missing} of {self.task.n_blocks} blocks had no exact minimizer on version {snap.version}")
+            prior = a_priori_check(self.a_priori.factor[self.settings.merge_policy], consts.gap_before,
+                                   consts.gap_after, self.tolerance, failed)
         elapsed = time.perf_counter() - started
         record = RoundRecord(
             round=round_index,
@@ -213,18 +253,22 @@ class RoundEngine:
             accepted=len(merged_set),
             interfering=graph.number_of_edges(),
             merge_kind=merge_kind,
-            kappa=bound.kappa if bound else None,
-            gamma=bound.gamma if bound else None,
-            delta=bound.delta if bound else None,
-            rhs=bound.rhs if bound else None,
-            held=bound.held if bound else None,
+            kappa=consts.kappa,
+            gamma=consts.gamma,
+            delta=consts.delta,
+            predicted_gap=predicted_gap,
+            hit=None if predicted_gap is None else consts.gap_after <= predicted_gap + self.tolerance,
+            a_priori_rhs=prior.rhs if prior else None,
+            a_priori_held=prior.held if prior else None,
+            a_priori_precondition=prior.precondition_failed if prior else None,
+            accounting_violations=len(problems),
             checks=checks,
             engine_seconds=elapsed - meter.seconds,
             eval_seconds=meter.seconds,
             regrouped=regrouped,
         )
         ordered = [verdicts[p.id] for p in proposals]
-        return RoundOutcome(new_snap, record, ordered, bound, committed or regrouped)
+        return RoundOutcome(new_snap, record, ordered, consts, committed or regrouped)
 
     # -- interference ---------------------------------------------------------
     def _interference_graph(

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from coordinator.engine import EngineSettings, RoundEngine, RoundOutcome
+from coordinator.forecast import StopWhen
 from coordinator.ledger import RunLedger, StopRule, TaskStatus
 from coordinator.records import Proposal, Snapshot, Usage
 from tasks.base import Proposer, Task
@@ -29,6 +30,7 @@ class RunSettings:
     seed: int = 0
     stop: StopRule = StopRule()
     envelope_window: int = 3
+    stop_when: StopWhen | None = None
 
 
 @dataclass
@@ -38,6 +40,7 @@ class RunResult:
     snapshot: Snapshot
     ledger: RunLedger
     status: TaskStatus
+    reason: str | None = None
 
 
 def contract_envelope(
@@ -68,7 +71,8 @@ def run_inproc(
 ) -> RunResult:
     engine = RoundEngine(task, engine_settings)
     snap = engine.initial_snapshot()
-    ledger = RunLedger(engine.reference, snap.objective, engine.tolerance, settings.envelope_window)
+    ledger = RunLedger(engine.reference, snap.objective, engine.tolerance, settings.envelope_window,
+                       a_priori=engine.a_priori.constants if engine.a_priori else None)
     proposers: list[Proposer] = [
         task.make_proposer(knobs, seed=settings.seed * 1000 + a) for a in range(settings.agents)
     ]
@@ -77,7 +81,7 @@ def run_inproc(
     sweep = math.ceil(task.n_blocks / min(settings.agents, task.n_blocks))
     lag = max(p.lag_rounds for p in proposers)
     stop = replace(settings.stop, stall_rounds=(settings.stop.stall_rounds + lag) * sweep)
-    status: TaskStatus = "budget_exhausted"
+    status, reason = TaskStatus.BUDGET_EXHAUSTED, "rounds or time budget spent"
     for round_index in range(settings.max_rounds):
         if settings.time_limit is not None and ledger.wall_s >= settings.time_limit:
             break
@@ -100,15 +104,24 @@ def run_inproc(
                     base_version=snap.version,
                     predicted_improvement=draft.predicted_improvement,
                     usage=Usage(calls=1, seconds=seconds),
+                    exact_minimizer=bool(draft.info.get("exact_minimizer", False)),
                 )
             )
         # Regroup once a whole sweep found nothing: every block has had its chance with this grouping.
-        outcome = engine.run_round(snap, proposals, round_index, regroup=(ledger.stalled + 1) % sweep == 0)
+        predicted = ledger.predict_next()  # before the round's proposals are scored
+        outcome = engine.run_round(snap, proposals, round_index, regroup=(ledger.stalled + 1) % sweep == 0,
+                                   predicted_gap=predicted)
         snap = outcome.snapshot
-        ledger.add_round(outcome.record, outcome.bound, proposals, outcome.verdicts)
+        ledger.add_round(outcome.record, proposals, outcome.verdicts)
         if on_round is not None:
             on_round(outcome, ledger)
-        if ledger.converged(snap.objective, stop):
-            status = "converged"
+        ended = ledger.stop_status(snap.objective, stop)
+        if ended is not None:
+            status, reason = ended, "stopping rule met (" + ("relative gap)" if ended == "optimal" else "stalled rounds)")
             break
-    return RunResult(task, engine, snap, ledger, status)
+        if settings.stop_when is not None:
+            why = settings.stop_when.verdict(len(ledger.records), ledger.forecast(settings.stop_when.horizon_rounds))
+            if why is not None:
+                status, reason = TaskStatus.DIMINISHING_RETURNS, why
+                break
+    return RunResult(task, engine, snap, ledger, status, reason)

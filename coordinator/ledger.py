@@ -9,23 +9,25 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator.convergence import BoundSummary, RoundBound, summarize
+from coordinator import forecast as fc
+from coordinator.convergence import RoundConstants, RunConstants, run_constants
 from coordinator.records import MergePolicy, Proposal, RoundRecord, Usage, Verdict
+from coordinator.status import TaskStatus
 from tasks.base import Reference
 
-TaskStatus = Literal["running", "converged", "budget_exhausted", "stopped", "failed"]
+__all__ = ["TaskStatus", "RunLedger", "StopRule", "Report", "build_report", "relative_gap"]
 
 
 @dataclass(frozen=True)
 class StopRule:
     relative_gap: float = 1e-10
-    """Converged when (F − F_ref) / |F_ref| falls to this (only against a proven optimum)."""
+    """``optimal`` when (F − F_ref) / |F_ref| falls to this (only against a proven optimum)."""
     stall_rounds: int = 3
-    """Converged when this many rounds in a row merge nothing."""
+    """``stalled`` when this many rounds in a row merge nothing."""
 
 
 def relative_gap(objective: float, reference: Reference) -> float:
@@ -55,21 +57,28 @@ class RunLedger:
     initial_objective: float
     tolerance: float
     window: int = 3
+    """W: steps whose constants predict the out-of-sample envelope."""
     records: list[RoundRecord] = field(default_factory=list)
-    bounds: list[RoundBound] = field(default_factory=list)
+    coverage: float = fc.DEFAULT_COVERAGE
+    forecast_window: int = fc.DEFAULT_WINDOW
+    epsilon: float = fc.DEFAULT_EPSILON
+    a_priori: dict[str, float] | None = None
+    """The kind's a priori constants (μ, λ, m for the quadratic), None when it states none."""
     verdicts: Counter[str] = field(default_factory=Counter)
     usage: UsageTotals = field(default_factory=UsageTotals)
     usage_by_model: dict[str, UsageTotals] = field(default_factory=dict)
     usage_by_agent: dict[str, UsageTotals] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     stalled: int = 0
+    round_tokens: list[float] = field(default_factory=list)
+    round_agent_seconds: list[float] = field(default_factory=list)
 
     def add_round(
-        self, record: RoundRecord, bound: RoundBound | None, proposals: list[Proposal], verdicts: list[Verdict]
+        self, record: RoundRecord, proposals: list[Proposal], verdicts: list[Verdict]
     ) -> None:
         self.records.append(record)
-        if bound is not None:
-            self.bounds.append(bound)
+        self.round_tokens.append(float(sum(p.usage.tokens for p in proposals)))
+        self.round_agent_seconds.append(sum(p.usage.seconds for p in proposals))
         for p in proposals:
             self.usage.add(p.usage)
             self.usage_by_model.setdefault(p.usage.model, UsageTotals()).add(p.usage)
@@ -80,13 +89,58 @@ class RunLedger:
                 self.verdicts[f"rejected:{v.code}"] += 1
         self.stalled = 0 if record.accepted else self.stalled + 1
 
-    def converged(self, objective: float, rule: StopRule) -> bool:
+    def stop_status(self, objective: float, rule: StopRule) -> TaskStatus | None:
+        """``optimal`` or ``stalled`` when the stopping rule is met, else None."""
         if self.reference.kind == "optimum" and relative_gap(objective, self.reference) <= rule.relative_gap:
-            return True
-        return self.stalled >= rule.stall_rounds
+            return TaskStatus.OPTIMAL
+        return TaskStatus.STALLED if self.stalled >= rule.stall_rounds else None
 
-    def summary(self) -> BoundSummary:
-        return summarize(self.bounds, self.window, self.tolerance)
+    # -- the run's numbers, all from the records (every round is a step) -------------------
+    @property
+    def gaps(self) -> list[float]:
+        return [self.initial_objective - self.reference.value] + [r.gap for r in self.records]
+
+    def steps(self) -> list[RoundConstants]:
+        gaps = self.gaps
+        return [RoundConstants(gaps[k], r.gap, r.kappa if r.kappa is not None else 0.0, r.gamma,
+                               r.delta or 0.0, r.accepted) for k, r in enumerate(self.records)]
+
+    def predict_next(self) -> float | None:
+        """The one-step forecast for the next round (call before it is scored)."""
+        return fc.one_step(self.gaps, self.forecast_window, self.coverage, self.tolerance)
+
+    def pace(self) -> fc.Pace:
+        recent = self.records[-self.forecast_window:]
+        if not recent:
+            return fc.Pace()
+        n = len(recent)
+        seconds = self.wall_s / max(1, len(self.records))
+        return fc.Pace(seconds=seconds, tokens=sum(self.round_tokens[-n:]) / n if self.round_tokens else None,
+                       agent_seconds=sum(self.round_agent_seconds[-n:]) / n if self.round_agent_seconds else None)
+
+    def forecast(self, horizon: int = 5) -> fc.Forecast:
+        objectives = [self.initial_objective] + [r.objective for r in self.records]
+        return fc.forecast(objectives, self.reference.value, window=self.forecast_window, epsilon=self.epsilon,
+                           horizon=horizon, pace=self.pace(), tolerance=self.tolerance)
+
+    def constants(self) -> RunConstants:
+        return run_constants(self.steps())
+
+    def checks(self) -> dict[str, Any]:
+        gaps = self.gaps
+        a_priori = None
+        if self.a_priori is not None:
+            a_priori = {
+                "constants": self.a_priori,
+                "rounds_checked": sum(1 for r in self.records if r.a_priori_held is not None),
+                "rounds_held": sum(1 for r in self.records if r.a_priori_held),
+                "rounds_precondition_failed": sum(1 for r in self.records if r.a_priori_precondition is not None),
+            }
+        one = fc.one_step_summary([r.predicted_gap for r in self.records], gaps[1:], self.coverage, self.tolerance)
+        env = fc.envelope_summary(self.steps(), self.window,
+                                  fc.target_gap(self.reference.value, gaps[0], self.epsilon), self.tolerance)
+        return {"a_priori": a_priori, "one_step": one.model_dump(), "envelope": env.model_dump(),
+                "accounting_violations": sum(r.accounting_violations for r in self.records)}
 
     @property
     def wall_s(self) -> float:
@@ -94,9 +148,10 @@ class RunLedger:
 
 
 def solved(feasible: bool, status: TaskStatus, reference: Reference) -> bool:
-    """A task is solved when it ended feasible and either converged or has a non-trivial feasibility
-    (routing: a collision-free plan, reached before a time or token budget ran out)."""
-    return feasible and (status == "converged" or (status == "budget_exhausted" and reference.kind != "optimum"))
+    """A task is solved when it ended feasible and either optimal, or without a proven optimum to reach it ended
+    by its own rules or a budget (routing: a collision-free plan)."""
+    ended = (TaskStatus.STALLED, TaskStatus.DIMINISHING_RETURNS, TaskStatus.BUDGET_EXHAUSTED)
+    return feasible and (status == TaskStatus.OPTIMAL or (status in ended and reference.kind != "optimum"))
 
 
 class Report(BaseModel):
@@ -112,7 +167,12 @@ class Report(BaseModel):
     feasible: bool
     wall_s: float
     usage: dict[str, Any]
-    bound: BoundSummary
+    status_reason: str | None = None
+    """Why the task ended (for ``diminishing_returns``: the forecast that justified it)."""
+    constants: RunConstants
+    checks: dict[str, Any]
+    """``a_priori`` (None when the kind states no a priori bound), ``one_step``, ``envelope``."""
+    forecast: fc.Forecast
     history: list[dict[str, Any]]
     solution: Any = None
     """The final solution as the kind presents it (``Task.solution``), filled in by the CLI."""
@@ -127,6 +187,8 @@ def build_report(
     status: TaskStatus,
     final_objective: float,
     feasible: bool,
+    status_reason: str | None = None,
+    horizon: int = 5,
 ) -> Report:
     received = sum(ledger.verdicts[k] for k in ("accepted", "rejected"))
     rejected_by = {k.split(":", 1)[1]: n for k, n in ledger.verdicts.items() if k.startswith("rejected:")}
@@ -163,24 +225,33 @@ def build_report(
             "tokens_per_unit_improvement": tokens / improvement if improvement > 0 else None,
             "tokens_per_solved_task": tokens if solved(feasible, status, ledger.reference) else None,
         },
-        bound=ledger.summary(),
-        history=[
-            {
-                "round": r.round,
-                "objective": r.objective,
-                "gap": r.gap,
-                "accepted": r.accepted,
-                "interfering": r.interfering,
-                "merge_kind": r.merge_kind,
-                "kappa": r.kappa,
-                "gamma": r.gamma,
-                "delta": r.delta,
-                "rhs": r.rhs,
-                "held": r.held,
-                "proposals": r.proposals,
-                "checks": r.checks,
-                "regrouped": r.regrouped,
-            }
-            for r in ledger.records
-        ],
+        status_reason=status_reason,
+        constants=ledger.constants(),
+        checks=ledger.checks(),
+        forecast=ledger.forecast(horizon),
+        history=[history_fields(r) for r in ledger.records],
     )
+
+
+def history_fields(r: RoundRecord) -> dict[str, Any]:
+    """One history row (DESIGN §10), as the report, the rounds endpoint and the event stream give it."""
+    return {
+        "round": r.round,
+        "objective": r.objective,
+        "gap": r.gap,
+        "merged": r.accepted,
+        "accepted": r.accepted,
+        "interfering": r.interfering,
+        "merge_kind": r.merge_kind,
+        "kappa": r.kappa,
+        "gamma": r.gamma,
+        "delta": r.delta,
+        "predicted_gap": r.predicted_gap,
+        "hit": r.hit,
+        "a_priori_rhs": r.a_priori_rhs,
+        "a_priori_held": r.a_priori_held,
+        "a_priori_precondition": r.a_priori_precondition,
+        "proposals": r.proposals,
+        "checks": r.checks,
+        "regrouped": r.regrouped,
+    }

@@ -18,6 +18,9 @@ from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from coordinator import forecast as fc
+from coordinator.status import TaskStatus
+from coordinator.records import RoundRecord
 from coordinator.store.base import TERMINAL, Store, TaskRuntime, TaskSpec, UsageRow
 
 REASONS = frozenset({
@@ -25,7 +28,17 @@ REASONS = frozenset({
     "not_selected", "combination_worse", "bad_shape", "bad_value", "illegal_move", "unknown_table",
     "over_budget", "task_finished",
 })
-STATUSES = ("running", "converged", "budget_exhausted", "stopped", "failed")
+STATUSES = tuple(s.value for s in TaskStatus)
+FORECAST_GAUGES = {
+    "limit": "Estimated limit F-hat-infinity of the objective",
+    "remaining": "Forecast improvement still to come (F_t - F-hat-infinity)",
+    "eta_rounds": "Forecast rounds to relative gap epsilon (or to within epsilon of the limit)",
+    "eta_seconds": "Forecast seconds to relative gap epsilon (or to within epsilon of the limit)",
+    "gain_per_1k_tokens": "Forecast improvement over the next rounds per 1,000 tokens",
+    "gain_per_agent_second": "Forecast improvement over the next rounds per agent-second",
+    "predicted_gap": "One-step forecast of the next round's gap (upper bound at the stated coverage)",
+    "consecutive_misses": "Rounds in a row whose gap ended above its own one-step forecast",
+}
 
 
 @dataclass
@@ -43,6 +56,8 @@ class TaskSample:
     leases_active: int
     budget_used: dict[str, float] = field(default_factory=dict)
     """budget name -> fraction spent, for the budgets the task has (alert: budget nearly spent)."""
+    forecast: dict[str, float | None] = field(default_factory=dict)
+    """FORECAST_GAUGES name -> value (None: unknown, not exported)."""
 
 
 @dataclass
@@ -81,7 +96,10 @@ class TaskStateCollector(Collector):
         rejected = CounterMetricFamily("blockopt_proposals_rejected", "Proposals rejected, by reason",
                                        labels=["task", "reason"])
         merges = CounterMetricFamily("blockopt_merges", "Merges by kind", labels=["task", "kind"])
-        bound = CounterMetricFamily("blockopt_bound_checks", "Per-round bound checks", labels=["task", "result"])
+        prior = CounterMetricFamily("blockopt_a_priori_checks", "Rounds checked against the kind's a priori bound",
+                                    labels=["task", "result"])
+        one_step = CounterMetricFamily("blockopt_forecast_checks", "Rounds scored against their one-step forecast",
+                                       labels=["task", "result"])
         for t in snap.tasks:
             by_reason: dict[str, float] = {}
             for key, value in t.counters.items():
@@ -93,11 +111,23 @@ class TaskStateCollector(Collector):
                 rejected.add_metric([t.task, reason], value)
             for kind in ("independent", "checked_combination"):
                 merges.add_metric([t.task, kind], t.counters.get(f"merges:{kind}", 0.0))
-            bound.add_metric([t.task, "held"], t.counters.get("bound_held", 0.0))
-            bound.add_metric([t.task, "violated"], t.counters.get("bound_violated", 0.0))
+            for result in ("held", "failed", "precondition_failed"):
+                prior.add_metric([t.task, result], t.counters.get(f"a_priori_{result}", 0.0))
+            one_step.add_metric([t.task, "hit"], t.counters.get("forecast_hits", 0.0))
+            one_step.add_metric([t.task, "miss"], t.counters.get("forecast_misses", 0.0))
         yield rejected
         yield merges
-        yield bound
+        yield prior
+        yield one_step
+        yield counter("blockopt_accounting_violations", "Rounds whose books did not balance (a bug: see the log)",
+                      "accounting_violations")
+        for name, doc in FORECAST_GAUGES.items():
+            fam = GaugeMetricFamily(f"blockopt_forecast_{name}", doc, labels=["task"])
+            for t in snap.tasks:
+                v = t.forecast.get(name)
+                if v is not None and math.isfinite(v):
+                    fam.add_metric([t.task], float(v))
+            yield fam
 
         gauges = {
             "objective": GaugeMetricFamily("blockopt_objective", "Current objective F", labels=["task"]),
@@ -177,8 +207,8 @@ class ServiceMetrics:
             rt = runtimes[spec.id]
             rows = await store.usage(spec.id)
             head = await store.get_head(spec.id)
-            last = await store.rounds(spec.id, since=max(0, rt.round - 8))
-            merging = [r.record for r in last if r.record.kappa is not None]
+            last = await store.rounds(spec.id, since=max(0, rt.round - 2 * fc.DEFAULT_WINDOW - 2))
+            merging = [r.record for r in last if r.record.accepted]
             rec = merging[-1] if merging else None
             samples.append(TaskSample(
                 task=spec.id, kind=spec.kind, status=rt.status, mode=spec.mode,
@@ -187,6 +217,7 @@ class ServiceMetrics:
                 kappa=rec.kappa if rec else None, gamma=rec.gamma if rec else None, delta=rec.delta if rec else None,
                 leases_active=len(await store.active_leases(spec.id, now)),
                 budget_used=_budget_used(spec, rt, rows, now),
+                forecast=_forecast(spec, rt, [r.record for r in last], rows, now),
             ))
             for row in rows:
                 agent = row.agent if (row.agent in agents_seen or len(agents_seen) < self.max_agents) else "other"
@@ -196,6 +227,23 @@ class ServiceMetrics:
                 tok, cal = usage.get((agent, model), (0.0, 0.0))
                 usage[(agent, model)] = (tok + row.usage.tokens, cal + row.usage.calls)
         self.state.snapshot = Snapshot(samples, status_counts, usage)
+
+
+def _forecast(spec: TaskSpec, rt: TaskRuntime, recent: list[RoundRecord], rows: list[UsageRow],
+              now: float) -> dict[str, float | None]:
+    """The forecast gauges from the task's recent rounds (the same functions the report uses)."""
+    start = [spec.initial_objective] if (not recent or recent[0].round == 0) else []
+    objectives = start + [r.objective for r in recent]
+    rounds = max(1, rt.round)
+    elapsed = (rt.finished_at if rt.finished_at is not None else now) - spec.created_at
+    pace = fc.Pace(seconds=elapsed / rounds, tokens=sum(r.usage.tokens for r in rows) / rounds or None,
+                   agent_seconds=sum(r.usage.seconds for r in rows) / rounds or None)
+    f = fc.forecast(objectives, spec.reference, horizon=spec.stop_when.horizon_rounds if spec.stop_when else 5,
+                    pace=pace, tolerance=spec.tolerance)
+    out: dict[str, float | None] = {k: v for k, v in f.model_dump().items() if k in FORECAST_GAUGES}
+    out["predicted_gap"] = fc.one_step([o - spec.reference for o in objectives], tolerance=spec.tolerance)
+    out["consecutive_misses"] = float(fc.consecutive_misses([r.hit for r in recent]))
+    return out
 
 
 def _budget_used(spec: TaskSpec, rt: TaskRuntime, rows: list[UsageRow], now: float) -> dict[str, float]:

@@ -40,6 +40,10 @@ class Proposal(BaseModel):
     base_version: int
     predicted_improvement: float
     usage: Usage = Field(default_factory=Usage)
+    exact_minimizer: bool = False
+    """The agent says its value exactly minimizes its block's local objective plus correction on
+    ``base_version`` (the precondition of a kind's a priori bound; noise or staleness in the correction it
+    was given is what the bound then tests)."""
 
 
 Status = Literal["accepted", "rejected", "pending"]
@@ -83,10 +87,21 @@ class RoundRecord(BaseModel):
     """Edges of the interference graph among improving proposals."""
     merge_kind: MergeKind
     kappa: float | None
+    """Block progress; 0 when nothing merged (every round is a step)."""
     gamma: float | None
+    """Combination efficiency; None when nothing merged."""
     delta: float | None
-    rhs: float | None
-    held: bool | None
+    predicted_gap: float | None = None
+    """The one-step forecast B_t+1, made from earlier rounds before this round's proposals were scored."""
+    hit: bool | None = None
+    """gap <= predicted_gap (None: no forecast yet)."""
+    a_priori_rhs: float | None = None
+    """(1 − c)·g_t of the kind's a priori bound (None: the kind states none, or its precondition failed)."""
+    a_priori_held: bool | None = None
+    a_priori_precondition: str | None = None
+    """Why the a priori bound's precondition failed this round (None when it held or the kind states none)."""
+    accounting_violations: int = 0
+    """Books that did not balance (a bug; logged, and raised under ``BLOCKOPT_STRICT_ACCOUNTING``)."""
     checks: int = 0
     """Exact evaluations of combinations done to select the merge."""
     engine_seconds: float = 0.0

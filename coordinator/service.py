@@ -29,10 +29,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from coordinator import books, errors
-from coordinator.convergence import MergedScore, round_bound
+from coordinator import forecast as fc
+from coordinator.convergence import MergedScore, check_accounting, round_constants
 from coordinator.engine import EngineSettings, RoundEngine, RoundOutcome
 from coordinator.inproc import contract_envelope
-from coordinator.ledger import Report, TaskStatus, relative_gap
+from coordinator.ledger import Report, relative_gap
+from coordinator.status import TaskStatus
 from coordinator.metrics import ServiceMetrics
 from coordinator.records import Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.settings import ServiceSettings
@@ -177,6 +179,7 @@ class CoordinatorService:
             reference_kind=engine.reference.kind, initial_objective=snap.objective, tolerance=engine.tolerance,
             window=req.window, stop_relative_gap=req.stop.relative_gap, stop_stall_rounds=req.stop.stall_rounds,
             stop_lag_rounds=task.make_proposer(knobs).lag_rounds,
+            a_priori=engine.a_priori.constants if engine.a_priori else None, stop_when=req.stop_when,
             join_token_hash=auth.token_hash(join_token), created_at=self.clock(),
         )
         head = Head(version=0, objective=snap.objective, block_versions=list(snap.block_versions),
@@ -204,7 +207,21 @@ class CoordinatorService:
             usage={"tokens": float(sum(r.usage.tokens for r in usage)),
                    "calls": float(sum(r.usage.calls for r in usage))},
             created_at=spec.created_at, finished_at=runtime.finished_at,
+            forecast=await self.forecast(task_id),
         )
+
+    async def forecast(self, task_id: str) -> fc.Forecast:
+        """The task's forecast from its rounds so far (limit, remaining, ETA, gain per cost)."""
+        return (await self._ledger(task_id)).forecast(self._horizon(await self.spec(task_id)))
+
+    @staticmethod
+    def _horizon(spec: TaskSpec) -> int:
+        return spec.stop_when.horizon_rounds if spec.stop_when else 5
+
+    async def _ledger(self, task_id: str) -> Any:
+        spec = await self.spec(task_id)
+        return books.ledger_of(spec, await self.store.get_runtime(task_id), await self.store.rounds(task_id),
+                               {}, await self.store.usage(task_id), self.clock())
 
     async def views(self) -> list[TaskView]:
         return [await self.view(spec.id) for spec in await self.store.list_tasks()]
@@ -353,6 +370,7 @@ class CoordinatorService:
         proposal = Proposal(
             id=body.id or uuid.uuid4().hex, agent=agent.id, block=body.block, value=body.value,
             base_version=body.base_version, predicted_improvement=body.predicted_improvement, usage=body.usage,
+            exact_minimizer=body.exact_minimizer,
         )
         queued, created = await self.store.enqueue_proposal(task_id, body.lease_id, proposal, self.clock())
         if created:  # (no wake-up here: waiters wait for verdicts, which only commits produce)
@@ -517,8 +535,9 @@ class CoordinatorService:
             answered = {p.block for p in proposals} | {a.block for a in idle}
             busy = [lease for lease in await self.store.active_leases(task_id, self.clock())
                     if lease.block not in answered]
+            predicted = (await self._ledger(task_id)).predict_next()  # from earlier rounds, before scoring
             outcome, state_json = await asyncio.to_thread(
-                self._engine_round, built, proposals, runtime.round, not busy
+                self._engine_round, built, proposals, runtime.round, not busy, predicted
             )
             rec = outcome.record
             new_runtime = runtime.model_copy(update={
@@ -529,7 +548,7 @@ class CoordinatorService:
                 snap = outcome.snapshot
                 new_head = Head(version=snap.version, objective=snap.objective,
                                 block_versions=list(snap.block_versions), state=state_json)
-            entry = RoundEntry(record=rec, bound=books.bound_dict(outcome.bound),
+            entry = RoundEntry(record=rec, bound=books.bound_dict(outcome.constants),
                                opened_at=min([q.received_at for q in pending] + [a.at for a in idle]),
                                closed_at=self.clock())
             await self.store.commit(task_id, Commit(
@@ -545,9 +564,9 @@ class CoordinatorService:
 
     @staticmethod
     def _engine_round(
-        built: _Built, proposals: list[Proposal], index: int, regroup: bool
+        built: _Built, proposals: list[Proposal], index: int, regroup: bool, predicted: float | None
     ) -> tuple[RoundOutcome, Any]:
-        outcome = built.engine.run_round(built.snapshot, proposals, index, regroup=regroup)
+        outcome = built.engine.run_round(built.snapshot, proposals, index, regroup=regroup, predicted_gap=predicted)
         state_json = built.task.dump_state(outcome.snapshot.state) if outcome.committed else None
         return outcome, state_json
 
@@ -565,13 +584,27 @@ class CoordinatorService:
                 out[f"merges:{rec.merge_kind}"] = 1
             if rec.regrouped:
                 out["regroups"] = 1
-            if rec.held is not None:
-                out["bound_held" if rec.held else "bound_violated"] = 1
+            if rec.a_priori_held is not None:
+                out["a_priori_held" if rec.a_priori_held else "a_priori_failed"] = 1
+            elif rec.a_priori_precondition is not None:
+                out["a_priori_precondition_failed"] = 1
+            if rec.hit is not None:
+                out["forecast_hits" if rec.hit else "forecast_misses"] = 1
+            if rec.accounting_violations:
+                out["accounting_violations"] = rec.accounting_violations
         return out
 
     async def _after_round(self, spec: TaskSpec, runtime: TaskRuntime, objective: float, proposals: int) -> None:
-        if books.converged(spec, objective, runtime.stalled, proposals):
-            await self._finish(spec.id, "converged", "stopping rule met (relative gap or stalled rounds)")
+        ended = books.stop_status(spec, objective, runtime.stalled, proposals)
+        why = None
+        if ended is None and spec.stop_when is not None:
+            ledger = await self._ledger(spec.id)
+            why = spec.stop_when.verdict(len(ledger.records), ledger.forecast(spec.stop_when.horizon_rounds))
+        if ended is not None:
+            await self._finish(spec.id, ended, "stopping rule met ("
+                               + ("relative gap)" if ended == TaskStatus.OPTIMAL else "stalled rounds)"))
+        elif why is not None:
+            await self._finish(spec.id, TaskStatus.DIMINISHING_RETURNS, why)
         elif spec.budgets.rounds is not None and runtime.round >= spec.budgets.rounds:
             await self._finish(spec.id, "budget_exhausted", "rounds budget spent")
         else:
@@ -608,8 +641,9 @@ class CoordinatorService:
                     self._arrival, built, queued.proposal, runtime.round
                 )
                 window = runtime.window.model_copy(update={"merged": list(runtime.window.merged)})  # tuples
-                if window.opened_at is None:
+                if window.opened_at is None:  # the window's forecast is made when it opens, before any scoring
                     window.opened_at, window.start_objective = self.clock(), head.objective
+                    window.predicted_gap = (await self._ledger(task_id)).predict_next()
                 rec = outcome.record
                 window.proposals += 1
                 window.accepted += rec.accepted
@@ -639,7 +673,7 @@ class CoordinatorService:
                 ref = books.reference_of(spec)
                 if ref.kind == "optimum" and relative_gap(outcome.snapshot.objective, ref) <= spec.stop_relative_gap:
                     await self._close_window(task_id, fence, force=True)
-                    await self._finish(task_id, "converged", "stopping rule met (relative gap)")
+                    await self._finish(task_id, TaskStatus.OPTIMAL, "stopping rule met (relative gap)")
                     return
 
     @staticmethod
@@ -662,7 +696,7 @@ class CoordinatorService:
                             round=index, predicted=p.predicted_improvement,
                         )
                         empty = engine.run_round(snap, [], index)
-                        return RoundOutcome(snap, empty.record, [verdict], None, False), None
+                        return RoundOutcome(snap, empty.record, [verdict], empty.constants, False), None
         outcome = engine.run_round(snap, [p], index)
         state_json = task.dump_state(outcome.snapshot.state) if outcome.committed else None
         return outcome, state_json
@@ -678,14 +712,20 @@ class CoordinatorService:
             return False
         head = await self.store.get_head(task_id)
         merged = [MergedScore(pred, act) for pred, act in w.merged]
-        bound = round_bound(w.start_objective, head.objective, spec.reference, merged, spec.tolerance)
+        consts = round_constants(w.start_objective, head.objective, spec.reference, merged, spec.tolerance)
+        # Arrivals merged one at a time, each on the head it was scored on: γ = 1 exactly when the books balance.
+        problems = check_accounting(consts.gap_before, consts.gap_after, consts.gamma, merged, spec.tolerance,
+                                    separable=True)
+        if problems:
+            log.error("task %s window %d: books do not balance: %s", task_id, runtime.round, "; ".join(problems))
+        predicted = w.predicted_gap
         rec = RoundRecord(
             round=runtime.round, version=head.version, objective=head.objective,
             gap=head.objective - spec.reference, proposals=w.proposals, accepted=w.accepted,
             interfering=w.interfering, merge_kind="independent" if w.accepted else "none",
-            kappa=bound.kappa if bound else None, gamma=bound.gamma if bound else None,
-            delta=bound.delta if bound else None, rhs=bound.rhs if bound else None,
-            held=bound.held if bound else None, checks=w.checks, engine_seconds=w.engine_seconds,
+            kappa=consts.kappa, gamma=consts.gamma, delta=consts.delta, predicted_gap=predicted,
+            hit=None if predicted is None else consts.gap_after <= predicted + spec.tolerance,
+            accounting_violations=len(problems), checks=w.checks, engine_seconds=w.engine_seconds,
             eval_seconds=w.eval_seconds,
         )
         new_runtime = runtime.model_copy(update={
@@ -695,7 +735,7 @@ class CoordinatorService:
         counters = {k: v for k, v in self._counters([], rec).items() if not k.startswith("merges:")}
         await self.store.commit(task_id, Commit(
             expected_version=head.version, fence=fence, runtime=new_runtime,
-            round=RoundEntry(record=rec, bound=books.bound_dict(bound), opened_at=w.opened_at,
+            round=RoundEntry(record=rec, bound=books.bound_dict(consts), opened_at=w.opened_at,
                              closed_at=self.clock()),
             counters=counters,
         ))

@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator.ledger import TaskStatus
+from coordinator.forecast import Forecast, StopWhen
+from coordinator.status import TaskStatus
 from coordinator.records import MergePolicy, Usage, Verdict
 from coordinator.store.base import Budgets, TaskMode
 
@@ -46,6 +47,8 @@ class CreateTask(BaseModel):
     proposer: ProposerHints = Field(default_factory=ProposerHints)
     window: int = Field(3, ge=1, description="rounds used to predict the envelope")
     stop: StopSpec = Field(default_factory=StopSpec)
+    stop_when: StopWhen | None = Field(None, description="stop as diminishing_returns when the forecast gain per "
+                                       "1,000 tokens or per agent-second falls below a threshold")
 
 
 class TaskCreated(BaseModel):
@@ -85,6 +88,8 @@ class TaskView(BaseModel):
     usage: dict[str, float]
     created_at: float
     finished_at: float | None
+    forecast: Forecast | None = None
+    """Estimated limit F̂∞, remaining improvement, ETA to relative gap ε, forecast gain per cost (DESIGN §6)."""
 
 
 class TaskList(BaseModel):
@@ -147,6 +152,8 @@ class ProposalIn(BaseModel):
     value: Any
     predicted_improvement: float
     usage: Usage = Field(default_factory=Usage)
+    exact_minimizer: bool = Field(False, description="the value exactly minimizes the block's local objective plus "
+                                  "correction on base_version (precondition of the kind's a priori bound)")
 
 
 class ProposalView(BaseModel):
@@ -170,7 +177,8 @@ class RoundsView(BaseModel):
     model_config = _example(
         {"task": "t-3f2a9c", "rounds": [{"round": 0, "objective": -20.1, "gap": 8.9, "accepted": 4,
                                          "interfering": 6, "kappa": 0.17, "gamma": 0.98, "delta": 0.0,
-                                         "rhs": 8.95, "held": True}]}
+                                         "predicted_gap": 9.6, "hit": True, "a_priori_rhs": 9.1,
+                                         "a_priori_held": True}]}
     )
     task: str
     rounds: list[dict[str, Any]]

@@ -47,6 +47,16 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class APriori:
+    """A contraction stated from problem data alone: g_{t+1} <= (1 - factor[policy])·g_t for a round run under
+    merge policy ``policy``, valid when every block proposed an exact minimizer of its local objective plus
+    correction on the current version (proposers say so with ``Draft.info["exact_minimizer"]``)."""
+
+    constants: dict[str, float]
+    factor: dict[str, float]
+
+
+@dataclass(frozen=True)
 class Draft:
     """What a proposer hands back: a block value and its surrogate's decrease."""
 
@@ -142,6 +152,10 @@ class Task(abc.ABC, Generic[State]):
         """``interaction`` for each ``(a, b)`` index pair into ``items``; a round asks for all its pairs at
         once so a kind with a closed form can batch them (one matrix product instead of O(n²) calls)."""
         return [self.interaction(state, items[a], items[b], f0) for a, b in pairs]
+
+    def a_priori(self) -> APriori | None:
+        """The kind's a priori bound, if its problem data give one (most kinds: None)."""
+        return None
 
     def regroup(self, state: State, attempt: int) -> State | None:
         """The same solution with its variables grouped into blocks differently, or None to keep the grouping.

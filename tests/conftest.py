@@ -22,6 +22,8 @@ from coordinator.settings import ServiceSettings
 from coordinator.store import MemoryStore
 
 ADMIN = "test-admin-token-0123456789"
+os.environ.setdefault("BLOCKOPT_STRICT_ACCOUNTING", "1")
+"""Books that do not balance are a bug: in tests the engine raises instead of logging and counting them."""
 REPO = Path(__file__).resolve().parent.parent
 
 

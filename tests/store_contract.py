@@ -97,7 +97,7 @@ class StoreContract:
     @pytest.mark.anyio
     async def test_finish_once(self, ready: Store) -> None:
         assert await ready.finish("t-1", "stopped", "by test", T0 + 1)
-        assert not await ready.finish("t-1", "converged", "late", T0 + 2)
+        assert not await ready.finish("t-1", "optimal", "late", T0 + 2)
         rt = await ready.get_runtime("t-1")
         assert (rt.status, rt.reason, rt.finished_at) == ("stopped", "by test", T0 + 1)
 

@@ -14,10 +14,12 @@ REQUIRED = {
     "proposals": {"received", "accepted", "rejected"},
     "objective": {"initial", "final", "reference", "reference_kind"},
     "usage": {"tokens", "calls"},
-    "bound": {"rounds_checked", "rounds_held", "kappa", "gamma_min", "gamma_max", "delta_max", "rate", "floor",
-              "envelope_window", "envelope_rounds_checked", "envelope_rounds_held"},
+    "constants": {"kappa", "gamma_min", "gamma_max", "delta_max", "rate", "floor", "informative"},
+    "checks": {"a_priori", "one_step", "envelope"},
+    "forecast": {"limit", "remaining", "eta_rounds", "eta_seconds", "gain_per_1k_tokens"},
 }
-HISTORY = {"round", "objective", "gap", "accepted", "interfering", "kappa", "gamma", "delta", "rhs", "held"}
+HISTORY = {"round", "objective", "gap", "merged", "interfering", "kappa", "gamma", "delta", "predicted_gap", "hit",
+           "a_priori_rhs", "a_priori_held"}
 
 
 def blockopt(*args: str) -> subprocess.CompletedProcess[str]:
@@ -31,15 +33,19 @@ def test_run_quadratic_converges_and_writes_report_and_plot(tmp_path: Path) -> N
                     "--report", str(report_path))
     assert done.returncode == 0, done.stderr
     assert "round    0" in done.stderr  # progress, one line per round
-    assert "converged" in done.stdout
+    assert "optimal after" in done.stdout and "bound held" not in done.stdout
     report = json.loads(report_path.read_text())
     for key in ("agents", "merge_policy", "status", "rounds", "feasible", "wall_s", "history"):
         assert key in report
     for key, fields in REQUIRED.items():
         assert fields <= set(report[key]), key
     assert all(HISTORY <= set(row) for row in report["history"])
-    assert report["status"] == "converged"
-    assert report["bound"]["rounds_held"] == report["bound"]["rounds_checked"]
+    assert report["status"] == "optimal"
+    prior = report["checks"]["a_priori"]
+    assert prior["rounds_held"] == prior["rounds_checked"] > 0
+    assert {"coverage_target", "rounds", "hits", "tightness_median"} <= set(report["checks"]["one_step"])
+    assert {"window", "rounds", "hits", "tightness_median", "eta_rounds_predicted", "eta_rounds_actual"} <= set(
+        report["checks"]["envelope"])
     o = report["objective"]
     assert (o["final"] - o["reference"]) / abs(o["reference"]) <= 1e-8
     png = tmp_path / "r-convergence.png"

@@ -42,7 +42,7 @@ def run_loop(task: Task[Any], proposers: Sequence[Proposer], max_rounds: int, ta
             ))
         outcome = engine.run_round(snap, proposals, r)
         snap = outcome.snapshot
-        ledger.add_round(outcome.record, outcome.bound, proposals, outcome.verdicts)
+        ledger.add_round(outcome.record, proposals, outcome.verdicts)
         if relative_gap(snap.objective, engine.reference) <= target:
             return snap, ledger, r + 1
     return snap, ledger, max_rounds
@@ -66,7 +66,7 @@ def test_mix_of_faulty_and_sound_answers_still_converges(server: ServerThread) -
     spent = sum((a.total_usage for a in agents), LLMUsage())
     # The ledger counts usage of submitted proposals; failed leases cost tokens too (the worker reports them).
     assert 0 < ledger.usage.tokens <= spent.tokens and ledger.usage.calls <= spent.calls
-    assert all(b.held for b in ledger.bounds if b.held is not None)
+    assert all(r.accounting_violations == 0 for r in ledger.records)
 
 
 def test_simulated_proposer_reports_virtual_latency() -> None:

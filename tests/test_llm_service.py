@@ -74,7 +74,7 @@ def test_llm_worker_reports_every_token_it_spends(coordinator: Coordinator, serv
     view = coordinator.wait_for(task["id"], lambda v: v["status"] != "running", timeout=90)
     worker.stop.set()
     thread.join(10)
-    assert view["status"] == "converged"
+    assert view["status"] == "optimal"
     proposer = worker.proposer
     assert isinstance(proposer, LLMProposer) and proposer.failures["malformed_json"] == 1
     report = coordinator.admin.get(f"/v1/tasks/{task['id']}/report").json()

@@ -306,7 +306,7 @@ def test_service_run_stops_when_the_team_finds_nothing_more(tmp_path: FsPath) ->
     ])
     assert code == 0
     data = json.loads(report.read_text())
-    assert data["status"] == "converged" and data["feasible"] is True
+    assert data["status"] == "stalled" and data["feasible"] is True
     assert data["wall_s"] < 60
     assert data["proposals"]["abandoned"] >= 1  # the "nothing found" reports that closed the last rounds
     assert "regrouped" in data["history"][-1]

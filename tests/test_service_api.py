@@ -68,15 +68,16 @@ def test_protocol_round_trip(coordinator: Coordinator) -> None:
     assert polled.status_code == 200 and polled.json()["status"] == "accepted"
     # separable blocks, exact minimizers: one round reaches the optimum and the task converges
     view = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=20)
-    assert view["status"] == "converged" and view["relative_gap"] < 1e-10 and view["version"] == 1
+    assert view["status"] == "optimal" and view["relative_gap"] < 1e-10 and view["version"] == 1
     rounds = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()["rounds"]
     assert len(rounds) == 1
-    for key in ("round", "objective", "gap", "accepted", "interfering", "kappa", "gamma", "delta", "rhs", "held"):
+    for key in ("round", "objective", "gap", "merged", "interfering", "kappa", "gamma", "delta", "predicted_gap",
+                "hit", "a_priori_rhs", "a_priori_held"):
         assert key in rounds[0]
-    assert rounds[0]["accepted"] == 2 and rounds[0]["held"] is True
+    assert rounds[0]["merged"] == 2 and rounds[0]["predicted_gap"] is None  # no earlier rounds to forecast from
     report = coordinator.admin.get(f"/v1/tasks/{tid}/report").json()
-    assert report["status"] == "converged" and report["proposals"]["accepted"] == 2
-    assert report["usage"]["calls"] == 2 and report["bound"]["rounds_held"] == 1
+    assert report["status"] == "optimal" and report["proposals"]["accepted"] == 2
+    assert report["usage"]["calls"] == 2 and report["checks"]["one_step"]["rounds"] == 0
     solution = coordinator.admin.get(f"/v1/tasks/{tid}/solution").json()
     assert solution["version"] == 1 and len(solution["solution"]["x"]) == 4
     listed = coordinator.admin.get("/v1/tasks").json()["tasks"]
@@ -117,7 +118,7 @@ def test_events_stream_rounds_then_status(coordinator: Coordinator) -> None:
     tid = task["id"]
     agent, _ = coordinator.join(task)
     assert propose(agent, tid, lease(agent, tid)).status_code == 200
-    coordinator.wait_for(tid, lambda v: v["status"] == "converged", timeout=20)
+    coordinator.wait_for(tid, lambda v: v["status"] == "optimal", timeout=20)
     events = []
     with coordinator.admin.stream("GET", f"/v1/tasks/{tid}/events") as stream:
         assert stream.headers["content-type"].startswith("text/event-stream")
@@ -127,8 +128,9 @@ def test_events_stream_rounds_then_status(coordinator: Coordinator) -> None:
                 kind = line[7:]
             elif line.startswith("data: "):
                 events.append((kind, json.loads(line[6:])))
-    assert [k for k, _ in events] == ["round", "status"]
-    assert events[0][1]["accepted"] == 1 and events[1][1]["status"] == "converged"
+    assert [k for k, _ in events] == ["round", "forecast", "status"]
+    assert events[0][1]["merged"] == 1 and events[2][1]["status"] == "optimal"
+    assert {"limit", "remaining", "eta_rounds", "eta_seconds", "gain_per_1k_tokens"} <= set(events[1][1])
 
 
 def test_stop(coordinator: Coordinator) -> None:
@@ -352,7 +354,7 @@ def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(co
             assert client.post(f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body).status_code == 200
         coordinator.wait_for(tid, lambda v, n=n: v["round"] > n or v["status"] != "running", timeout=20)
     stall = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=20)  # set just after the round
-    assert stall["status"] == "converged"
+    assert stall["status"] == "stalled"
     rounds = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()
     rows = rounds["rounds"] if isinstance(rounds, dict) else rounds
     assert len(rows) == 3 and all(r["accepted"] == 0 and r["proposals"] == 0 for r in rows)

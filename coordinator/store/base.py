@@ -24,11 +24,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from coordinator import errors
-from coordinator.ledger import TaskStatus, UsageTotals
+from coordinator.forecast import StopWhen
+from coordinator.ledger import UsageTotals
+from coordinator.status import TERMINAL, TaskStatus
 from coordinator.records import MergePolicy, Proposal, RoundRecord, Usage, Verdict
 
 TaskMode = Literal["rounds", "async"]
-TERMINAL: frozenset[str] = frozenset({"converged", "budget_exhausted", "stopped", "failed"})
 
 
 class Budgets(BaseModel):
@@ -66,6 +67,9 @@ class TaskSpec(BaseModel):
     stall rule, as ``run_inproc`` does."""
     join_token_hash: str
     created_at: float
+    a_priori: dict[str, float] | None = None
+    """The kind's a priori constants (``Task.a_priori``), for reports."""
+    stop_when: StopWhen | None = None
 
 
 class WindowState(BaseModel):
@@ -79,12 +83,14 @@ class WindowState(BaseModel):
     checks: int = 0
     merged: list[tuple[float, float]] = Field(default_factory=list)
     """(predicted, measured) improvement of each merge in the window."""
+    predicted_gap: float | None = None
+    """The window's one-step forecast, made when it opened."""
     engine_seconds: float = 0.0
     eval_seconds: float = 0.0
 
 
 class TaskRuntime(BaseModel):
-    status: TaskStatus = "running"
+    status: TaskStatus = TaskStatus.RUNNING
     reason: str | None = None
     round: int = 0
     """Rounds recorded so far (the next round's index)."""

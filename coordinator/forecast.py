@@ -1,0 +1,244 @@
+"""Forecasts that a run can contradict (DESIGN §6): the one-step forecast, the out-of-sample envelope,
+and the estimated limit, remaining improvement and ETA a person can act on.
+
+Everything here is a pure function of the gap sequence g_0, g_1, ... (one entry per round: every round
+is a step) and, for the envelope, of the per-round constants, so the in-process runner, the service,
+the metrics and the benchmark compute the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from coordinator.convergence import RoundConstants, constants_of
+
+DEFAULT_COVERAGE = 0.9
+DEFAULT_WINDOW = 20
+"""Past contraction ratios used for the one-step forecast."""
+DEFAULT_EPSILON = 1e-6
+"""Relative gap the ETA aims at."""
+
+
+def target_gap(reference: float, g0: float, epsilon: float) -> float:
+    """The gap at relative gap ε: relative to |F_ref|, or to g_0 when the reference is 0 (nothing to divide by)."""
+    return epsilon * (abs(reference) if abs(reference) > 1e-12 else max(g0, 0.0))
+
+
+def one_step(
+    gaps: Sequence[float], window: int = DEFAULT_WINDOW, coverage: float = DEFAULT_COVERAGE, tolerance: float = 0.0
+) -> float | None:
+    """B_{t+1} from g_0..g_t only: g_t times the conformal quantile of the last ``window`` ratios g_{s+1}/g_s.
+
+    With n past ratios, the ⌈(n+1)·coverage⌉-th smallest bounds the next one with probability ≥ coverage when
+    ratios are exchangeable; with too few ratios for that rank (n < coverage/(1−coverage)) there is no forecast.
+    """
+    if not gaps or gaps[-1] <= tolerance:
+        return None
+    ratios = [b / a for a, b in zip(gaps[:-1], gaps[1:], strict=False) if a > tolerance][-window:]
+    n = len(ratios)
+    rank = math.ceil((n + 1) * coverage)
+    if n == 0 or rank > n:
+        return None
+    return gaps[-1] * sorted(ratios)[rank - 1]
+
+
+def hit(predicted: float | None, actual: float, tolerance: float) -> bool | None:
+    return None if predicted is None else actual <= predicted + tolerance
+
+
+def tightness(predicted: float | None, actual: float, tolerance: float) -> float | None:
+    """B/g: 1 is a perfect forecast; a miss is below 1."""
+    if predicted is None or actual <= tolerance:
+        return None
+    return predicted / actual
+
+
+class OneStepSummary(BaseModel):
+    coverage_target: float
+    rounds: int
+    hits: int
+    tightness_median: float | None
+    tightness: list[float]
+    """Every forecast round's B/g, misses included (below 1)."""
+
+
+def one_step_summary(
+    predicted: Sequence[float | None], gaps_after: Sequence[float], coverage: float, tolerance: float
+) -> OneStepSummary:
+    pairs = [(p, g) for p, g in zip(predicted, gaps_after, strict=True) if p is not None]
+    hits = sum(1 for p, g in pairs if g <= p + tolerance)
+    tight = [t for p, g in pairs if (t := tightness(p, g, tolerance)) is not None]
+    return OneStepSummary(coverage_target=coverage, rounds=len(pairs), hits=hits,
+                          tightness_median=statistics.median(tight) if tight else None, tightness=tight)
+
+
+class EnvelopeSummary(BaseModel):
+    window: int
+    rounds: int
+    hits: int
+    tightness_median: float | None
+    eta_rounds_predicted: int | None
+    """Steps from the start until the envelope reaches relative gap ε (None: it never does)."""
+    eta_rounds_actual: int | None
+    informative: bool
+    envelope: list[float]
+    """B_t for t = W, W+1, ... (anchored at g_W)."""
+
+
+def envelope_summary(
+    steps: Sequence[RoundConstants], window: int, target: float, tolerance: float, horizon: int = 10_000
+) -> EnvelopeSummary:
+    """Constants of the first W steps predict B_t for t > W, anchored at g_W (out of sample)."""
+    gaps = [steps[0].gap_before] + [s.gap_after for s in steps] if steps else []
+    actual = next((t for t, g in enumerate(gaps) if g <= target), None)
+    c = constants_of(steps[:window]) if len(steps) >= window else None
+    if c is None:
+        return EnvelopeSummary(window=window, rounds=0, hits=0, tightness_median=None, eta_rounds_predicted=None,
+                               eta_rounds_actual=actual, informative=False, envelope=[])
+    later = len(gaps) - 1 - window
+    env = c.envelope(gaps[window], later)
+    hits = sum(1 for k in range(1, later + 1) if gaps[window + k] <= env[k] + tolerance)
+    tight = [t for k in range(1, later + 1) if (t := tightness(env[k], gaps[window + k], tolerance)) is not None]
+    predicted: int | None = None
+    if gaps[window] <= target:
+        predicted = window
+    elif c.rate < 1.0 and c.floor < target:
+        b, k = gaps[window], 0
+        while b > target and k < horizon:
+            b, k = c.rate * b + c.gamma_max * c.delta_max, k + 1
+        predicted = window + k if b <= target else None
+    return EnvelopeSummary(
+        window=window, rounds=later, hits=hits, tightness_median=statistics.median(tight) if tight else None,
+        eta_rounds_predicted=predicted, eta_rounds_actual=actual, informative=c.informative(gaps[window]),
+        envelope=env,
+    )
+
+
+class Forecast(BaseModel):
+    """What the next rounds are expected to bring (DESIGN §10 ``forecast``; None where unknown)."""
+
+    limit: float | None
+    """F̂∞, geometric extrapolation of the recent decreases (Aitken's Δ² on h-round sums)."""
+    remaining: float | None
+    """F_t − F̂∞."""
+    eta_rounds: int | None
+    eta_seconds: float | None
+    eta_target: str | None
+    """``relative_gap`` (rounds to relative gap ε) or ``limit`` (the limit is above that: rounds to within ε of it)."""
+    epsilon: float
+    rate: float | None
+    """Per-round ratio of successive decreases."""
+    horizon_rounds: int
+    gain_next_rounds: float | None
+    """Forecast improvement over the next ``horizon_rounds`` rounds."""
+    gain_per_1k_tokens: float | None
+    gain_per_agent_second: float | None
+
+
+@dataclass(frozen=True)
+class Pace:
+    """Recent cost of one round: wall seconds, tokens and agent-seconds (means over the forecast window)."""
+
+    seconds: float | None = None
+    tokens: float | None = None
+    agent_seconds: float | None = None
+
+
+def forecast(
+    objectives: Sequence[float], reference: float, *, window: int = DEFAULT_WINDOW, epsilon: float = DEFAULT_EPSILON,
+    horizon: int = 5, pace: Pace = Pace(), tolerance: float = 0.0,
+) -> Forecast:
+    """Extrapolate F_0..F_t. Decreases over the last h rounds (D₁) and the h before (D₀) give the ratio q = D₁/D₀
+    per h rounds; if they keep shrinking geometrically, what is left is D₁·q/(1−q) (Aitken's Δ² when h = 1).
+    h = min(window, t)//2 smooths rounds in which only some blocks were proposed for."""
+    f = list(objectives)
+    t = len(f) - 1
+    empty = Forecast(limit=None, remaining=None, eta_rounds=None, eta_seconds=None, eta_target=None, epsilon=epsilon,
+                     rate=None, horizon_rounds=horizon, gain_next_rounds=None, gain_per_1k_tokens=None,
+                     gain_per_agent_second=None)
+    h = min(window, t) // 2
+    if h < 1:
+        return empty
+    d1 = max(0.0, f[t - h] - f[t])
+    d0 = max(0.0, f[t - 2 * h] - f[t - h])
+    if d1 <= tolerance:
+        q = 0.0
+    elif d0 <= tolerance or d1 >= d0:
+        return empty  # not contracting (yet): no limit can be read off these decreases
+    else:
+        q = d1 / d0
+    rho = q ** (1.0 / h)
+    remaining = d1 * q / (1.0 - q) if q > 0 else 0.0
+    limit = max(f[t] - remaining, reference)
+    remaining = f[t] - limit
+    g0 = f[0] - reference
+    target = target_gap(reference, g0, epsilon)
+    gap_now, gap_limit = f[t] - reference, limit - reference
+    if gap_now <= target:
+        eta, eta_target = 0, "relative_gap"
+    else:
+        eta_target = "relative_gap" if gap_limit < target else "limit"
+        allowed = target - gap_limit if gap_limit < target else target
+        if remaining <= allowed:
+            eta = 0
+        elif rho <= 0.0:
+            eta = 1
+        else:
+            eta = max(1, math.ceil(math.log(allowed / remaining) / math.log(rho)))
+    gain = remaining * (1.0 - rho**horizon)
+    per_tokens = (gain / (horizon * pace.tokens / 1000.0)) if pace.tokens else None
+    per_agent_s = (gain / (horizon * pace.agent_seconds)) if pace.agent_seconds else None
+    return Forecast(
+        limit=limit, remaining=remaining, eta_rounds=eta,
+        eta_seconds=eta * pace.seconds if pace.seconds is not None else None, eta_target=eta_target,
+        epsilon=epsilon, rate=rho, horizon_rounds=horizon, gain_next_rounds=gain, gain_per_1k_tokens=per_tokens,
+        gain_per_agent_second=per_agent_s,
+    )
+
+
+def consecutive_misses(hits: Sequence[bool | None]) -> int:
+    """One-step misses in a row at the end of the run (rounds without a forecast neither count nor break it)."""
+    n = 0
+    for h in reversed(hits):
+        if h is None:
+            continue
+        if h:
+            break
+        n += 1
+    return n
+
+
+class StopWhen(BaseModel):
+    """Stop a task as ``diminishing_returns`` once the next rounds are forecast to be worth too little.
+
+    The forecast improvement over the next ``horizon_rounds`` rounds, per 1,000 tokens (LLM teams) or per
+    agent-second (heuristic teams) at the recent pace, is compared with the threshold that is set.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    gain_per_1k_tokens: float | None = Field(None, gt=0, description="minimum forecast gain per 1,000 tokens")
+    gain_per_agent_second: float | None = Field(None, gt=0, description="minimum forecast gain per agent-second")
+    horizon_rounds: int = Field(5, ge=1, le=1000, description="rounds the forecast gain is summed over")
+    min_rounds: int = Field(6, ge=2, description="rounds before the rule may stop a task (the forecast needs some)")
+
+    @model_validator(mode="after")
+    def _one_threshold(self) -> StopWhen:
+        if self.gain_per_1k_tokens is None and self.gain_per_agent_second is None:
+            raise ValueError("stop_when needs gain_per_1k_tokens or gain_per_agent_second")
+        return self
+
+    def verdict(self, rounds: int, fc: Forecast) -> str | None:
+        """Why the task should stop now (None: keep going)."""
+        if rounds < self.min_rounds:
+            return None
+        for name, limit, value in (("1,000 tokens", self.gain_per_1k_tokens, fc.gain_per_1k_tokens),
+                                   ("agent-second", self.gain_per_agent_second, fc.gain_per_agent_second)):
+            if limit is not None and value is not None and value < limit:
+                return (f"forecast gain over the next {fc.horizon_rounds} rounds is {value:.4g} per {name}, below"
+                        f" the threshold {limit:.4g} (limit {fc.limit}, remaining {fc.remaining})")
+        return None

@@ -1,0 +1,32 @@
+"""The one list of task statuses (DESIGN §6), used the same way by the API, reports, metrics and the CLI."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class TaskStatus(StrEnum):
+    RUNNING = "running"
+    OPTIMAL = "optimal"
+    """Gap within the stopping tolerance of a proven optimum."""
+    STALLED = "stalled"
+    """The stall rule: k steps in a row merged nothing (says nothing about optimality)."""
+    DIMINISHING_RETURNS = "diminishing_returns"
+    """The task's ``stop_when``: the forecast gain per 1,000 tokens or per agent-second fell below its threshold."""
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+TERMINAL: frozenset[str] = frozenset(s.value for s in TaskStatus if s is not TaskStatus.RUNNING)
+
+EXIT_CODES: dict[TaskStatus, int] = {
+    TaskStatus.OPTIMAL: 0,
+    TaskStatus.STALLED: 0,
+    TaskStatus.DIMINISHING_RETURNS: 0,
+    TaskStatus.BUDGET_EXHAUSTED: 0,
+    TaskStatus.STOPPED: 3,
+    TaskStatus.FAILED: 1,
+    TaskStatus.RUNNING: 1,
+}
+"""``blockopt run`` exit codes (2 is bad input): the run ended as its rules say, or it did not."""
