@@ -80,8 +80,9 @@ def test_promtool_alert_unit_tests() -> None:
 
 def test_alert_rules_cover_the_required_conditions() -> None:
     names = {r["alert"] for r in alert_rules()}
-    assert {"BlockoptRoundStalled", "BlockoptBoundViolated", "BlockoptBudgetNearlySpent",
+    assert {"BlockoptRoundStalled", "BlockoptBelowForecast", "BlockoptAccountingViolation", "BlockoptBudgetNearlySpent",
             "BlockoptLeaseExpiryRateHigh"} <= names
+    assert "BlockoptBoundViolated" not in names  # the per-round inequality is accounting, not evidence
     for rule in alert_rules():
         assert rule["labels"].get("severity") in ("warning", "critical"), rule["alert"]
         assert rule["annotations"].get("summary"), rule["alert"]
