@@ -65,6 +65,8 @@ class TaskSpec(BaseModel):
     """Empty rounds the kind's proposer may have while converging (stale views catching up): added to the
     stall rule, as ``run_inproc`` does."""
     join_token_hash: str
+    read_token_hash: str = ""
+    """Digest of the task's read token ("" for tasks stored before read tokens existed: admin and agents only)."""
     created_at: float
 
 
