@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_model_options(kp, cls.Params, taken)
         add_model_options(kp, cls.ProposerParams, taken)
 
-    serve = sub.add_parser("serve", help="run the coordinator service")
+    serve = sub.add_parser("serve", help="run the coordinator service", allow_abbrev=False)  # no --x-token → --x-token-file
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--store", default="memory",
