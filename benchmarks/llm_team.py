@@ -40,7 +40,7 @@ from coordinator.store import MemoryStore
 def solve_once(map_name: str, scen: str, robots: int, agents: int, seed: int, effort: str,
                limit_s: float) -> dict[str, Any]:
     """One team on one instance until the first collision-free plan (or ``limit_s``)."""
-    admin = secrets.token_urlsafe(16)
+    admin = secrets.token_urlsafe(24)
     settings = ServiceSettings(admin_token=SecretStr(admin), lease_ttl=30.0, round_deadline=2.0)
     app = create_app(settings, MemoryStore(), CollectorRegistry())
     with EmbeddedServer(app) as server, httpx.Client(base_url=server.url, timeout=60.0,

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-ADMIN = "bench-admin-token"
+ADMIN = "bench-admin-token-4f0b9d2e7a61"
 
 
 def free_port() -> int:

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
+from blockopt.service_flags import add_settings_options
 from coordinator.status import EXIT_CODES, TaskStatus
 from tasks.registry import InvalidParams, UnknownKind, first_error, kinds
 
@@ -88,13 +89,6 @@ DEFAULT_PROCESSES = os.cpu_count() or 2
 """Worker processes of a fleet by default: one per core, workers as threads inside them. One process per
 worker was 4-7x slower to converge on 2 cores (interpreter start-up and imports dominate); see the
 Service section of BENCHMARKS.md."""
-
-
-def add_service_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lease-ttl", type=float, default=10.0, help="seconds a lease lives without renewal")
-    p.add_argument("--round-deadline", type=float, default=2.0,
-                   help="seconds after a round's first proposal at which it closes without quorum")
-    p.add_argument("--quorum", type=float, default=1.0, help="fraction of leased blocks that closes a round")
 
 
 def add_proposer_options(p: argparse.ArgumentParser) -> None:
@@ -177,21 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
         add_model_options(kp, cls.Params, taken)
         add_model_options(kp, cls.ProposerParams, taken)
 
-    serve = sub.add_parser("serve", help="run the coordinator service")
+    serve = sub.add_parser("serve", help="run the coordinator service", allow_abbrev=False)  # no --x-token → --x-token-file
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--store", default="memory",
                        help="memory (one process), or redis://HOST:PORT/DB shared by several replicas")
-    serve.add_argument("--redis-prefix", default="blockopt:", help="prefix of every Redis key of this deployment")
-    serve.add_argument("--round-lock-ttl", type=float, default=5.0,
-                       help="seconds a replica's round lock lives unrenewed (renewed while a round runs); "
-                            "the failover wait when its holder dies")
-    serve.add_argument("--admin-token-file", type=Path, default=None,
-                       help="file holding the admin token (else BLOCKOPT_ADMIN_TOKEN)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    serve.add_argument("--rate-per-agent", type=float, default=50.0, help="sustained requests/s per agent")
-    serve.add_argument("--max-body-bytes", type=int, default=1 << 20, help="larger request bodies get 413")
-    add_service_options(serve)
+    add_settings_options(serve)  # one flag per ServiceSettings field
 
     agent = sub.add_parser("agent", help="run one agent worker against a coordinator")
     add_worker_options(agent)
@@ -270,22 +256,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
     from prometheus_client import CollectorRegistry
 
+    from blockopt.service_flags import settings_from_args
     from coordinator.app import create_app
-    from coordinator.settings import from_env
     from coordinator.errors import InvalidRequest
     from coordinator.store import make_store, store_option
 
     _setup_logging(args.log_level)
     try:
-        settings = from_env(admin_token_file=args.admin_token_file, **store_option(args.store),
-                            redis_prefix=args.redis_prefix, round_lock_ttl=args.round_lock_ttl,
-                            lease_ttl=args.lease_ttl, round_deadline=args.round_deadline, quorum=args.quorum)
+        settings = settings_from_args(args, store_option(args.store))
     except InvalidRequest as exc:
         raise UsageError(exc.message) from None
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     if settings.admin_token is None:
         raise UsageError("no admin token: set BLOCKOPT_ADMIN_TOKEN or pass --admin-token-file")
+    if settings.public_read:
+        logging.getLogger("blockopt.serve").warning(
+            "--public-read: anyone who can reach this coordinator can read every task's solution, report, "
+            "rounds, events and trajectories")
     app = create_app(settings, make_store(settings), CollectorRegistry())
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found: make that a no-op
     # so a clean shutdown exits 0.

@@ -16,6 +16,7 @@ from pydantic import BaseModel, SecretStr
 from agents.fleet import spawn, terminate
 from agents.worker import WorkerConfig
 from coordinator.app import create_app
+from coordinator.datapaths import dirs_for
 from coordinator.embedded import EmbeddedServer
 from coordinator.settings import ServiceSettings
 from coordinator.store import MemoryStore
@@ -185,7 +186,8 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
     """The real path: an embedded coordinator on a loopback port and a fleet of worker processes over HTTP."""
     admin = secrets.token_urlsafe(24)
     settings = ServiceSettings(admin_token=SecretStr(admin), lease_ttl=args.lease_ttl,
-                               round_deadline=args.round_deadline)
+                               round_deadline=args.round_deadline,  # paths named on our own command line:
+                               data_dirs=dirs_for(type(task.params), task.params.model_dump()))
     app = create_app(settings, MemoryStore(), CollectorRegistry())
     with EmbeddedServer(app) as server, httpx.Client(
         base_url=server.url, headers={"Authorization": f"Bearer {admin}"}, timeout=60.0

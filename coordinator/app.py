@@ -20,7 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from coordinator import auth, books, errors, trajectories
+from coordinator import access, auth, books, errors, openapi, trajectories
 from coordinator.ledger import Report
 from coordinator.metrics import ServiceMetrics
 from coordinator.service import CoordinatorService
@@ -52,8 +52,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": desc}
     for code, desc in {400: "invalid request", 401: "missing or wrong token", 403: "forbidden or wrong block",
                        404: "unknown task or proposal", 409: "stale base, expired lease or finished task",
+                       405: "method not allowed on this route (the Allow header lists the allowed ones)",
                        413: "body too large", 422: "body does not fit the model",
-                       429: "rate limit, no free block or budget exceeded"}.items()
+                       429: "rate limit, no free block or budget exceeded",
+                       503: "the service is starting or stopping, or its store does not answer"}.items()
 }
 
 
@@ -162,13 +164,16 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
         return error_response(errors.ValidationFailed(f"{where}: {first['msg']}", errors=details[:10]))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if isinstance(exc.__cause__, errors.BlockoptError):  # raised while FastAPI read the body (413)
             return error_response(exc.__cause__)
         if exc.status_code == 404:
             return error_response(errors.NotFound("no such route"))
         if exc.status_code == 405:
-            return error_response(errors.MethodNotAllowed("method not allowed on this route"))
+            allowed = openapi.allowed_methods(app, request.scope)
+            response = error_response(errors.MethodNotAllowed("method not allowed on this route", allowed=allowed))
+            response.headers["Allow"] = ", ".join(allowed)
+            return response
         err = errors.BlockoptError(str(exc.detail))
         return JSONResponse(
             {"error": {"code": "http_error", "message": err.message}}, status_code=exc.status_code
@@ -183,6 +188,12 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
     def admin(authorization: str | None = Header(None, include_in_schema=False)) -> None:
         auth.check_admin(settings.admin_token, authorization)
 
+    async def reader(request: Request) -> None:
+        await access.check_read(service, settings, request.path_params.get("task_id"),
+                                request.headers.get("authorization"))
+
+    read = [Depends(reader)]
+
     async def agent(request: Request) -> AgentRecord:
         # read from the request directly: this runs on every agent call, and FastAPI's per-parameter
         # resolution (a header and a second task_id) cost more than the lookup (the header is undocumented)
@@ -195,14 +206,16 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
     @app.post("/v1/tasks", status_code=201, response_model=TaskCreated, dependencies=[Depends(admin)],
               tags=["tasks"], summary="Create a task (admin)")
     async def create_task(body: CreateTask) -> TaskCreated:
-        spec, join_token = await service.create(body)
-        return TaskCreated(id=spec.id, join_token=join_token)
+        spec, join_token, read_token = await service.create(body)
+        return TaskCreated(id=spec.id, join_token=join_token, read_token=read_token)
 
-    @app.get("/v1/tasks", response_model=TaskList, tags=["tasks"], summary="List tasks")
+    @app.get("/v1/tasks", response_model=TaskList, dependencies=read, tags=["tasks"],
+             summary="List tasks (admin)")
     async def list_tasks() -> TaskList:
         return TaskList(tasks=await service.views())
 
-    @app.get("/v1/tasks/{task_id}", response_model=TaskView, tags=["tasks"], summary="A task's status")
+    @app.get("/v1/tasks/{task_id}", response_model=TaskView, dependencies=read, tags=["tasks"],
+             summary="A task's status")
     async def get_task(task_id: str) -> TaskView:
         return await service.view(task_id)
 
@@ -211,24 +224,25 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
     async def stop_task(task_id: str) -> TaskView:
         return await service.stop(task_id)
 
-    @app.get("/v1/tasks/{task_id}/rounds", response_model=RoundsView, tags=["tasks"],
+    @app.get("/v1/tasks/{task_id}/rounds", response_model=RoundsView, dependencies=read, tags=["tasks"],
              summary="Per-round history with the bound's constants")
     async def get_rounds(task_id: str, since: int = Query(0, ge=0)) -> RoundsView:
         await store.get_task(task_id)
         return RoundsView(task=task_id, rounds=[books.history_row(e) for e in await store.rounds(task_id, since)])
 
-    @app.get("/v1/tasks/{task_id}/report", response_model=Report, tags=["tasks"],
+    @app.get("/v1/tasks/{task_id}/report", response_model=Report, dependencies=read, tags=["tasks"],
              summary="The run report (DESIGN §10)",
              responses={200: {"content": {"application/json": {"example": REPORT_EXAMPLE}}}})
     async def get_report(task_id: str) -> Report:
         return await service.report(task_id)
 
-    @app.get("/v1/tasks/{task_id}/solution", response_model=SolutionView, tags=["tasks"],
+    @app.get("/v1/tasks/{task_id}/solution", response_model=SolutionView, dependencies=read, tags=["tasks"],
              summary="The current solution")
     async def get_solution(task_id: str) -> SolutionView:
         return SolutionView(**await service.solution(task_id))
 
-    @app.get("/v1/tasks/{task_id}/events", tags=["tasks"], summary="Server-sent events: rounds and status",
+    @app.get("/v1/tasks/{task_id}/events", dependencies=read, tags=["tasks"],
+             summary="Server-sent events: rounds and status",
              response_class=StreamingResponse,
              responses={200: {"content": {"text/event-stream": {"example":
                         'event: round\nid: 0\ndata: {"round": 0, "objective": -20.1, "gap": 8.9}\n\n'}}}})
@@ -304,7 +318,8 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
     # -- operations ---------------------------------------------------------------------------
     @app.get("/metrics", tags=["operations"], summary="Prometheus metrics", response_class=Response,
              responses={200: {"content": {"text/plain": {"example": 'blockopt_gap{task="t-3f2a9c"} 1.2e-09\n'}}}})
-    async def prometheus() -> Response:
+    async def prometheus(request: Request) -> Response:
+        access.check_metrics(settings, request.headers.get("authorization"))
         await metrics.refresh(store, service.clock())
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
@@ -324,5 +339,6 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
             raise errors.Unavailable("the store does not answer")
         return Health(status="ready")
 
-    app.include_router(trajectories.router(service, store))
+    app.include_router(trajectories.router(service, store), dependencies=read)
+    openapi.install(app, settings.kinds)
     return app

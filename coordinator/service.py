@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator import books, errors
+from coordinator import books, datapaths, errors
 from coordinator import forecast as fc
 from coordinator.convergence import MergedScore, check_accounting, round_constants
 from coordinator.engine import EngineSettings, RoundEngine, RoundOutcome
@@ -154,7 +154,11 @@ class CoordinatorService:
         return Snapshot(head.version, head.objective, tuple(head.block_versions), task.load_state(head.state))
 
     # -- tasks ------------------------------------------------------------------
-    async def create(self, req: CreateTask) -> tuple[TaskSpec, str]:
+    async def create(self, req: CreateTask) -> tuple[TaskSpec, str, str]:
+        """The stored spec, the join token and the read token (both shown once, stored as digests)."""
+        if self.settings.kinds and req.kind not in self.settings.kinds:
+            raise errors.InvalidRequest(f"this coordinator serves only {', '.join(self.settings.kinds)}; "
+                                        f"not '{req.kind}'", field="kind")
         try:
             cls = kind_class(req.kind)
             knobs = cls.ProposerParams.model_validate(req.proposer.knobs)
@@ -162,13 +166,14 @@ class CoordinatorService:
             raise errors.InvalidRequest(str(exc), field="kind") from None
         except ValueError as exc:
             raise errors.InvalidRequest(f"proposer knobs: {str(exc).splitlines()[0]}", field="proposer.knobs") from None
+        datapaths.check_params(cls.Params, req.params, self.settings.data_dirs)
         try:
             task = await asyncio.to_thread(create_task, req.kind, req.params)
         except InvalidParams as exc:
             raise errors.InvalidRequest(str(exc), field=f"params.{exc.param}") from None
         engine = RoundEngine(task, EngineSettings(merge_policy=req.merge_policy))
         snap = await asyncio.to_thread(engine.initial_snapshot)
-        join_token = auth.new_token("join")
+        join_token, read_token = auth.new_token("join"), auth.new_token("read")
         budgets = req.budgets
         if budgets.rounds is None:
             budgets = budgets.model_copy(update={"rounds": self.settings.default_max_rounds})
@@ -180,14 +185,15 @@ class CoordinatorService:
             window=req.window, stop_relative_gap=req.stop.relative_gap, stop_stall_rounds=req.stop.stall_rounds,
             stop_lag_rounds=task.make_proposer(knobs).lag_rounds,
             a_priori=engine.a_priori.constants if engine.a_priori else None, stop_when=req.stop_when,
-            join_token_hash=auth.token_hash(join_token), created_at=self.clock(),
+            join_token_hash=auth.token_hash(join_token), read_token_hash=auth.token_hash(read_token),
+            created_at=self.clock(),
         )
         head = Head(version=0, objective=snap.objective, block_versions=list(snap.block_versions),
                     state=task.dump_state(snap.state))
         await self.store.create_task(spec, head)
         self._built[spec.id] = _Built(task, engine, snap)
         log.info("task %s created: %s (%s, %s)", spec.id, spec.name, spec.merge_policy, spec.mode)
-        return spec, join_token
+        return spec, join_token, read_token
 
     async def view(self, task_id: str) -> TaskView:
         spec = await self.spec(task_id)

@@ -12,9 +12,27 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 StoreKind = Literal["memory", "redis"]
+
+MIN_ADMIN_TOKEN = 24
+PLACEHOLDERS = ("replace", "changeme", "change-me", "change_me", "s3cret", "secret", "password", "passw0rd",
+                "example", "placeholder", "xxxx", "todo", "fixme", "dummy", "default", "admin-token-here")
+"""Substrings (case-insensitive) that mark a token copied from a README or manifest rather than generated."""
+
+
+def weak_token_reason(token: str) -> str | None:
+    """Why ``token`` is too weak to guard task administration, or None when it looks generated."""
+    if len(token) < MIN_ADMIN_TOKEN:
+        return f"the admin token is {len(token)} characters; use at least {MIN_ADMIN_TOKEN} (openssl rand -hex 24)"
+    lowered = token.lower()
+    for word in PLACEHOLDERS:
+        if word in lowered:
+            return f"the admin token looks like a placeholder (contains '{word}'); generate one: openssl rand -hex 24"
+    if len(set(token)) < 6:
+        return "the admin token repeats a few characters; generate one: openssl rand -hex 24"
+    return None
 
 
 class ServiceSettings(BaseModel):
@@ -42,26 +60,66 @@ class ServiceSettings(BaseModel):
     max_body_bytes: int = Field(1 << 20, gt=0, description="request bodies above this get 413")
     rate_per_agent: float = Field(50.0, gt=0, description="sustained requests per second per agent")
     rate_burst: float = Field(100.0, gt=0, description="token-bucket burst per agent")
-    default_max_rounds: int = Field(1000, ge=1)
+    default_max_rounds: int = Field(1000, ge=1, description="rounds budget of a task that sets none")
     max_wait: float = Field(10.0, ge=0, description="upper bound on long-poll waits (?wait=)")
     metrics_max_tasks: int = Field(50, ge=1, description="tasks exported with per-task labels")
     metrics_max_agents: int = Field(100, ge=1, description="agents exported by name; the rest as 'other'")
     retry_after: float = Field(0.2, gt=0, description="Retry-After hint when no block is free")
+    insecure_dev_token: bool = Field(
+        False, description="accept a short or placeholder-looking admin token (local development only)"
+    )
+    public_read: bool = Field(
+        False, description="anyone may read every task (status, solution, report, rounds, events, "
+                           "trajectories); by default reads need the admin token, the task's read token or "
+                           "an agent token of the task"
+    )
+    metrics_token: SecretStr | None = Field(
+        None, description="bearer token /metrics requires; None leaves /metrics open"
+    )
+    data_dirs: tuple[Path, ...] = Field(
+        (), description="directories task params may name files in (maps, scenarios, databases, query "
+                        "folders); a path outside them gets 400. Empty: tasks may name no files",
+        json_schema_extra={"flag": "data-dir"},
+    )
+    kinds: tuple[str, ...] = Field(
+        (), description="kinds this coordinator accepts tasks of (default: every installed kind)",
+        json_schema_extra={"flag": "kind"},
+    )
+
+    @model_validator(mode="after")
+    def _strong_admin_token(self) -> ServiceSettings:
+        if self.admin_token is not None and not self.insecure_dev_token:
+            reason = weak_token_reason(self.admin_token.get_secret_value())
+            if reason is not None:
+                raise ValueError(f"{reason}, or pass --insecure-dev-token for local development")
+        return self
 
 
 def read_admin_token(environ: Mapping[str, str], token_file: Path | None) -> SecretStr | None:
     """The admin token from a file (preferred: no token in the process table) or BLOCKOPT_ADMIN_TOKEN."""
+    return read_secret(environ, "BLOCKOPT_ADMIN_TOKEN", token_file)
+
+
+def read_secret(environ: Mapping[str, str], variable: str, token_file: Path | None) -> SecretStr | None:
+    """A secret from a file (preferred: nothing in the process table) or the environment variable."""
     if token_file is not None:
         text = token_file.read_text().strip()
         if not text:
-            raise ValueError(f"admin token file {token_file} is empty")
+            raise ValueError(f"token file {token_file} is empty")
         return SecretStr(text)
-    value = environ.get("BLOCKOPT_ADMIN_TOKEN", "").strip()
+    value = environ.get(variable, "").strip()
     return SecretStr(value) if value else None
 
 
+SECRET_VARIABLES = {"admin_token": "BLOCKOPT_ADMIN_TOKEN", "metrics_token": "BLOCKOPT_METRICS_TOKEN"}
+"""Secret settings and the environment variable each falls back to (flags take only files)."""
+
+
 def from_env(
-    environ: Mapping[str, str] | None = None, admin_token_file: Path | None = None, **overrides: object
+    environ: Mapping[str, str] | None = None, admin_token_file: Path | None = None,
+    secret_files: Mapping[str, Path | None] | None = None, **overrides: object
 ) -> ServiceSettings:
     env = os.environ if environ is None else environ
-    return ServiceSettings(admin_token=read_admin_token(env, admin_token_file), **overrides)  # type: ignore[arg-type]
+    files = {"admin_token": admin_token_file, **(secret_files or {})}
+    secrets = {name: read_secret(env, var, files.get(name)) for name, var in SECRET_VARIABLES.items()}
+    return ServiceSettings(**secrets, **overrides)  # type: ignore[arg-type]

@@ -52,9 +52,12 @@ class CreateTask(BaseModel):
 
 
 class TaskCreated(BaseModel):
-    model_config = _example({"id": "t-3f2a9c", "join_token": "<join token: give it to your agents>"})
+    model_config = _example({"id": "t-3f2a9c", "join_token": "<join token: give it to your agents>",
+                             "read_token": "<read token: lets its holder read this task>"})
     id: str
     join_token: str
+    read_token: str = Field(description="reads this task (status, rounds, report, solution, events, "
+                                        "trajectories) and nothing else; shown once")
 
 
 class TaskView(BaseModel):

@@ -6,6 +6,11 @@ contract embedded in the prompt (``<contract>`` tags, see
 Faults (per request): ``none``, ``prose``, ``fence``, ``malformed``,
 ``truncated``, ``wrong_block``, ``illegal``, ``rate_limit``, ``server_error``,
 ``hang``, ``slow_stream``; ``mix`` draws sound answers and faults by seed.
+Hostile modes (``HOSTILE``, each with the reason the proposer must record in
+``HOSTILE_REASONS``): an oversized answer, prose with no JSON, a refusal (as
+the ``refusal`` field or as text), an empty ``choices``, a body or a value of
+the wrong shape, NaN/Infinity and numbers beyond a float, JSON nested past the
+decoder's limit, and usage figures that are negative, absurd or not numbers.
 
 Run it by hand (Ctrl-C stops it):
 
@@ -44,7 +49,17 @@ from tasks.registry import create_task
 CONTENT_FAULTS = ("prose", "fence", "malformed", "truncated", "wrong_block", "illegal")
 TRANSPORT_FAULTS = ("rate_limit", "server_error")
 SLOW_FAULTS = ("hang", "slow_stream")
-FAULTS = ("none", *CONTENT_FAULTS, *TRANSPORT_FAULTS, *SLOW_FAULTS)
+HOSTILE_REASONS: dict[str, str | None] = {
+    "oversized": "oversized", "prose_only": "malformed_json", "refusal": "refusal", "refusal_text": "refusal",
+    "empty_choices": "empty_choices", "body_shape": "wrong_shape", "not_object": "malformed_json",
+    "value_shape": "bad_shape", "nan": "non_finite", "infinity": "non_finite", "huge_number": "non_finite",
+    "deep_nesting": "malformed_json", "truncated": "truncated", "wrong_block": "wrong_block",
+    "negative_usage": None, "absurd_usage": None, "string_usage": None,
+}
+"""Each hostile mode and the failure the LLM proposer records for it (None: a usable answer whose usage is
+flagged and replaced by the estimate)."""
+HOSTILE = tuple(m for m in HOSTILE_REASONS if m not in CONTENT_FAULTS)
+FAULTS = ("none", *CONTENT_FAULTS, *TRANSPORT_FAULTS, *SLOW_FAULTS, *HOSTILE)
 REASONING_TOKENS = {"low": 160, "medium": 700, "high": 2600}
 """Hidden reasoning tokens reported per call by effort (GPT-OSS order of magnitude; ±25 % noise)."""
 
@@ -63,6 +78,7 @@ class FakeConfig(BaseModel):
     hang_s: float = Field(30.0, ge=0.0)
     slow_chunk_s: float = Field(0.5, ge=0.0)
     reject_response_format: bool = Field(False, description="answer 400 to json_schema requests")
+    oversized_bytes: int = Field(4_000_000, ge=1, description="size of the 'oversized' answer's text")
 
 
 class FakeLLM:
@@ -146,7 +162,38 @@ def render_reply(answer: dict[str, Any], fault: str) -> tuple[str, str]:
         return text.replace('"', "'").rstrip("}") + ",}", "stop"
     if fault == "truncated":
         return text[: max(1, len(text) // 2)], "length"
-    return text, "stop"
+    return hostile_text(answer, fault) or text, "stop"
+
+
+def hostile_text(answer: dict[str, Any], fault: str) -> str | None:
+    """The reply text of a hostile mode that lives in the text (None: the mode is elsewhere)."""
+    if fault == "prose_only":
+        return "The block already looks optimal to me, so I would keep it as it is."
+    if fault == "refusal_text":
+        return "I'm sorry, but I can't help with that request."
+    if fault == "not_object":
+        return json.dumps([answer["value"]])
+    if fault == "value_shape":
+        return json.dumps({**answer, "value": {"nested": {"deeper": [answer["value"]]}}})
+    if fault == "nan":
+        return json.dumps({**answer, "value": [float("nan")]})
+    if fault == "infinity":
+        return json.dumps({**answer, "predicted_improvement": float("inf"), "value": [float("-inf")]})
+    if fault == "huge_number":
+        return '{"block": %d, "value": [%s], "predicted_improvement": 1}' % (answer["block"], "9" * 400)
+    if fault == "deep_nesting":
+        return '{"block": %d, "value": %s' % (answer["block"], "[" * 20_000)
+    return None
+
+
+def hostile_usage(usage: dict[str, Any], fault: str) -> dict[str, Any]:
+    if fault == "negative_usage":
+        return {**usage, "prompt_tokens": -1200, "total_tokens": -1}
+    if fault == "absurd_usage":
+        return {**usage, "completion_tokens": 10**15}
+    if fault == "string_usage":
+        return {**usage, "prompt_tokens": "a lot", "completion_tokens_details": "none"}
+    return usage
 
 
 def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -205,6 +252,8 @@ def create_app(fake: FakeLLM) -> FastAPI:
         except (LookupError, KeyError, ValueError) as exc:
             return _error(400, f"cannot answer this contract: {exc}", "invalid_request_error")
         text, finish = render_reply(answer, fault)
+        if fault == "oversized":
+            text = json.dumps(answer) + " " * cfg.oversized_bytes
         rng = random.Random(f"{cfg.seed}:{fake.requests}")
         effort = body.get("reasoning_effort") or "medium"
         reasoning = int(REASONING_TOKENS.get(effort, 700) * rng.uniform(0.75, 1.25))
@@ -217,40 +266,56 @@ def create_app(fake: FakeLLM) -> FastAPI:
             "total_tokens": estimate_chat_tokens(messages) + completion,
             "completion_tokens_details": {"reasoning_tokens": reasoning},
         }
+        usage = hostile_usage(usage, fault)
         thought = f"Block {answer['block']}: minimize the block objective given the correction; answer as JSON."
         rid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             delay = cfg.slow_chunk_s if fault == "slow_stream" else 0.0
             return StreamingResponse(
-                _sse(rid, cfg.model, thought, text, finish, usage if include_usage else None, delay),
+                _sse(rid, cfg.model, thought, text, finish, usage if include_usage else None, delay, fault),
                 media_type="text/event-stream",
             )
         if fault == "slow_stream":
             await asyncio.sleep(cfg.slow_chunk_s * max(1, len(text) // 8))
+        message: Any = {"role": "assistant", "content": text, "reasoning_content": thought}
+        choices: list[Any] = [{"index": 0, "finish_reason": finish, "message": message}]
+        if fault == "refusal":
+            message.update(content=None, refusal="I can't assist with that.")
+        elif fault == "empty_choices":
+            choices = []
+        elif fault == "body_shape":
+            choices = [{"index": 0, "finish_reason": finish, "message": text}]
         return JSONResponse({
             "id": rid, "object": "chat.completion", "created": int(time.time()), "model": cfg.model,
-            "choices": [{"index": 0, "finish_reason": finish,
-                         "message": {"role": "assistant", "content": text, "reasoning_content": thought}}],
-            "usage": usage,
+            "choices": choices, "usage": usage,
         })
 
     return app
 
 
 async def _sse(
-    rid: str, model: str, thought: str, text: str, finish: str, usage: dict[str, Any] | None, delay: float
+    rid: str, model: str, thought: str, text: str, finish: str, usage: dict[str, Any] | None, delay: float,
+    fault: str = "none",
 ) -> AsyncIterator[bytes]:
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> bytes:
+    def chunk(delta: Any, finish_reason: str | None = None, **extra: Any) -> bytes:
+        choices = [] if fault == "empty_choices" else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
         payload = {"id": rid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}], **extra}
+                   "choices": choices, **extra}
         return f"data: {json.dumps(payload)}\n\n".encode()
 
     yield chunk({"role": "assistant", "reasoning_content": thought})
-    for i in range(0, len(text), 8):
+    if fault == "refusal":
+        yield chunk({"refusal": "I can't assist with that."}, "stop")
+        yield b"data: [DONE]\n\n"
+        return
+    if fault == "body_shape":
+        yield chunk(text[:8])
+    step = 4096 if fault in ("oversized", "deep_nesting") else 8
+    for i in range(0, len(text), step):
         if delay:
             await asyncio.sleep(delay)
-        yield chunk({"content": text[i : i + 8]})
+        yield chunk({"content": text[i : i + step]})
     yield chunk({}, finish)
     if usage is not None:
         body = {"id": rid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,

@@ -232,7 +232,8 @@ def create_task(replica: Replica, **body: Any) -> dict[str, Any]:
 def view(replica: Replica, task_id: str) -> dict[str, Any] | None:
     """The task's view from this replica, or None when it does not answer."""
     try:
-        r = httpx.get(f"{replica.url}/v1/tasks/{task_id}", timeout=10.0)
+        r = httpx.get(f"{replica.url}/v1/tasks/{task_id}", timeout=10.0,
+                      headers={"Authorization": f"Bearer {ADMIN}"})
     except httpx.HTTPError:
         return None
     return dict(r.json()) if r.status_code == 200 else None

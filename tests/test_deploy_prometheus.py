@@ -126,7 +126,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                             "--log-level", "warning"], tmp / "fleet.log", env))
         fleet = procs[-1]
         poll("two merging rounds of the solved task",
-             lambda: http.get(f"{url}/v1/tasks/{solved_id}").json()["round"] >= 2 or None, 60, procs[:1])
+             lambda: http.get(f"{url}/v1/tasks/{solved_id}",
+                              headers={"Authorization": f"Bearer {ADMIN}"}).json()["round"] >= 2 or None,
+             60, procs[:1])
 
         rules = tmp / "alerts.yml"
         rules.write_text(ALERTS_YML.read_text())

@@ -371,7 +371,7 @@ def test_blocks_regroup_only_once_every_leased_block_has_answered(coordinator: C
     tid = task["id"]
     a, b = (coordinator.join(task, name=n)[0] for n in ("a", "b"))
     local = create_task("routing", params)
-    heuristic = local.make_proposer(local.ProposerParams(time_budget=0.3), seed=1)
+    heuristic = local.make_proposer(local.ProposerParams(time_budget=2.0), seed=1)
 
     def submit(agent: httpx.Client, grant: dict[str, Any], value: Any) -> None:
         body = {"lease_id": grant["lease_id"], "block": grant["block"], "base_version": grant["version"],
@@ -384,8 +384,8 @@ def test_blocks_regroup_only_once_every_leased_block_has_answered(coordinator: C
 
     # Round 0: both agents resolve their conflicts; the merged plan has robots waiting for others.
     grants = [(agent, lease(agent, tid)) for agent in (a, b)]
-    for agent, grant in grants:
-        draft = heuristic.propose(grant["contract"])
+    drafts = [heuristic.propose(grant["contract"]) for _, grant in grants]  # both before either submits
+    for (agent, grant), draft in zip(grants, drafts):
         assert draft is not None
         submit(agent, grant, draft.value)
     coordinator.wait_for(tid, lambda v: v["round"] >= 1)

@@ -160,12 +160,12 @@ def test_serve_and_fleet_commands(procs: list[Any], tmp_path: Any) -> None:
     port = sock.getsockname()[1]
     sock.close()
     token_file = tmp_path / "admin"
-    token_file.write_text("file-admin-token\n")
+    token_file.write_text("file-admin-token-7c1e9a04b2d6\n")
     serve = blockopt_process("serve", "--port", str(port), "--admin-token-file", str(token_file),
                              "--round-deadline", "0.5", "--log-level", "warning")
     procs.append(serve)
     url = f"http://127.0.0.1:{port}"
-    admin = httpx.Client(base_url=url, headers={"Authorization": "Bearer file-admin-token"}, timeout=30)
+    admin = httpx.Client(base_url=url, headers={"Authorization": "Bearer file-admin-token-7c1e9a04b2d6"}, timeout=30)
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -189,7 +189,7 @@ def test_serve_and_fleet_commands(procs: list[Any], tmp_path: Any) -> None:
     serve.send_signal(signal.SIGTERM)
     assert serve.wait(20) == 0
     out = serve.stderr.read().decode() if serve.stderr else ""
-    assert "file-admin-token" not in out and task["join_token"] not in out
+    assert "file-admin-token-7c1e9a04b2d6" not in out and task["join_token"] not in out
     admin.close()
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from agents.llm.replies import ReplyError, UsageCheck, check_usage, parse_reply, refusal_of
 from agents.llm.settings import LLMSettings
 from agents.llm.tokens import estimate_chat_tokens, estimate_tokens
 from agents.llm.usage import LLMUsage
@@ -48,7 +49,8 @@ class LLMError(Exception):
 
     Kinds: ``timeout``, ``rate_limited``, ``server_error``, ``http_error``
     (a non-retryable status), ``transport`` (connection refused/reset),
-    ``bad_response`` (not an OpenAI-shaped body). ``usage`` holds what the
+    ``bad_response`` (not JSON), ``wrong_shape`` (JSON, not shaped like a chat completion),
+    ``empty_choices``, ``refusal``, ``oversized`` (over ``max_response_bytes``). ``usage`` holds what the
     failed call still cost (seconds always; a call when the model may have run).
     """
 
@@ -74,7 +76,9 @@ class ChatResult:
     usage: LLMUsage
     reasoning: str | None = None
     usage_estimated: bool = False
-    """True when the server reported no usage and the token counts are our estimate."""
+    """True when the server reported no usable usage and the token counts are our estimate."""
+    usage_anomaly: str | None = None
+    """Why the server's usage figures were replaced by the estimate (negative, not integers, absurd)."""
     retries: tuple[RetryEvent, ...] = field(default_factory=tuple)
 
 
@@ -197,7 +201,8 @@ class ChatClient:
             )
             return ChatResult(
                 text=result.text, finish_reason=result.finish_reason, usage=usage,
-                reasoning=result.reasoning, usage_estimated=result.usage_estimated, retries=tuple(retries),
+                reasoning=result.reasoning, usage_estimated=result.usage_estimated,
+                usage_anomaly=result.usage_anomaly, retries=tuple(retries),
             )
 
     # -- retry policy -------------------------------------------------------
@@ -242,11 +247,19 @@ class ChatClient:
         return self._parse_body(raw, body)
 
     def _chunks(self, resp: httpx.Response, deadline: float) -> Iterator[bytes]:
+        read = 0
         for chunk in resp.iter_bytes():
             if time.monotonic() > deadline:
                 raise _Failed("timeout", "the answer did not finish before the call deadline",
                               retryable=True, model_ran=True)
+            read += len(chunk)
+            self._check_size(read)
             yield chunk
+
+    def _check_size(self, read: int) -> None:
+        if read > self.settings.max_response_bytes:
+            raise _Failed("oversized", f"the answer exceeds {self.settings.max_response_bytes} bytes; "
+                          "stopped reading it", retryable=False, model_ran=True)
 
     def _status_failure(self, resp: httpx.Response) -> _Failed:
         resp.read()
@@ -263,15 +276,22 @@ class ChatClient:
     def _parse_body(self, raw: bytes, body: dict[str, Any]) -> ChatResult:
         try:
             data = json.loads(raw)
-            choice = data["choices"][0]
-            message = choice.get("message") or {}
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise _Failed("bad_response", f"not a chat completion: {raw[:200]!r}",
-                          retryable=True, model_ran=True) from None
-        text = message.get("content") or ""
-        reasoning = message.get("reasoning_content") or message.get("reasoning")
-        usage, estimated = self._usage(data.get("usage"), body, text, reasoning, data.get("model"))
-        return ChatResult(text, choice.get("finish_reason"), usage, reasoning, estimated)
+        except ValueError:
+            raise _Failed("bad_response", f"not JSON: {raw[:200]!r}", retryable=True, model_ran=True) from None
+        try:
+            reply = parse_reply(data)
+        except ReplyError as exc:
+            raise _Failed(exc.kind, str(exc), retryable=exc.kind != "wrong_shape", model_ran=True) from None
+        assert reply.choices
+        choice = reply.choices[0]
+        message = choice.message
+        refused = refusal_of(message, choice.finish_reason)
+        if refused is not None:
+            raise _Failed("refusal", f"the model refused: {refused}", retryable=False, model_ran=True)
+        text = (message.content if message else None) or ""
+        reasoning = (message.reasoning_content or message.reasoning) if message else None
+        usage, estimated, anomaly = self._usage(reply.usage, body, text, reasoning, reply.model)
+        return ChatResult(text, choice.finish_reason, usage, reasoning, estimated, anomaly)
 
     def _read_stream(self, resp: httpx.Response, body: dict[str, Any], deadline: float) -> ChatResult:
         parts: list[str] = []
@@ -279,46 +299,54 @@ class ChatClient:
         finish: str | None = None
         reported: dict[str, Any] | None = None
         model: str | None = None
+        read, choices_seen = 0, 0
         for line in resp.iter_lines():
             if time.monotonic() > deadline:
                 raise _Failed("timeout", "the stream did not finish before the call deadline",
                               retryable=True, model_ran=True)
+            read += len(line) + 1
+            self._check_size(read)
             if not line.startswith("data:"):
                 continue
             payload = line[5:].strip()
             if payload == "[DONE]":
                 break
             try:
-                chunk = json.loads(payload)
+                chunk = parse_reply(json.loads(payload), streamed_chunk=True)
             except ValueError:
                 raise _Failed("bad_response", f"bad stream chunk: {payload[:120]!r}",
                               retryable=True, model_ran=True) from None
-            model = chunk.get("model") or model
-            reported = chunk.get("usage") or reported
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                parts.append(delta.get("content") or "")
-                thoughts.append(delta.get("reasoning_content") or delta.get("reasoning") or "")
-                finish = choice.get("finish_reason") or finish
+            except ReplyError as exc:
+                raise _Failed(exc.kind, str(exc), retryable=False, model_ran=True) from None
+            model = chunk.model or model
+            reported = chunk.usage or reported
+            for choice in chunk.choices or []:
+                choices_seen += 1
+                delta = choice.delta or choice.message
+                finish = choice.finish_reason or finish
+                refused = refusal_of(delta, choice.finish_reason)
+                if refused is not None:
+                    raise _Failed("refusal", f"the model refused: {refused}", retryable=False, model_ran=True)
+                if delta is not None:
+                    parts.append(delta.content or "")
+                    thoughts.append(delta.reasoning_content or delta.reasoning or "")
+        if not choices_seen:
+            raise _Failed("empty_choices", "the stream carried no choices", retryable=True, model_ran=True)
         text, reasoning = "".join(parts), "".join(thoughts) or None
-        usage, estimated = self._usage(reported, body, text, reasoning, model)
-        return ChatResult(text, finish, usage, reasoning, estimated)
+        usage, estimated, anomaly = self._usage(reported, body, text, reasoning, model)
+        return ChatResult(text, finish, usage, reasoning, estimated, anomaly)
 
     def _usage(
         self, reported: Any, body: dict[str, Any], text: str, reasoning: str | None, model: str | None
-    ) -> tuple[LLMUsage, bool]:
-        name = model or self.settings.model
-        if isinstance(reported, dict) and "prompt_tokens" in reported:
-            details = reported.get("completion_tokens_details") or {}
-            return LLMUsage(
-                prompt_tokens=int(reported.get("prompt_tokens") or 0),
-                completion_tokens=int(reported.get("completion_tokens") or 0),
-                reasoning_tokens=int(details.get("reasoning_tokens") or 0),
-                calls=1, model=name,
-            ), False
+    ) -> tuple[LLMUsage, bool, str | None]:
+        """(usage, estimated, anomaly): the server's figures when plausible, else our estimate."""
+        name = (model or self.settings.model)[:200]
         thought = estimate_tokens(reasoning or "")
-        return LLMUsage(
-            prompt_tokens=estimate_chat_tokens(body["messages"]),
-            completion_tokens=estimate_tokens(text) + thought,
-            reasoning_tokens=thought, calls=1, model=name,
-        ), True
+        estimate = UsageCheck(estimate_chat_tokens(body["messages"]), estimate_tokens(text) + thought, thought)
+        checked, estimated = estimate, True
+        if isinstance(reported, dict) and "prompt_tokens" in reported:
+            checked = check_usage(reported, estimate, int(body.get("max_tokens") or self.settings.max_tokens))
+            estimated = checked.anomaly is not None
+        usage = LLMUsage(prompt_tokens=checked.prompt_tokens, completion_tokens=checked.completion_tokens,
+                         reasoning_tokens=checked.reasoning_tokens, calls=1, model=name)
+        return usage, estimated, checked.anomaly

@@ -11,6 +11,7 @@ The model's text is only ever decoded as JSON and handed to ``task.validate``.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agents.llm.client import ChatClient, ChatResult, LLMError, Message
-from agents.llm.jsonparse import NoJSON, extract_json
+from agents.llm.jsonparse import NoJSON, NonFinite, extract_json
 from agents.llm.prompts import PromptTemplate, template_for
 from agents.llm.settings import LLMSettings
 from agents.llm.tokens import estimate_chat_tokens
@@ -29,6 +30,11 @@ MIN_COMPLETION_TOKENS = 64
 """Below this many tokens of budget left, a call cannot produce an answer: do not make it."""
 
 OutcomeStatus = Literal["draft", "declined", "failed"]
+REFUSAL = re.compile(r"^\W*(i'?m sorry|i am sorry|sorry,|i can(?:no|')t|i cannot|i won'?t|i'?m unable|i am unable|"
+                     r"i'?m not able|as an ai)", re.IGNORECASE)
+"""How a refusal in plain text starts (checked only when the reply holds no JSON)."""
+VALIDATOR_CRASHES = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)
+"""What a kind's validator may raise on a value of a shape it never expected: the value is wrongly shaped."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class Outcome:
     json_from: str | None = None
     """How the answer's JSON was found: ``json``, ``fence`` or ``prose``."""
     usage: LLMUsage = field(default_factory=LLMUsage)
+    usage_anomalies: tuple[str, ...] = ()
+    """Usage figures the server reported and we replaced by our estimate (negative, absurd, not numbers)."""
 
 
 class _Bad(Exception):
@@ -70,6 +78,7 @@ class _Turns:
     prompt_chars: int = 0
     response_chars: int = 0
     json_from: str | None = None
+    usage_anomalies: list[str] = field(default_factory=list)
 
 
 class LLMProposer(Proposer):
@@ -101,6 +110,8 @@ class LLMProposer(Proposer):
         self.failures: Counter[str] = Counter()
         self.repairs: Counter[str] = Counter()
         self.declined = 0
+        self.usage_anomalies = 0
+        """Calls whose reported usage was implausible (replaced by the estimate, flagged in the outcome)."""
 
     def close(self) -> None:
         self.client.close()
@@ -120,11 +131,12 @@ class LLMProposer(Proposer):
         except Exception as exc:  # noqa: BLE001 - whatever happens, the worker keeps running
             found = self._give_up(t, "internal_error", f"{type(exc).__name__}: {exc}")
         spent = t.spent.with_seconds(time.monotonic() - started)
+        self.usage_anomalies += len(t.usage_anomalies)
         self.last_usage = spent
         self.total_usage = self.total_usage + spent
         status: OutcomeStatus
         if isinstance(found, Outcome):
-            self.last_outcome = _with_usage(found, spent)
+            self.last_outcome = _with_usage(found, spent, tuple(t.usage_anomalies))
             return None
         if found is None:
             self.declined += 1
@@ -136,6 +148,7 @@ class LLMProposer(Proposer):
             status=status, block=block, turns=t.turns, repair_asked=tuple(t.repair_asked),
             prompt_tokens_estimate=t.prompt_tokens_estimate, prompt_chars=t.prompt_chars,
             response_chars=t.response_chars, json_from=t.json_from, usage=spent,
+            usage_anomalies=tuple(t.usage_anomalies),
         )
         if found is None:
             return None
@@ -144,7 +157,8 @@ class LLMProposer(Proposer):
             block=block, value=value, predicted_improvement=predicted,
             info={"usage": spent.as_dict(), "turns": t.turns, "repaired": list(t.repair_asked),
                   "json_from": t.json_from, "predicted_from": source,
-                  "prompt_chars": t.prompt_chars, "response_chars": t.response_chars},
+                  "prompt_chars": t.prompt_chars, "response_chars": t.response_chars,
+                  "usage_anomalies": list(t.usage_anomalies)},
         )
 
     # -- the turns ------------------------------------------------------------------
@@ -206,15 +220,22 @@ class LLMProposer(Proposer):
             return self._give_up(t, exc.kind, str(exc))
         t.spent = t.spent + result.usage
         t.response_chars += len(result.text)
+        if result.usage_anomaly is not None:
+            t.usage_anomalies.append(result.usage_anomaly)
         return result
 
     def _interpret(self, result: ChatResult, contract: Mapping[str, Any], t: _Turns) -> tuple[Any, float, str] | None:
         try:
             obj, how = extract_json(result.text)
+        except NonFinite as exc:
+            raise _Bad("non_finite", f"{exc}; write every number as a finite JSON number") from None
         except NoJSON as exc:
             if result.finish_reason == "length":
                 raise _Bad("truncated", "your answer was cut off at the token limit before the JSON object "
                            "was complete; reply with the JSON object only, no explanation") from None
+            if REFUSAL.match(result.text):
+                raise _Bad("refusal", "you declined to answer; reply with the JSON object for your block "
+                           '(its "value" may be null to propose nothing)') from None
             raise _Bad("malformed_json", f"could not read a JSON object from your reply: {exc}") from None
         t.json_from = how
         if "value" not in obj:
@@ -229,8 +250,14 @@ class LLMProposer(Proposer):
             self.template.check(contract, obj["value"])
         except InvalidProposal as exc:
             raise _Bad(exc.code, exc.reason) from None
+        except VALIDATOR_CRASHES as exc:
+            raise _Bad("wrong_shape", f'"value" does not have the shape your block needs ({type(exc).__name__})'
+                       ) from None
         value = self.task.encode_value(decoded)
-        gain = self.template.surrogate_gain(contract, decoded)
+        try:
+            gain = self.template.surrogate_gain(contract, decoded)
+        except VALIDATOR_CRASHES:
+            gain = None
         if gain is not None and math.isfinite(gain):
             return value, gain, "surrogate"
         said = _number(obj.get("predicted_improvement"))
@@ -247,11 +274,11 @@ class LLMProposer(Proposer):
     def counters(self) -> dict[str, Any]:
         """Failure and repair counts, for logs and metrics."""
         return {"failures": dict(self.failures), "repairs": dict(self.repairs), "declined": self.declined,
-                "usage": self.total_usage.as_dict()}
+                "usage_anomalies": self.usage_anomalies, "usage": self.total_usage.as_dict()}
 
 
-def _with_usage(outcome: Outcome, usage: LLMUsage) -> Outcome:
-    return Outcome(**{**outcome.__dict__, "usage": usage})
+def _with_usage(outcome: Outcome, usage: LLMUsage, anomalies: tuple[str, ...] = ()) -> Outcome:
+    return Outcome(**{**outcome.__dict__, "usage": usage, "usage_anomalies": anomalies})
 
 
 def _number(value: Any) -> float | None:

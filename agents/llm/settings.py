@@ -37,6 +37,9 @@ class LLMSettings(BaseModel):
     backoff_max_s: float = Field(20.0, ge=0.0, description="cap of one backoff wait")
     max_retry_after_s: float = Field(60.0, ge=0.0, description="a longer Retry-After gives up instead")
     repair_turns: int = Field(1, ge=0, le=3, description="follow-up turns quoting the validator's error")
+    max_response_bytes: int = Field(
+        2_000_000, ge=1024, description="a longer answer is cut off and given up as 'oversized' (bytes read)"
+    )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:

@@ -66,6 +66,8 @@ class TaskSpec(BaseModel):
     """Empty rounds the kind's proposer may have while converging (stale views catching up): added to the
     stall rule, as ``run_inproc`` does."""
     join_token_hash: str
+    read_token_hash: str = ""
+    """Digest of the task's read token ("" for tasks stored before read tokens existed: admin and agents only)."""
     created_at: float
     a_priori: dict[str, float] | None = None
     """The kind's a priori constants (``Task.a_priori``), for reports."""

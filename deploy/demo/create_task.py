@@ -89,6 +89,9 @@ def main() -> int:
     secret = out / "join_token"
     secret.touch(mode=0o600, exist_ok=True)
     secret.write_text(body["join_token"] + "\n")
+    reader = out / "read_token"  # reads of the task are private: this token (or the admin one) reads it
+    reader.touch(mode=0o600, exist_ok=True)
+    reader.write_text(body["read_token"] + "\n")
     print(f"created task {body['id']} ({spec['kind']}); the fleet joins it", flush=True)
     return 0
 

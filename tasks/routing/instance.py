@@ -7,25 +7,29 @@ names the parameter and says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tasks.paths import DataPath
 from tasks.registry import InvalidParams
 from tasks.routing import generate, movingai, partition
 from tasks.routing.grid import UNREACHABLE, Grid
 
 GENERATED = "generated"
+MAP_PATH = DataPath(lambda v: "/" in v or v.endswith(".map"))
+SCEN_PATH = DataPath(lambda v: "/" in v or v.endswith(".scen"))
+"""Values with a slash or the file suffix are paths (as ``movingai.resolve_*`` reads them); others are bundled."""
 
 
 class RoutingParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    map: str = Field(
+    map: Annotated[str, MAP_PATH] = Field(
         "random-32-32-10",
         description=f"bundled MovingAI map name, a .map path, or '{GENERATED}' for a seeded random grid",
     )
-    scen: str | None = Field(
+    scen: Annotated[str | None, SCEN_PATH] = Field(
         None, description="scenario: 'random-N' for the map, a bundled name or a .scen path (default random-1)"
     )
     robots: int = Field(50, ge=1, le=2000, description="number of robots k (first k scenario lines)")

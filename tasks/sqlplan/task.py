@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.base import InvalidProposal, Reference, Task
+from tasks.paths import DataPath
 from tasks.sqlplan.evaluate import Evaluator, Outcome
 from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryPlan, parse_plan
@@ -30,8 +31,8 @@ class SqlPlanParams(BaseModel):
 
     blocks: int | None = Field(None, ge=1, le=64, description="query groups (default: one per agent)")
     scale: float = Field(0.01, gt=0.0, le=1.0, description="TPC-H scale factor of the generated database")
-    db: str | None = Field(None, description="your own SQLite database instead of TPC-H")
-    queries: str | None = Field(None, description="a directory of *.sql files (one statement each)")
+    db: Annotated[str | None, DataPath()] = Field(None, description="your own SQLite database instead of TPC-H")
+    queries: Annotated[str | None, DataPath()] = Field(None, description="a directory of *.sql files (one statement each)")
     index_budget_mb: float | None = Field(None, ge=0.0, description="MiB of extra indexes allowed (none: no limit)")
     step_cap: int = Field(2_000_000, ge=100, description="VM-step cap per query, in units of 1,000 steps")
     baselines: bool = Field(True, description="compute the ANALYZE and .expert baselines for the report")
