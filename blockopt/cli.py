@@ -79,7 +79,7 @@ def model_from_args(kind: str, model: type[BaseModel], args: argparse.Namespace)
 
 RUN_OPTIONS = {"agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet",
                "mode", "processes", "round_deadline", "lease_ttl", "proposer", "proposer_option", "llm_base_url",
-               "llm_model", "reasoning_effort"}
+               "llm_model", "reasoning_effort", "store"}
 LLM_FLAGS = {"llm_base_url": "base_url", "llm_model": "model", "reasoning_effort": "reasoning_effort"}
 """Flags of the ``llm`` proposer and the proposer option each sets (flags beat ``--proposer-option``)."""
 DEFAULT_PROCESSES = os.cpu_count() or 2
@@ -164,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
         kp.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, help="agent worker processes")
         kp.add_argument("--lease-ttl", type=float, default=10.0, help="seconds a lease lives without renewal")
         kp.add_argument("--round-deadline", type=float, default=2.0, help="round closes this long after its first proposal")
+        kp.add_argument("--store", default="memory",
+                        help="the embedded coordinator's store: memory, or sqlite:///path/state.db to keep the run")
         add_proposer_options(kp)
         taken = set(RUN_OPTIONS)
         add_model_options(kp, cls.Params, taken)
@@ -173,7 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--store", default="memory",
-                       help="memory (one process), or redis://HOST:PORT/DB shared by several replicas")
+                       help="sqlite:///path/state.db (one node, survives restarts), redis://HOST:PORT/DB shared by "
+                            "several replicas, or memory (tests and benchmarks: lost on exit)")
+    serve.add_argument("--retain-finished", type=float, default=None, metavar="SECONDS",
+                       help="delete a finished task from the store this long after it ended (default: keep)")
     serve.add_argument("--redis-prefix", default="blockopt:", help="prefix of every Redis key of this deployment")
     serve.add_argument("--round-lock-ttl", type=float, default=5.0,
                        help="seconds a replica's round lock lives unrenewed (renewed while a round runs); "
@@ -209,6 +214,15 @@ def _check_run_options(args: argparse.Namespace) -> None:
     if args.processes < 1:
         raise UsageError("--processes must be at least 1")
     args.proposer_options = proposer_options(args, args.agents)
+    if args.inproc and args.store != "memory":
+        raise UsageError("--inproc keeps no store; --store needs the service path (drop --inproc)")
+    from coordinator.errors import InvalidRequest
+    from coordinator.store import store_option
+
+    try:
+        args.store_settings = store_option(args.store)
+    except InvalidRequest as exc:
+        raise UsageError(exc.message) from None
     if args.inproc and args.proposer != "heuristic":
         raise UsageError("--inproc drives the task's own proposers; --proposer needs the service path (drop --inproc)")
 
@@ -249,17 +263,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from coordinator.store import make_store, store_option
 
     _setup_logging(args.log_level)
+    if args.retain_finished is not None and not args.retain_finished > 0:
+        raise UsageError("--retain-finished must be a positive number of seconds")
     try:
         settings = from_env(admin_token_file=args.admin_token_file, **store_option(args.store),
                             redis_prefix=args.redis_prefix, round_lock_ttl=args.round_lock_ttl,
-                            lease_ttl=args.lease_ttl, round_deadline=args.round_deadline, quorum=args.quorum)
+                            lease_ttl=args.lease_ttl, round_deadline=args.round_deadline, quorum=args.quorum,
+                            retain_finished=args.retain_finished)
     except InvalidRequest as exc:
         raise UsageError(exc.message) from None
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     if settings.admin_token is None:
         raise UsageError("no admin token: set BLOCKOPT_ADMIN_TOKEN or pass --admin-token-file")
-    app = create_app(settings, make_store(settings), CollectorRegistry())
+    try:
+        store = make_store(settings)
+    except InvalidRequest as exc:
+        raise UsageError(exc.message) from None
+    app = create_app(settings, store, CollectorRegistry())
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found: make that a no-op
     # so a clean shutdown exits 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)

@@ -18,7 +18,7 @@ from agents.worker import WorkerConfig
 from coordinator.app import create_app
 from coordinator.embedded import EmbeddedServer
 from coordinator.settings import ServiceSettings
-from coordinator.store import MemoryStore
+from coordinator.store import make_store
 
 from coordinator.engine import EngineSettings, RoundOutcome
 from coordinator.inproc import RunResult, RunSettings, run_inproc
@@ -140,8 +140,9 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
     """The real path: an embedded coordinator on a loopback port and a fleet of worker processes over HTTP."""
     admin = secrets.token_urlsafe(24)
     settings = ServiceSettings(admin_token=SecretStr(admin), lease_ttl=args.lease_ttl,
-                               round_deadline=args.round_deadline)
-    app = create_app(settings, MemoryStore(), CollectorRegistry())
+                               round_deadline=args.round_deadline,
+                               **getattr(args, "store_settings", {"store": "memory"}))
+    app = create_app(settings, make_store(settings), CollectorRegistry())
     with EmbeddedServer(app) as server, httpx.Client(
         base_url=server.url, headers={"Authorization": f"Bearer {admin}"}, timeout=60.0
     ) as client:
