@@ -58,6 +58,8 @@ class Api:
         )
         self.max_retries = max_retries
         self.unavailable_patience = unavailable_patience
+        self.reconnect_patience = 0.0
+        """Seconds connection errors are retried beyond ``max_retries`` (the worker sets it once joined)."""
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.stop = stop or threading.Event()
@@ -74,8 +76,8 @@ class Api:
     ) -> httpx.Response:
         """One request; connection errors and 5xx are retried with jittered backoff (``max_retries``), and a
         503 (the coordinator's store is unreachable, or it is starting) for up to ``unavailable_patience``
-        seconds more, each wait at least the answer's Retry-After: an outage the coordinator reports is
-        waited out, not given up on."""
+        seconds more, each wait at least the answer's Retry-After, and connection errors for up to
+        ``reconnect_patience``: an outage is waited out, not given up on."""
         headers = {"Authorization": f"Bearer {token or self.token}"} if (token or self.token) else {}
         attempts = self.max_retries + 1 if retry else 1
         last: Exception | None = None
@@ -90,6 +92,9 @@ class Api:
                 r = self.client.request(method, path, json=json, params=params, headers=headers)
             except httpx.TransportError as exc:
                 last = exc
+                if retry and time.monotonic() - started < self.reconnect_patience:
+                    wait = min(self.backoff_max, 1.0)  # the coordinator is restarting: poll it steadily
+                    continue
                 attempt += 1
                 continue
             if r.status_code == 503 and retry and time.monotonic() - started < self.unavailable_patience:
