@@ -146,3 +146,18 @@ def wait_terminal(url: str, task_id: str, timeout: float) -> dict[str, Any]:
         if time.monotonic() > deadline:
             raise AssertionError(f"task {task_id} not finished after {timeout:.0f}s: {view}")
         time.sleep(0.2)
+
+
+def drain_and_stop(url: str, task_id: str, agents: Agents, timeout: float = 60.0) -> dict[str, Any]:
+    """Stop the agents (SIGTERM: they release their leases), let the coordinator judge everything queued,
+    then stop the task: it ends in a terminal state with every stored proposal judged."""
+    agents.stop()
+    deadline = time.monotonic() + timeout
+    while "pending" in ledger(url, task_id).values():
+        if time.monotonic() > deadline:
+            raise AssertionError("proposals still pending after the agents stopped")
+        time.sleep(0.2)
+    with admin(url) as c:
+        r = c.post(f"/v1/tasks/{task_id}/stop")
+        assert r.status_code == 200, r.text
+    return wait_terminal(url, task_id, timeout)
