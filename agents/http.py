@@ -9,6 +9,7 @@ that carry an idempotency key (proposal ids) or are harmless twice.
 from __future__ import annotations
 
 import random
+import time
 import threading
 from typing import Any
 
@@ -49,12 +50,16 @@ class Api:
     def __init__(
         self, base_url: str, *, timeout: float = 30.0, max_retries: int = 8, backoff_base: float = 0.1,
         backoff_max: float = 5.0, stop: threading.Event | None = None, seed: int = 0,
+        unavailable_patience: float = 120.0,
     ) -> None:
         self.client = httpx.Client(
             base_url=base_url.rstrip("/"), timeout=timeout,
             limits=httpx.Limits(max_connections=4, max_keepalive_connections=4),
         )
         self.max_retries = max_retries
+        self.unavailable_patience = unavailable_patience
+        self.reconnect_patience = 0.0
+        """Seconds connection errors are retried beyond ``max_retries`` (the worker sets it once joined)."""
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.stop = stop or threading.Event()
@@ -69,19 +74,36 @@ class Api:
         self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
         token: str | None = None, retry: bool = True,
     ) -> httpx.Response:
+        """One request; connection errors and 5xx are retried with jittered backoff (``max_retries``), and a
+        503 (the coordinator's store is unreachable, or it is starting) for up to ``unavailable_patience``
+        seconds more, each wait at least the answer's Retry-After, and connection errors for up to
+        ``reconnect_patience``: an outage is waited out, not given up on."""
         headers = {"Authorization": f"Bearer {token or self.token}"} if (token or self.token) else {}
         attempts = self.max_retries + 1 if retry else 1
         last: Exception | None = None
-        for attempt in range(attempts):
-            if attempt and self.stop.wait(self.backoff(attempt - 1)):
+        attempt = 0
+        started = time.monotonic()
+        wait = 0.0
+        while attempt < attempts:
+            if (attempt or wait) and self.stop.wait(max(wait, self.backoff(max(attempt - 1, 0)))):
                 break
+            wait = 0.0
             try:
                 r = self.client.request(method, path, json=json, params=params, headers=headers)
             except httpx.TransportError as exc:
                 last = exc
+                if retry and time.monotonic() - started < self.reconnect_patience:
+                    wait = min(self.backoff_max, 1.0)  # the coordinator is restarting: poll it steadily
+                    continue
+                attempt += 1
+                continue
+            if r.status_code == 503 and retry and time.monotonic() - started < self.unavailable_patience:
+                last = ApiError.from_response(r)
+                wait = min(self.backoff_max, last.retry_after or self.backoff_base)
                 continue
             if r.status_code >= 500:
                 last = ApiError.from_response(r)
+                attempt += 1
                 continue
             if r.status_code >= 400:
                 raise ApiError.from_response(r)

@@ -42,6 +42,9 @@ class WorkerConfig:
     """Long-poll seconds per verdict request (also bounds how long a stop can take)."""
     max_retries: int = 8
     timeout: float = 30.0
+    reconnect_patience: float = 120.0
+    """Once joined, seconds to keep retrying a coordinator that refuses connections (a restart, an
+    upgrade); before joining, ``max_retries`` alone decides (a wrong URL fails fast)."""
 
 
 @dataclass
@@ -82,6 +85,7 @@ class Worker:
         joined = r.json()
         self.agent_id = joined["agent_id"]
         self.api.token = joined["token"]
+        self.api.reconnect_patience = self.config.reconnect_patience
         info = joined["task"]
         task = create_task(info["kind"], info["params"])
         hints = info.get("proposer") or {}
@@ -222,6 +226,7 @@ class Worker:
             return None
         self.lease_id = None  # consumed by the stored proposal
         self.stats.proposals += 1
+        log.debug("%s: proposal %s acknowledged", self.config.name, body["id"])
         view = r.json()
         while r.status_code == 202 and not self.stop.is_set():
             try:

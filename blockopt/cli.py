@@ -82,7 +82,7 @@ def model_from_args(kind: str, model: type[BaseModel], args: argparse.Namespace)
 RUN_OPTIONS = {"agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet",
                "stop_gain_per_1k_tokens", "stop_gain_per_agent_second",
                "mode", "processes", "round_deadline", "lease_ttl", "proposer", "proposer_option", "llm_base_url",
-               "llm_model", "reasoning_effort"}
+               "llm_model", "reasoning_effort", "store"}
 LLM_FLAGS = {"llm_base_url": "base_url", "llm_model": "model", "reasoning_effort": "reasoning_effort"}
 """Flags of the ``llm`` proposer and the proposer option each sets (flags beat ``--proposer-option``)."""
 DEFAULT_PROCESSES = os.cpu_count() or 2
@@ -166,6 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
         kp.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, help="agent worker processes")
         kp.add_argument("--lease-ttl", type=float, default=10.0, help="seconds a lease lives without renewal")
         kp.add_argument("--round-deadline", type=float, default=2.0, help="round closes this long after its first proposal")
+        kp.add_argument("--store", default="memory",
+                        help="the embedded coordinator's store: memory, or sqlite:///path/state.db to keep the run")
         add_proposer_options(kp)
         taken = set(RUN_OPTIONS)
         add_model_options(kp, cls.Params, taken)
@@ -175,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--store", default="memory",
-                       help="memory (one process), or redis://HOST:PORT/DB shared by several replicas")
+                       help="sqlite:///path/state.db (one node, survives restarts), redis://HOST:PORT/DB shared by "
+                            "several replicas, or memory (tests and benchmarks: lost on exit)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     add_settings_options(serve)  # one flag per ServiceSettings field
 
@@ -220,6 +223,15 @@ def _check_run_options(args: argparse.Namespace) -> None:
         if value is not None and not value > 0:
             raise UsageError(f"--{name.replace('_', '-')} must be positive")
     args.proposer_options = proposer_options(args, args.agents)
+    if args.inproc and args.store != "memory":
+        raise UsageError("--inproc keeps no store; --store needs the service path (drop --inproc)")
+    from coordinator.errors import InvalidRequest
+    from coordinator.store import store_option
+
+    try:
+        args.store_settings = store_option(args.store)
+    except InvalidRequest as exc:
+        raise UsageError(exc.message) from None
     if args.inproc and args.proposer != "heuristic":
         raise UsageError("--inproc drives the task's own proposers; --proposer needs the service path (drop --inproc)")
 
@@ -274,7 +286,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         logging.getLogger("blockopt.serve").warning(
             "--public-read: anyone who can reach this coordinator can read every task's solution, report, "
             "rounds, events and trajectories")
-    app = create_app(settings, make_store(settings), CollectorRegistry())
+    try:
+        store = make_store(settings)
+    except InvalidRequest as exc:
+        raise UsageError(exc.message) from None
+    app = create_app(settings, store, CollectorRegistry())
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found: make that a no-op
     # so a clean shutdown exits 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)

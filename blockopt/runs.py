@@ -19,7 +19,7 @@ from coordinator.app import create_app
 from coordinator.datapaths import dirs_for
 from coordinator.embedded import EmbeddedServer
 from coordinator.settings import ServiceSettings
-from coordinator.store import MemoryStore
+from coordinator.store import make_store
 
 from coordinator.engine import EngineSettings, RoundOutcome
 from coordinator.inproc import RunResult, RunSettings, run_inproc
@@ -187,8 +187,9 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
     admin = secrets.token_urlsafe(24)
     settings = ServiceSettings(admin_token=SecretStr(admin), lease_ttl=args.lease_ttl,
                                round_deadline=args.round_deadline,  # paths named on our own command line:
-                               data_dirs=dirs_for(type(task.params), task.params.model_dump()))
-    app = create_app(settings, MemoryStore(), CollectorRegistry())
+                               data_dirs=dirs_for(type(task.params), task.params.model_dump()),
+                               **getattr(args, "store_settings", {"store": "memory"}))
+    app = create_app(settings, make_store(settings), CollectorRegistry())
     with EmbeddedServer(app) as server, httpx.Client(
         base_url=server.url, headers={"Authorization": f"Bearer {admin}"}, timeout=60.0
     ) as client:

@@ -23,7 +23,7 @@ from pydantic import SecretStr, ValidationError
 
 from coordinator.settings import SECRET_VARIABLES, ServiceSettings, from_env
 
-STORE_FIELDS = {"store", "redis_url"}
+STORE_FIELDS = {"store", "redis_url", "sqlite_path"}
 """Set through ``--store URL`` (one flag, two fields)."""
 
 

@@ -162,6 +162,13 @@ class Unavailable(BlockoptError):
     code = "unavailable"
 
 
+class StoreUnavailable(Unavailable):
+    """The store refused or dropped the call (Redis unreachable, the SQLite file locked past its timeout):
+    nothing was changed, agents back off and retry."""
+
+    code = "store_unavailable"
+
+
 class NotSupported(BlockoptError):
     """The configured store does not implement this feature (a third-party store on an older interface)."""
 

@@ -10,11 +10,12 @@ summed as ``other``), rejection reasons by a fixed vocabulary.
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -190,9 +191,24 @@ class ServiceMetrics:
         )
         self.state = TaskStateCollector()
         registry.register(self.state)
+        self.cache_sizes: Callable[[], dict[str, int]] | None = None
+        """Set by the service: its per-task caches, by name."""
+        self.asyncio_tasks = Gauge("blockopt_asyncio_tasks", "asyncio tasks alive in this process (at scrape)",
+                                   registry=registry)
+        self.store_records = Gauge("blockopt_store_records",
+                                   "Records the store holds (SQLite rows, Redis keys under the prefix, memory "
+                                   "records); -1 when the store cannot count them", registry=registry)
+        self.cached = Gauge("blockopt_service_cached", "Entries in this process's per-task caches",
+                            ["cache"], registry=registry)
 
     async def refresh(self, store: Store, now: float) -> None:
         """Read task state from the store (called by /metrics right before rendering)."""
+        self.asyncio_tasks.set(len(asyncio.all_tasks()))
+        records = await store.record_count()
+        self.store_records.set(-1 if records is None else records)
+        if self.cache_sizes is not None:
+            for name, size in self.cache_sizes().items():
+                self.cached.labels(name).set(size)
         specs = await store.list_tasks()
         runtimes = {s.id: await store.get_runtime(s.id) for s in specs}
         status_counts: dict[str, int] = {}

@@ -97,6 +97,7 @@ class CoordinatorService:
         self._background: set[asyncio.Task[None]] = set()
         self._scheduler: asyncio.Task[None] | None = None
         self.ready = False
+        metrics.cache_sizes = self.cache_sizes
 
     # -- lifecycle ------------------------------------------------------------
     async def start(self) -> None:
@@ -762,6 +763,39 @@ class CoordinatorService:
             except errors.Conflict as exc:
                 log.warning("task %s: window not recorded: %s", task_id, exc.message)
 
+    # -- retention ---------------------------------------------------------------------
+    async def _evict_if_due(self, task_id: str, runtime: TaskRuntime, now: float) -> None:
+        """Delete a task ``retain_finished`` seconds after it ended, so a long-lived service's state stays
+        bounded (every replica may try: deleting is idempotent)."""
+        retain = self.settings.retain_finished
+        if retain is None or runtime.finished_at is None or now - runtime.finished_at < retain:
+            return
+        if self._lock(task_id).locked():
+            return
+        try:
+            if await self.store.delete_task(task_id):
+                log.info("task %s evicted: finished %.0f s ago (%s)", task_id, now - runtime.finished_at,
+                         runtime.status)
+        except errors.NotSupported:
+            log.warning("the store cannot delete tasks: --retain-finished has no effect")
+            self.settings = self.settings.model_copy(update={"retain_finished": None})
+            return
+        self.forget(task_id)
+
+    def forget(self, task_id: str) -> None:
+        """Drop this process's caches of a task that no longer exists."""
+        self._built.pop(task_id, None)
+        self._specs.pop(task_id, None)
+        self._locks.pop(task_id, None)
+        self._notify(task_id)
+        for key in [k for k in self._agents if k[0] == task_id]:
+            del self._agents[key]
+
+    def cache_sizes(self) -> dict[str, int]:
+        """What this process holds per task (the soak benchmark watches these stay bounded)."""
+        return {"built": len(self._built), "specs": len(self._specs), "locks": len(self._locks),
+                "events": len(self._events), "agents": len(self._agents), "background": len(self._background)}
+
     # -- scheduler ---------------------------------------------------------------------
     async def _schedule_forever(self) -> None:
         while True:
@@ -780,6 +814,7 @@ class CoordinatorService:
             spec = await self.spec(task_id)
             runtime = await self.store.get_runtime(spec.id)
             if runtime.status in TERMINAL:
+                await self._evict_if_due(task_id, runtime, now)
                 continue
             expired = await self.store.expire_leases(spec.id, now)
             for lease in expired:

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-StoreKind = Literal["memory", "redis"]
+StoreKind = Literal["memory", "sqlite", "redis"]
 
 MIN_ADMIN_TOKEN = 24
 PLACEHOLDERS = ("replace", "changeme", "change-me", "change_me", "s3cret", "secret", "password", "passw0rd",
@@ -42,6 +42,10 @@ class ServiceSettings(BaseModel):
         None, description="bearer token for task administration; None refuses every admin call"
     )
     store: StoreKind = "memory"
+    sqlite_path: str | None = Field(None, description="the SQLite file when store='sqlite' (WAL mode, durable)")
+    retain_finished: float | None = Field(
+        None, gt=0, description="seconds a finished task is kept before it is deleted from the store; None keeps it"
+    )
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="the shared Redis when store='redis'")
     redis_prefix: str = Field("blockopt:", min_length=1, description="every Redis key starts with this")
     redis_commit: Literal["lua", "watch"] = Field("lua", description="commit as one Lua script or WATCH/MULTI")

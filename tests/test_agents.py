@@ -98,6 +98,26 @@ def test_gives_up_after_retries_with_the_last_error() -> None:
         api.close()
 
 
+def test_a_503_outage_longer_than_the_retries_is_waited_out() -> None:
+    """The store is down for longer than ``max_retries`` backoffs: 503s are retried while the patience lasts."""
+    app, seen = flaky_app(failures=12)
+    with EmbeddedServer(app) as server:
+        api = Api(server.url, backoff_base=0.01, backoff_max=0.02, max_retries=2, unavailable_patience=30.0)
+        assert api.call("GET", "/thing").json() == {"ok": True}
+        assert len(seen) == 13
+        api.close()
+
+
+def test_a_503_outage_past_the_patience_gives_up_with_the_reason() -> None:
+    app, seen = flaky_app(failures=10_000)
+    with EmbeddedServer(app) as server:
+        api = Api(server.url, backoff_base=0.01, backoff_max=0.02, max_retries=2, unavailable_patience=0.3)
+        with pytest.raises(ApiError) as err:
+            api.call("GET", "/thing")
+        assert (err.value.status, err.value.code) == (503, "unavailable") and len(seen) > 3
+        api.close()
+
+
 def test_4xx_is_not_retried_and_carries_retry_after() -> None:
     app, _ = flaky_app(0)
     with EmbeddedServer(app) as server:

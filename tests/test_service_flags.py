@@ -30,6 +30,7 @@ from tests.conftest import ADMIN, REPO, Coordinator, blockopt_process
 STRONG = "serve-flags-admin-token-93b1f0c7"
 SAMPLES: dict[str, tuple[list[str], Any]] = {
     "redis_prefix": (["x:"], "x:"),
+    "retain_finished": (["30"], 30.0),
     "redis_commit": (["watch"], "watch"),
     "round_lock_ttl": (["7.5"], 7.5),
     "lease_ttl": (["3"], 3.0),

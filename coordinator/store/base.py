@@ -316,6 +316,15 @@ class Store(abc.ABC):
         """Every recorded abandoned lease, oldest first."""
         return []
 
+    # -- retention and sizing (defaults keep an older third-party store running) ----------------------
+    async def delete_task(self, task_id: str) -> bool:
+        """Forget the task and everything recorded under it (retention of finished tasks); False if unknown."""
+        raise errors.NotSupported("this store cannot delete tasks")
+
+    async def record_count(self) -> int | None:
+        """How many records (rows, keys) the store holds: the soak benchmark's measure of bounded state."""
+        return None
+
     async def ping(self) -> bool:
         return True
 

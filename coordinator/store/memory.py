@@ -137,6 +137,19 @@ class MemoryStore(Store):
         with self._lock:
             return self._books(task_id).head.model_copy()
 
+    async def delete_task(self, task_id: str) -> bool:
+        with self._lock:
+            return self._tasks.pop(task_id, None) is not None
+
+    async def record_count(self) -> int:
+        """Records as the SQLite store counts rows: one per task, lease, proposal, round, counter, ..."""
+        with self._lock:
+            return sum(
+                1 + len(b.leases) + len(b.lease_seq) + len(b.proposals) + len(b.rounds) + len(b.counters)
+                + len(b.usage) + len(b.abandoned) + len(b.agents)
+                for b in self._tasks.values()
+            )
+
     # -- rounds -------------------------------------------------------------
     async def acquire_round_lock(self, task_id: str, owner: str, ttl: float, now: float) -> int | None:
         with self._lock:

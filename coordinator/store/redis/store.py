@@ -79,7 +79,8 @@ def _reachable(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine
         try:
             return await fn(*args, **kwargs)
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise errors.Unavailable(f"the redis store cannot be reached: {type(exc).__name__}") from exc
+            raise errors.StoreUnavailable(f"the redis store cannot be reached: {type(exc).__name__}",
+                                          retry_after=1.0) from exc
 
     return wrapper
 
@@ -189,6 +190,20 @@ class RedisStore(Store):
         if end is not None:  # a terminal status beats whatever a later commit wrote
             runtime = runtime.model_copy(update=json.loads(end))
         return runtime
+
+    @_reachable
+    async def delete_task(self, task_id: str) -> bool:
+        k = self.keys.task(task_id)
+        async with self.r.pipeline(transaction=True) as pipe:
+            pipe.lrem(self.keys.tasks, 0, task_id)
+            pipe.delete(*vars(k).values())
+            removed, _ = await pipe.execute()
+        return bool(removed)
+
+    @_reachable
+    async def record_count(self) -> int:
+        """Keys under this deployment's prefix (SCAN: never blocks Redis)."""
+        return sum([1 async for _ in self.r.scan_iter(match=f"{self.keys.prefix}*", count=1000)])
 
     @_reachable
     async def finish(self, task_id: str, status: TaskStatus, reason: str, now: float) -> bool:

@@ -1,0 +1,103 @@
+"""Finished tasks are deleted ``retain_finished`` seconds after they end, in every store: state stays bounded."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from coordinator import errors
+from coordinator.metrics import ServiceMetrics
+from coordinator.service import CoordinatorService
+from coordinator.settings import ServiceSettings
+from coordinator.store import MemoryStore
+from coordinator.store.base import Store
+from coordinator.store.redis import RedisStore
+from coordinator.store.sqlite import SQLiteStore
+from coordinator.wire import CreateTask
+from tests.conftest import ADMIN, blockopt_process
+from tests.redis_support import new_prefix, purge, require_redis
+
+RETAIN = 60.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    if request.param == "memory":
+        yield MemoryStore()
+    elif request.param == "sqlite":
+        s = SQLiteStore(tmp_path / "state.db")
+        yield s
+        await s.close()
+    else:
+        url, prefix = require_redis(), new_prefix()
+        r = RedisStore.from_url(url, prefix=prefix)
+        yield r
+        await r.close()
+        assert purge(url, prefix) == []
+
+
+def _service(store: Store, clock: Clock, retain: float | None = RETAIN) -> CoordinatorService:
+    settings = ServiceSettings(retain_finished=retain)
+    return CoordinatorService(settings, store, ServiceMetrics(CollectorRegistry()), clock=clock)
+
+
+async def _task(service: CoordinatorService) -> str:
+    spec, *_ = await service.create(CreateTask(kind="quadratic", params={"blocks": 3, "dim": 2}))
+    return spec.id
+
+
+@pytest.mark.anyio
+async def test_a_finished_task_is_evicted_after_the_retention(store: Store) -> None:
+    clock = Clock()
+    service = _service(store, clock)
+    empty = await store.record_count()
+    done, running = await _task(service), await _task(service)
+    await service.view(done)  # fills this process's caches too
+    await service.stop(done)
+    clock.now += RETAIN - 1
+    await service.tick()
+    assert (await store.get_runtime(done)).status == "stopped"  # kept until the retention has passed
+    clock.now += 1
+    await service.tick()
+    with pytest.raises(errors.NotFound):
+        await store.get_task(done)
+    with pytest.raises(errors.NotFound):
+        await service.view(done)
+    assert await store.task_ids() == [running]  # a running task is never evicted, however old
+    assert service.cache_sizes()["built"] == 1  # its cached build is dropped with it
+    await service.stop(running)
+    clock.now += RETAIN
+    await service.tick()
+    assert await store.task_ids() == []
+    assert await store.record_count() == empty  # nothing of either task is left behind
+    assert service.cache_sizes()["built"] == service.cache_sizes()["specs"] == 0
+
+
+@pytest.mark.anyio
+async def test_without_retention_finished_tasks_are_kept(store: Store) -> None:
+    clock = Clock()
+    service = _service(store, clock, retain=None)
+    done = await _task(service)
+    await service.stop(done)
+    clock.now += 10 * 365 * 86400
+    await service.tick()
+    assert (await store.get_runtime(done)).status == "stopped"
+    await store.delete_task(done)  # (leave the shared Redis clean)
+
+
+def test_retain_finished_must_be_positive() -> None:
+    proc = blockopt_process("serve", "--retain-finished", "0", env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert err.count(b"\n") == 1 and b"--retain-finished: Input should be greater than 0" in err
