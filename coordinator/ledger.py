@@ -121,7 +121,8 @@ class RunLedger:
     def forecast(self, horizon: int = 5) -> fc.Forecast:
         objectives = [self.initial_objective] + [r.objective for r in self.records]
         return fc.forecast(objectives, self.reference.value, window=self.forecast_window, epsilon=self.epsilon,
-                           horizon=horizon, pace=self.pace(), tolerance=self.tolerance)
+                           horizon=horizon, pace=self.pace(), tolerance=self.tolerance,
+                           optimum=self.reference.kind == "optimum")
 
     def constants(self) -> RunConstants:
         return run_constants(self.steps())
