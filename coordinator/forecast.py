@@ -158,7 +158,9 @@ def forecast(
     h = min(window, t)//2 smooths rounds in which only some blocks were proposed for.
 
     With ``optimum`` (the reference is a proven optimum, so the gap itself is known) the ETA to relative gap ε
-    follows the gap's own recent rate (g_t/g_{t−k})^{1/k}, k = min(window, t), unless the limit is above ε.
+    follows the gap's own recent rate (g_t/g_{t−k})^{1/k}, k = min(window, t); a floor shows as a slow rate
+    and in ``limit``. Against a lower bound, the ETA is to relative gap ε when the limit is below it, else to
+    within ε of the limit.
     """
     f = list(objectives)
     t = len(f) - 1
@@ -180,19 +182,16 @@ def forecast(
     gap_now = f[t] - reference if f else 0.0
     if f and gap_now <= target:
         eta, eta_target = 0, "relative_gap"
-    elif limit is not None and remaining is not None and rho is not None and limit - reference >= target:
-        eta_target = "limit"  # the limit is above the target: rounds until within ε of the limit
-        eta = 0 if remaining <= target else (1 if rho <= 0.0 else
-                                             max(1, math.ceil(math.log(target / remaining) / math.log(rho))))
-    elif optimum and t >= 1:
+    elif optimum and t >= 1:  # the gap is known: its own rate says how far ε is (a floor shows as a slow rate)
         k = min(window, t)
         base = f[t - k] - reference
         ratio = (gap_now / base) ** (1.0 / k) if base > tolerance and gap_now > 0 else None
         if ratio is not None and ratio < 1.0:
             eta, eta_target = max(1, math.ceil(math.log(target / gap_now) / math.log(ratio))), "relative_gap"
     elif limit is not None and remaining is not None and rho is not None:
-        allowed = target - (limit - reference)
-        eta_target = "relative_gap"
+        reachable = limit - reference < target
+        allowed = target - (limit - reference) if reachable else target  # else: to within ε of the limit
+        eta_target = "relative_gap" if reachable else "limit"
         eta = 0 if remaining <= allowed else (1 if rho <= 0.0 else
                                               max(1, math.ceil(math.log(allowed / remaining) / math.log(rho))))
     per_tokens = (gain / (horizon * pace.tokens / 1000.0)) if pace.tokens and gain is not None else None

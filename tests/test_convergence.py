@@ -207,4 +207,6 @@ def test_eta_against_a_proven_optimum_follows_the_gaps_own_rate() -> None:
     f = forecast(objectives, reference=-1.0, epsilon=1e-8, optimum=True)
     assert f.eta_target == "relative_gap" and f.eta_rounds == 4  # 1e-4 -> 1e-8 at a tenth per round
     floor = [-1.0 + 1e-3 + 0.5**k for k in range(12)]  # converging to a floor above the target
-    assert forecast(floor, reference=-1.0, epsilon=1e-8, optimum=True).eta_target == "limit"
+    at_floor = forecast(floor, reference=-1.0, epsilon=1e-8, optimum=True)
+    assert at_floor.limit == pytest.approx(-1.0 + 1e-3, abs=1e-5)  # the limit shows the floor
+    assert forecast(floor, reference=-1.0, epsilon=1e-8).eta_target == "limit"  # against a lower bound
