@@ -29,13 +29,14 @@ def run(out: Path, budget: float | None, time_limit: float, agents: int) -> dict
 def row(name: str, r: dict[str, Any]) -> str:
     sol = r.get("solution", {})
     t = sol.get("totals", {})
-    b = r["bound"]
+    b = r["constants"]
+    one = r["checks"]["one_step"]
     mib = sol.get("index_bytes", 0) / 2**20
     return (f"| {name} | {t.get('default')} | {t.get('analyze')} | {t.get('expert_per_query', '-')} | "
             f"{t.get('expert_union', '-')} | {t.get('expert_budget', '-')} | **{t.get('final')}** ({mib:.1f} MiB) | "
             f"{r['feasible']} | {r['rounds']} | {r['wall_s']:.0f} | kappa {b['kappa']:.3g}, gamma "
             f"[{b['gamma_min']:.3g}, {b['gamma_max']:.3g}], delta {b['delta_max']:.3g}, "
-            f"held {b['rounds_held']}/{b['rounds_checked']} |")
+            f"status {r['status']}, one-step forecast hit {one['hits']}/{one['rounds']} |")
 
 
 def main() -> None:

@@ -151,53 +151,56 @@ class Pace:
 
 def forecast(
     objectives: Sequence[float], reference: float, *, window: int = DEFAULT_WINDOW, epsilon: float = DEFAULT_EPSILON,
-    horizon: int = 5, pace: Pace = Pace(), tolerance: float = 0.0,
+    horizon: int = 5, pace: Pace = Pace(), tolerance: float = 0.0, optimum: bool = False,
 ) -> Forecast:
     """Extrapolate F_0..F_t. Decreases over the last h rounds (D₁) and the h before (D₀) give the ratio q = D₁/D₀
     per h rounds; if they keep shrinking geometrically, what is left is D₁·q/(1−q) (Aitken's Δ² when h = 1).
-    h = min(window, t)//2 smooths rounds in which only some blocks were proposed for."""
+    h = min(window, t)//2 smooths rounds in which only some blocks were proposed for.
+
+    With ``optimum`` (the reference is a proven optimum, so the gap itself is known) the ETA to relative gap ε
+    follows the gap's own recent rate (g_t/g_{t−k})^{1/k}, k = min(window, t); a floor shows as a slow rate
+    and in ``limit``. Against a lower bound, the ETA is to relative gap ε when the limit is below it, else to
+    within ε of the limit.
+    """
     f = list(objectives)
     t = len(f) - 1
-    empty = Forecast(limit=None, remaining=None, eta_rounds=None, eta_seconds=None, eta_target=None, epsilon=epsilon,
-                     rate=None, horizon_rounds=horizon, gain_next_rounds=None, gain_per_1k_tokens=None,
-                     gain_per_agent_second=None)
-    h = min(window, t) // 2
-    if h < 1:
-        return empty
-    d1 = max(0.0, f[t - h] - f[t])
-    d0 = max(0.0, f[t - 2 * h] - f[t - h])
-    if d1 <= tolerance:
-        q = 0.0
-    elif d0 <= tolerance or d1 >= d0:
-        return empty  # not contracting (yet): no limit can be read off these decreases
-    else:
-        q = d1 / d0
-    rho = q ** (1.0 / h)
-    remaining = d1 * q / (1.0 - q) if q > 0 else 0.0
-    limit = max(f[t] - remaining, reference)
-    remaining = f[t] - limit
-    g0 = f[0] - reference
+    g0 = f[0] - reference if f else 0.0
     target = target_gap(reference, g0, epsilon)
-    gap_now, gap_limit = f[t] - reference, limit - reference
-    if gap_now <= target:
+    limit = remaining = rho = gain = None
+    h = min(window, t) // 2
+    if h >= 1:
+        d1 = max(0.0, f[t - h] - f[t])
+        d0 = max(0.0, f[t - 2 * h] - f[t - h])
+        q = 0.0 if d1 <= tolerance else (d1 / d0 if d0 > tolerance and d1 < d0 else None)
+        if q is not None:  # else not contracting (yet): no limit can be read off these decreases
+            rho = q ** (1.0 / h)
+            limit = max(f[t] - (d1 * q / (1.0 - q) if q > 0 else 0.0), reference)
+            remaining = f[t] - limit
+            gain = remaining * (1.0 - rho**horizon)
+    eta: int | None = None
+    eta_target: str | None = None
+    gap_now = f[t] - reference if f else 0.0
+    if f and gap_now <= target:
         eta, eta_target = 0, "relative_gap"
-    else:
-        eta_target = "relative_gap" if gap_limit < target else "limit"
-        allowed = target - gap_limit if gap_limit < target else target
-        if remaining <= allowed:
-            eta = 0
-        elif rho <= 0.0:
-            eta = 1
-        else:
-            eta = max(1, math.ceil(math.log(allowed / remaining) / math.log(rho)))
-    gain = remaining * (1.0 - rho**horizon)
-    per_tokens = (gain / (horizon * pace.tokens / 1000.0)) if pace.tokens else None
-    per_agent_s = (gain / (horizon * pace.agent_seconds)) if pace.agent_seconds else None
+    elif optimum and t >= 1:  # the gap is known: its own rate says how far ε is (a floor shows as a slow rate)
+        k = min(window, t)
+        base = f[t - k] - reference
+        ratio = (gap_now / base) ** (1.0 / k) if base > tolerance and gap_now > 0 else None
+        if ratio is not None and ratio < 1.0:
+            eta, eta_target = max(1, math.ceil(math.log(target / gap_now) / math.log(ratio))), "relative_gap"
+    elif limit is not None and remaining is not None and rho is not None:
+        reachable = limit - reference < target
+        allowed = target - (limit - reference) if reachable else target  # else: to within ε of the limit
+        eta_target = "relative_gap" if reachable else "limit"
+        eta = 0 if remaining <= allowed else (1 if rho <= 0.0 else
+                                              max(1, math.ceil(math.log(allowed / remaining) / math.log(rho))))
+    per_tokens = (gain / (horizon * pace.tokens / 1000.0)) if pace.tokens and gain is not None else None
+    per_agent_s = (gain / (horizon * pace.agent_seconds)) if pace.agent_seconds and gain is not None else None
     return Forecast(
         limit=limit, remaining=remaining, eta_rounds=eta,
-        eta_seconds=eta * pace.seconds if pace.seconds is not None else None, eta_target=eta_target,
-        epsilon=epsilon, rate=rho, horizon_rounds=horizon, gain_next_rounds=gain, gain_per_1k_tokens=per_tokens,
-        gain_per_agent_second=per_agent_s,
+        eta_seconds=eta * pace.seconds if (pace.seconds is not None and eta is not None) else None,
+        eta_target=eta_target, epsilon=epsilon, rate=rho, horizon_rounds=horizon, gain_next_rounds=gain,
+        gain_per_1k_tokens=per_tokens, gain_per_agent_second=per_agent_s,
     )
 
 

@@ -121,7 +121,8 @@ class RunLedger:
     def forecast(self, horizon: int = 5) -> fc.Forecast:
         objectives = [self.initial_objective] + [r.objective for r in self.records]
         return fc.forecast(objectives, self.reference.value, window=self.forecast_window, epsilon=self.epsilon,
-                           horizon=horizon, pace=self.pace(), tolerance=self.tolerance)
+                           horizon=horizon, pace=self.pace(), tolerance=self.tolerance,
+                           optimum=self.reference.kind == "optimum")
 
     def constants(self) -> RunConstants:
         return run_constants(self.steps())
@@ -139,8 +140,7 @@ class RunLedger:
         one = fc.one_step_summary([r.predicted_gap for r in self.records], gaps[1:], self.coverage, self.tolerance)
         env = fc.envelope_summary(self.steps(), self.window,
                                   fc.target_gap(self.reference.value, gaps[0], self.epsilon), self.tolerance)
-        return {"a_priori": a_priori, "one_step": one.model_dump(), "envelope": env.model_dump(),
-                "accounting_violations": sum(r.accounting_violations for r in self.records)}
+        return {"a_priori": a_priori, "one_step": one.model_dump(), "envelope": env.model_dump()}
 
     @property
     def wall_s(self) -> float:
@@ -173,6 +173,8 @@ class Report(BaseModel):
     checks: dict[str, Any]
     """``a_priori`` (None when the kind states no a priori bound), ``one_step``, ``envelope``."""
     forecast: fc.Forecast
+    accounting_violations: int = 0
+    """Rounds whose books did not balance (a bug, never a result; 0 in a healthy run)."""
     history: list[dict[str, Any]]
     solution: Any = None
     """The final solution as the kind presents it (``Task.solution``), filled in by the CLI."""
@@ -229,6 +231,7 @@ def build_report(
         constants=ledger.constants(),
         checks=ledger.checks(),
         forecast=ledger.forecast(horizon),
+        accounting_violations=sum(r.accounting_violations for r in ledger.records),
         history=[history_fields(r) for r in ledger.records],
     )
 

@@ -255,7 +255,7 @@ def _forecast(spec: TaskSpec, rt: TaskRuntime, recent: list[RoundRecord], rows: 
     pace = fc.Pace(seconds=elapsed / rounds, tokens=sum(r.usage.tokens for r in rows) / rounds or None,
                    agent_seconds=sum(r.usage.seconds for r in rows) / rounds or None)
     f = fc.forecast(objectives, spec.reference, horizon=spec.stop_when.horizon_rounds if spec.stop_when else 5,
-                    pace=pace, tolerance=spec.tolerance)
+                    pace=pace, tolerance=spec.tolerance, optimum=spec.reference_kind == "optimum")
     out: dict[str, float | None] = {k: v for k, v in f.model_dump().items() if k in FORECAST_GAUGES}
     out["predicted_gap"] = fc.one_step([o - spec.reference for o in objectives], tolerance=spec.tolerance)
     out["consecutive_misses"] = float(fc.consecutive_misses([r.hit for r in recent]))

@@ -55,11 +55,13 @@ def convergence_plot(report: Report, path: str) -> str:
         ax.semilogy(ex, [max(v, _FLOOR) for v in env["envelope"]], ":", color="#9467bd", lw=1.5,
                     label=f"envelope from first {w} steps: hit {env['hits']}/{env['rounds']}")
     elif env["envelope"]:
-        ax.plot([], [], " ", label=f"envelope from first {env['window']} steps: uninformative, not drawn")
+        why = ("no contraction or a floor above the gap" if not env["informative"]
+               else f"median B/g {env['tightness_median']:.3g}")
+        ax.plot([], [], " ", label=f"envelope from first {env['window']} steps: vacuous ({why}), not drawn")
     f = report.forecast
     if f.limit is not None and f.rate is not None and f.remaining and f.remaining > 0:
         last_gap = hist[-1]["gap"] if hist else gap0
-        ahead = max(1, min(f.eta_rounds or 10, 200))
+        ahead = 10 if f.eta_rounds is None else max(1, min(f.eta_rounds, 200))
         px = [xs[-1] + k for k in range(ahead + 1)]
         py = [max(f.limit - ref + f.remaining * f.rate**k, _FLOOR) for k in range(ahead + 1)]
         py[0] = max(last_gap, _FLOOR)

@@ -200,3 +200,13 @@ def test_stale_corrections_are_measured_as_correction_error() -> None:
     assert result.status in ("optimal", "stalled")
     c = result.ledger.constants()
     assert c.delta_max is not None and c.delta_max > 0
+
+
+def test_eta_against_a_proven_optimum_follows_the_gaps_own_rate() -> None:
+    objectives = [-1.0 + 0.1**k for k in range(5)]  # gap 10^-k against the optimum -1
+    f = forecast(objectives, reference=-1.0, epsilon=1e-8, optimum=True)
+    assert f.eta_target == "relative_gap" and f.eta_rounds == 4  # 1e-4 -> 1e-8 at a tenth per round
+    floor = [-1.0 + 1e-3 + 0.5**k for k in range(12)]  # converging to a floor above the target
+    at_floor = forecast(floor, reference=-1.0, epsilon=1e-8, optimum=True)
+    assert at_floor.limit == pytest.approx(-1.0 + 1e-3, abs=1e-5)  # the limit shows the floor
+    assert forecast(floor, reference=-1.0, epsilon=1e-8).eta_target == "limit"  # against a lower bound

@@ -77,6 +77,12 @@ class SqlPlanTask(Task[SqlState]):
         self.qids = list(self.workload.queries)
         self.budget = None if params.index_budget_mb is None else int(params.index_budget_mb * MIB)
         self.default_total = sum(self.ev.default_cost.values())
+        readers: dict[str, set[str]] = {}
+        for q in self.qids:
+            for table in self.ev.models[q].tables:
+                readers.setdefault(table, set()).add(q)
+        self._readers: dict[str, frozenset[str]] = {t: frozenset(qs) for t, qs in readers.items()}
+        """table -> the queries that read it (whose cost an index change on it can alter)."""
         self.penalty = float(self.default_total + 1000)
         n = params.blocks or 4
         self.n = max(1, min(n, len(self.qids)))
@@ -156,12 +162,20 @@ class SqlPlanTask(Task[SqlState]):
         return BlockChange(plans, frozenset(), frozenset())
 
     def footprint(self, state: SqlState, block: int, value: BlockChange) -> frozenset[Hashable]:
-        """Tables whose indexes change or whose readers are re-planned, and the budget when adding."""
-        fp: set[Hashable] = {("table", i.table) for i in value.add | value.drop}
+        """The queries whose cost the change can alter, and the budget when it changes the index set.
+
+        An index added or dropped on a table can change the cost of every query that reads that table
+        (whichever block owns it); a new plan changes its own query's cost. Tables are not enough: an index
+        on ``orders`` and one on ``lineitem`` meet in every query that reads both. The budget penalty is a
+        function of the whole index set, so every index change under a budget touches it.
+        """
+        fp: set[Hashable] = set()
+        for index in value.add | value.drop:
+            fp |= {("query", q) for q in self._readers.get(index.table, ())}
         for q, plan in value.plans.items():
             if plan != state.plans[self.qids.index(q)]:
-                fp |= {("table", t) for t in self.ev.models[q].tables}
-        if value.add and self.budget is not None:
+                fp.add(("query", q))
+        if (value.add or value.drop) and self.budget is not None:
             fp.add(("budget",))
         return frozenset(fp)
 
