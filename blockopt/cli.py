@@ -22,7 +22,8 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
-from tasks.registry import InvalidParams, UnknownKind, first_error, kinds
+from tasks.base import RUNNER_OPTIONS
+from tasks.registry import InvalidParams, UnknownKind, broken_kinds, first_error, kind_sources, kinds
 
 EXIT_USAGE = 2
 
@@ -57,11 +58,9 @@ def _arg_type(annotation: Any) -> tuple[Any, list[Any] | None]:
     return str, None
 
 
-def add_model_options(parser: argparse.ArgumentParser, model: type[BaseModel], taken: set[str]) -> None:
+def add_model_options(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None:
+    """One option per field, under the field's own name (the registry refused names that would collide)."""
     for name, field in model.model_fields.items():
-        if name in taken:
-            continue
-        taken.add(name)
         conv, choices = _arg_type(field.annotation)
         parser.add_argument(
             _option(name), dest=name, type=conv, choices=choices, default=argparse.SUPPRESS,
@@ -69,17 +68,20 @@ def add_model_options(parser: argparse.ArgumentParser, model: type[BaseModel], t
         )
 
 
-def model_from_args(kind: str, model: type[BaseModel], args: argparse.Namespace) -> BaseModel:
-    values = {k: getattr(args, k) for k in model.model_fields if hasattr(args, k)}
+def model_from_args(
+    kind: str, model: type[BaseModel], args: argparse.Namespace, defaults: dict[str, Any] | None = None
+) -> BaseModel:
+    """The model from ``defaults`` (team defaults, then a preset) overridden by the options given."""
+    values = {k: v for k, v in (defaults or {}).items() if k in model.model_fields}
+    values.update({k: getattr(args, k) for k in model.model_fields if hasattr(args, k)})
     try:
         return model.model_validate(values)
     except ValidationError as exc:
         raise UsageError(str(first_error(kind, exc))) from None
 
 
-RUN_OPTIONS = {"agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet",
-               "mode", "processes", "round_deadline", "lease_ttl", "proposer", "proposer_option", "llm_base_url",
-               "llm_model", "reasoning_effort"}
+RUN_OPTIONS = RUNNER_OPTIONS
+"""Declared beside the Task protocol, so the registry refuses a kind parameter with one of these names."""
 LLM_FLAGS = {"llm_base_url": "base_url", "llm_model": "model", "reasoning_effort": "reasoning_effort"}
 """Flags of the ``llm`` proposer and the proposer option each sets (flags beat ``--proposer-option``)."""
 DEFAULT_PROCESSES = os.cpu_count() or 2
@@ -165,9 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
         kp.add_argument("--lease-ttl", type=float, default=10.0, help="seconds a lease lives without renewal")
         kp.add_argument("--round-deadline", type=float, default=2.0, help="round closes this long after its first proposal")
         add_proposer_options(kp)
-        taken = set(RUN_OPTIONS)
-        add_model_options(kp, cls.Params, taken)
-        add_model_options(kp, cls.ProposerParams, taken)
+        if cls.presets:
+            kp.add_argument("--preset", choices=sorted(cls.presets), default=None,
+                            help="a named parameter set of this kind; options given explicitly override it")
+        add_model_options(kp, cls.Params)
+        add_model_options(kp, cls.ProposerParams)
+
+    sub.add_parser("kinds", help="list the installed task kinds and the packages they come from")
 
     serve = sub.add_parser("serve", help="run the coordinator service")
     serve.add_argument("--host", default="127.0.0.1")
@@ -218,11 +224,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     _check_run_options(args)
     cls = kinds()[args.kind]
-    blocks = cls.Params.model_fields.get("blocks")
-    if blocks is not None and blocks.default is None and not hasattr(args, "blocks"):
-        args.blocks = args.agents  # kinds whose partition defaults to "one block per agent"
-    params = model_from_args(args.kind, cls.Params, args)
-    knobs = model_from_args(args.kind, cls.ProposerParams, args)
+    defaults = {**cls.team_defaults(args.agents), **cls.presets.get(getattr(args, "preset", None) or "", {})}
+    params = model_from_args(args.kind, cls.Params, args, defaults)
+    knobs = model_from_args(args.kind, cls.ProposerParams, args, defaults)
     if args.inproc:
         report = execute_run(cls(params), knobs, args)
     else:
@@ -314,10 +318,32 @@ def cmd_fleet(args: argparse.Namespace) -> int:
                      _stop_on_signals(), args.log_level)
 
 
+def cmd_kinds() -> int:
+    """One line per installed kind: name, package and version, entry point; a broken one with its reason."""
+    for source in kind_sources():
+        where = f"{source.package} {source.version}  ({source.target})"
+        if source.error is None:
+            doc = (kinds()[source.kind].__doc__ or "").strip().splitlines()
+            print(f"{source.kind:<12} {where}  {doc[0] if doc else ''}".rstrip())
+        else:
+            print(f"{source.kind:<12} {where}  BROKEN: {source.error}")
+    return 0
+
+
+def warn_broken_kinds() -> None:
+    for source in broken_kinds():
+        sys.stderr.write(f"blockopt: warning: task kind '{source.kind}' from package {source.package} "
+                         f"not loaded: {source.error}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command != "kinds":
+        warn_broken_kinds()
     try:
+        if args.command == "kinds":
+            return cmd_kinds()
         if args.command == "run":
             return cmd_run(args)
         if args.command == "serve":

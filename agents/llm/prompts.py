@@ -1,9 +1,9 @@
-"""Prompt templates, one per task kind, rendered from the contract alone.
+"""The generic machinery of LLM prompts: rendering a kind's prompt, and recovering the contract from it.
 
 The contract envelope ({block, version, budget, data}) is the only task
 information the model sees. It is embedded once, as compact JSON between
 ``<contract>`` tags, after kind-specific instructions that explain what its
-fields mean; the budget left is also spelled out in words, because the
+fields mean (the kind's ``Task.prompt``); the budget left is also spelled out in words, because the
 budget is an input the model can plan with, not only a guardrail. The tags
 let an OpenAI-compatible test server recover exactly what the model saw.
 """
@@ -16,9 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from tasks.base import InvalidProposal
+from tasks.prompt import KindPrompt
+from tasks.registry import UnknownKind, kind_class
 
 Message = dict[str, str]
 CONTRACT_OPEN, CONTRACT_CLOSE = "<contract>", "</contract>"
@@ -29,9 +28,6 @@ SYSTEM = (
     "You own one block for this turn. Improve it using only the contract you are given "
     "(lower objective is better). Reply with one JSON object and nothing else."
 )
-
-VALUE_KEYS = ("value", "x", "paths", "plans", "plan", "current")
-"""Where a kind's contract may hold the block's current value (its answer has the same shape)."""
 
 
 def round_floats(obj: Any, digits: int | None) -> Any:
@@ -82,39 +78,33 @@ def budget_line(budget: Mapping[str, Any]) -> str:
 
 
 class PromptTemplate:
-    """Generic template: explains the answer format and shows the contract as JSON.
+    """Renders a kind's ``KindPrompt`` as chat messages: system message, the kind's instructions, the budget
+    left, the answer format and the contract as JSON; and the structured-output schema and repair message.
 
-    Kinds subclass it to explain their data (``describe``), to constrain the
-    value's shape (``value_schema``) and, where the contract defines the
-    surrogate exactly, to compute the predicted improvement (``surrogate_gain``).
+    Everything kind-specific comes from the kind (``Task.prompt``); this class only arranges it.
     """
 
-    kind = "*"
-    strict_schema = False
-
-    def __init__(self, float_digits: int | None = 8) -> None:
+    def __init__(self, kind_prompt: KindPrompt | None = None, float_digits: int | None = 8) -> None:
+        self.kind_prompt = kind_prompt or KindPrompt()
         self.float_digits = float_digits
+        self.strict_schema = self.kind_prompt.strict_schema
 
-    # -- kind-specific hooks --------------------------------------------------
+    # -- the kind's hooks ---------------------------------------------------------
     def describe(self, contract: Mapping[str, Any]) -> str:
-        data = contract.get("data") or {}
-        key = value_key(data)
-        shape = f"the same JSON structure as data.{key}" if key else "the JSON structure the data implies"
-        kind = data.get("kind", "unknown") if isinstance(data, Mapping) else "unknown"
-        return (
-            f"Task kind: {kind}. The contract's data is everything known about your block: its current "
-            f"value, its local objective and the correction data describing how it couples to the other "
-            f"blocks (held fixed this turn). Propose a better value for your block, in {shape}."
-        )
+        return self.kind_prompt.describe(contract)
 
     def value_schema(self, contract: Mapping[str, Any]) -> dict[str, Any]:
-        return {}
+        return self.kind_prompt.value_schema(contract)
 
     def surrogate_gain(self, contract: Mapping[str, Any], value: Any) -> float | None:
-        return None
+        return self.kind_prompt.surrogate_gain(contract, value)
 
     def check(self, contract: Mapping[str, Any], value: Any) -> None:
         """Raise InvalidProposal when a value that ``Task.validate`` accepts still breaks this contract."""
+        self.kind_prompt.check(contract, value)
+
+    def max_prompt_tokens(self, contract: Mapping[str, Any]) -> int:
+        return self.kind_prompt.max_prompt_tokens(contract)
 
     # -- rendering --------------------------------------------------------------
     def messages(self, contract: Mapping[str, Any]) -> list[Message]:
@@ -154,12 +144,6 @@ class PromptTemplate:
             f"Your answer was rejected: {error}\n"
             "Reply again with one corrected JSON object only, in the format asked, for the same block."
         )
-
-
-def value_key(data: Any) -> str | None:
-    if not isinstance(data, Mapping):
-        return None
-    return next((k for k in VALUE_KEYS if k in data), None)
 
 
 class QuadraticTemplate(PromptTemplate):
@@ -269,11 +253,10 @@ class SqlPlanTemplate(PromptTemplate):
                                                  "drop": {"type": "array", "items": spec}}}
 
 
-TEMPLATES: dict[str, type[PromptTemplate]] = {
-    t.kind: t for t in (QuadraticTemplate, RoutingTemplate, SqlPlanTemplate)
-}
-
-
 def template_for(kind: str, float_digits: int | None = 8) -> PromptTemplate:
-    """The kind's template, or the generic one that renders any contract as JSON."""
-    return TEMPLATES.get(kind, PromptTemplate)(float_digits)
+    """The kind's template (``Task.prompt``), or the generic one for a kind not installed here."""
+    try:
+        prompt = kind_class(kind).prompt()
+    except UnknownKind:
+        prompt = KindPrompt()
+    return PromptTemplate(prompt, float_digits)
