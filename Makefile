@@ -14,8 +14,9 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) -m pip $(PIP_FLAGS) install -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(PY)
+$(VENV)/.installed-dev: pyproject.toml examples/jobshop/pyproject.toml | $(PY)
 	$(PY) -m pip $(PIP_FLAGS) install -e '.[dev]'
+	$(PY) -m pip $(PIP_FLAGS) install --no-deps -e examples/jobshop  # the example plugin kind (contract suite)
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
