@@ -119,6 +119,9 @@ class Task(abc.ABC, Generic[State, P]):
     """How an LLM agent is told about this kind's contract and value (``tasks.prompt``)."""
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     """Named parameter sets (``blockopt run KIND --preset NAME``); explicit options override them."""
+    example: ClassVar[Mapping[str, Any]] = {}
+    """Fields of ``Params`` and ``ProposerParams`` for a small instance that runs in seconds (the task contract
+    suite, ``tests/task_contract.py``, checks every installed kind on it); empty means the models' defaults."""
 
     def __init__(self, params: P) -> None:
         self.params: P = params

@@ -57,6 +57,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     ProposerParams = RoutingProposerParams
     rejection_codes = frozenset({"illegal_move", "over_budget", "wrong_robot"})
     prompt = RoutingPrompt
+    example = {"map": "random-32-32-10", "robots": 24, "blocks": 6, "exact_limit": 0, "time_budget": 0.3}
     presets = {"demo": {"map": "random-32-32-10", "scen": "random-32-32-10-random-1", "robots": 50, "seed": 1}}
 
     @classmethod

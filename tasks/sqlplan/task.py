@@ -74,6 +74,8 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
     })
     prompt = SqlPlanPrompt
     presets = {"budgeted": {"scale": 0.01, "index_budget_mb": 7.0}}
+    example = {"blocks": 4, "scale": 0.01, "baselines": False, "proposal_seconds": 1.0, "order_samples": 4,
+               "use_expert": False}
 
     @classmethod
     def team_defaults(cls, agents: int) -> dict[str, Any]:

@@ -74,6 +74,7 @@ class JobShopTask(Task[State, JobShopParams]):
     rejection_codes = frozenset({"unknown_job", "bad_key"})
     prompt = JobShopPrompt
     presets = {"taillard": {"instance": "ta01", "exact_limit": 60.0}}
+    example = {"instance": "ft06", "blocks": 3, "iterations": 50}
 
     def __init__(self, params: JobShopParams) -> None:
         super().__init__(params)
