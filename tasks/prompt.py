@@ -49,7 +49,7 @@ class KindPrompt:
         return None
 
     def check(self, contract: Mapping[str, Any], value: Any) -> None:
-        """Raise ``InvalidProposal`` when a value that ``Task.validate`` accepts still breaks this contract."""
+        """Raise ``InvalidProposal`` when a value ``Task.validate`` accepts still breaks this contract."""
 
     def max_prompt_tokens(self, contract: Mapping[str, Any]) -> int:
         """An upper estimate of the rendered prompt's tokens: the instructions plus one token per character of

@@ -63,19 +63,25 @@ def check_kind(name: str, cls: Any) -> type[Task[Any, Any]]:
     if getattr(cls, "kind", None) != name:
         raise KindRefused(f"entry point '{name}' names a class whose kind is {getattr(cls, 'kind', None)!r}")
     if getattr(cls, "__abstractmethods__", None):
-        raise KindRefused(f"{cls.__name__} leaves required members unimplemented: "
-                          f"{', '.join(sorted(cls.__abstractmethods__))}")
+        raise KindRefused(
+            f"{cls.__name__} leaves required members unimplemented: "
+            f"{', '.join(sorted(cls.__abstractmethods__))}"
+        )
     models: dict[str, type[BaseModel]] = {"Params": cls.Params, "ProposerParams": cls.ProposerParams}
     for attr, model in models.items():
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise KindRefused(f"{cls.__name__}.{attr} is not a pydantic model")
         clash = sorted(set(model.model_fields) & RUNNER_OPTIONS)
         if clash:
-            raise KindRefused(f"{cls.__name__}.{attr} field '{clash[0]}' collides with the runner option "
-                              f"--{clash[0].replace('_', '-')}; rename it")
+            raise KindRefused(
+                f"{cls.__name__}.{attr} field '{clash[0]}' collides with the runner option "
+                f"--{clash[0].replace('_', '-')}; rename it"
+            )
     both = sorted(set(cls.Params.model_fields) & set(cls.ProposerParams.model_fields))
     if both:
-        raise KindRefused(f"{cls.__name__}: '{both[0]}' is a field of both Params and ProposerParams; rename one")
+        raise KindRefused(
+            f"{cls.__name__}: '{both[0]}' is a field of both Params and ProposerParams; rename one"
+        )
     return cls
 
 
@@ -122,7 +128,9 @@ def kind_class(kind: str) -> type[Task[Any, Any]]:
     except KeyError:
         broken = next((s for s in broken_kinds() if s.kind == kind), None)
         if broken is not None:
-            raise UnknownKind(f"task kind '{kind}' (package {broken.package}) failed to load: {broken.error}") from None
+            raise UnknownKind(
+                f"task kind '{kind}' (package {broken.package}) failed to load: {broken.error}"
+            ) from None
         raise UnknownKind(f"unknown task kind '{kind}' (known: {', '.join(sorted(kinds()))})") from None
 
 

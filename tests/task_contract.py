@@ -44,11 +44,32 @@ from agents.llm.tokens import estimate_chat_tokens
 from tasks import COMMON_REJECTION_CODES, Draft, InvalidProposal, Task, create_task, kind_class
 
 GARBAGE: list[Any] = [
-    None, 0, -1, 1e308, "", "x" * 1000, True, [], {}, [None], [[[]]], {"": None}, {"value": []},
-    [float("inf")], {"0": "zero"}, [[0, 0]] * 3, {"plans": 5}, {"x": [1, 2]}, list(range(64)),
+    None,
+    0,
+    -1,
+    1e308,
+    "",
+    "x" * 1000,
+    True,
+    [],
+    {},
+    [None],
+    [[[]]],
+    {"": None},
+    {"value": []},
+    [float("inf")],
+    {"0": "zero"},
+    [[0, 0]] * 3,
+    {"plans": 5},
+    {"x": [1, 2]},
+    list(range(64)),
 ]
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=6), inner, max_size=6),
     max_leaves=30,
 )
@@ -73,8 +94,9 @@ class Kit:
             proposer = task.make_proposer(knobs, seed=seed + step)
             drafts = []
             for block in task.blocks():
-                draft = proposer.propose({"block": block, "version": step, "budget": {},
-                                          "data": task.contract(state, block)})
+                draft = proposer.propose(
+                    {"block": block, "version": step, "budget": {}, "data": task.contract(state, block)}
+                )
                 if draft is not None:
                     drafts.append(draft)
             kit.states.append(state)
@@ -93,7 +115,9 @@ def kit_for(kind: str, example: dict[str, Any] | None = None) -> Kit:
     cls = kind_class(kind)
     values = dict(cls.example if example is None else example)
     task = create_task(kind, {k: v for k, v in values.items() if k in cls.Params.model_fields})
-    knobs = cls.ProposerParams.model_validate({k: v for k, v in values.items() if k in cls.ProposerParams.model_fields})
+    knobs = cls.ProposerParams.model_validate(
+        {k: v for k, v in values.items() if k in cls.ProposerParams.model_fields}
+    )
     return Kit.build(task, knobs)
 
 
@@ -102,16 +126,18 @@ def declared_codes(cls: type[Task[Any]]) -> frozenset[str]:
 
 
 def raised_codes(cls: type[Task[Any]]) -> set[str]:
-    """Codes in ``InvalidProposal(reason, code)`` calls of the kind's module and, when the kind is a package of
-    its own (``tasks/routing/``, ``blockopt_jobshop/``), of every module of that package."""
+    """Codes in ``InvalidProposal(reason, code)`` calls in the kind's module and, when the kind is a
+    package of its own (``tasks/routing/``, ``blockopt_jobshop/``), of every module of that package."""
     source = Path(inspect.getfile(cls))
     own_package = "." in cls.__module__ and cls.__module__.rsplit(".", 1)[0] not in ("tasks", "tests")
     files = sorted(source.parent.rglob("*.py")) if own_package else [source]
     found: set[str] = set()
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
-                    == "InvalidProposal"):
+            if not (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "InvalidProposal"
+            ):
                 continue
             for arg in [*node.args[1:], *(k.value for k in node.keywords if k.arg == "code")]:
                 found |= _string_outcomes(arg)
@@ -131,7 +157,7 @@ def _close(a: float, b: float, scale: float) -> bool:
 
 
 class TaskContract:
-    """Every kind's obligations; the test module provides a ``kit`` fixture (module scope: drafts are costly)."""
+    """Every kind's obligations; the test module provides a ``kit`` fixture (module scope: drafts cost)."""
 
     def test_the_heuristic_finds_something(self, kit: Kit) -> None:
         """Otherwise every other check would run on the initial state only."""
@@ -218,7 +244,8 @@ class TaskContract:
                 contract = {"block": b, "version": 1, "budget": {"rounds": 5}, "data": t.contract(state, b)}
                 messages = template.messages(contract)
                 assert recover_contract(PromptTemplate(t.prompt(), None).messages(contract)) == json.loads(
-                    json.dumps(contract))
+                    json.dumps(contract)
+                )
                 json.dumps(template.response_format(contract))
                 tokens = estimate_chat_tokens(messages)
                 assert tokens <= template.max_prompt_tokens(contract), (t.kind, b, tokens)

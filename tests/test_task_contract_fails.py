@@ -32,7 +32,10 @@ class Chain(Task[list[int], ChainParams]):
         return [0] * self.n_blocks
 
     def objective(self, state: list[int]) -> float:
-        return float(sum((x - 3 * b) ** 2 for b, x in enumerate(state)) + sum(a * b for a, b in zip(state, state[1:])))
+        return float(
+            sum((x - 3 * b) ** 2 for b, x in enumerate(state))
+            + sum(a * b for a, b in zip(state, state[1:], strict=False))
+        )
 
     def apply(self, state: list[int], changes: Mapping[int, Any]) -> list[int]:
         new = state if "mutating_apply" in self.bugs else list(state)
@@ -53,8 +56,12 @@ class Chain(Task[list[int], ChainParams]):
         return frozenset({("edge", block - 1), ("edge", block)})
 
     def contract(self, state: list[int], block: int) -> dict[str, Any]:
-        return {"block": block, "x": state[block], "left": state[block - 1] if block else 0,
-                "right": state[block + 1] if block + 1 < len(state) else 0}
+        return {
+            "block": block,
+            "x": state[block],
+            "left": state[block - 1] if block else 0,
+            "right": state[block + 1] if block + 1 < len(state) else 0,
+        }
 
     def validate(self, block: int, value: Any) -> int:
         if "crash_on_garbage" in self.bugs:
@@ -78,7 +85,8 @@ class CoordinateStep(Proposer):
         b = d["block"]
         best = round((6 * b - d["left"] - d["right"]) / 2)  # argmin of (x − 3b)² + x·(left + right)
         gain = ((d["x"] - 3 * b) ** 2 + d["x"] * (d["left"] + d["right"])) - (
-            (best - 3 * b) ** 2 + best * (d["left"] + d["right"]))
+            (best - 3 * b) ** 2 + best * (d["left"] + d["right"])
+        )
         return Draft(b, best, float(gain)) if gain > 0 else None
 
 
@@ -101,14 +109,17 @@ class TestTheHealthyChainPasses(TaskContract):
     pass
 
 
-@pytest.mark.parametrize(("bug", "check"), [
-    ("unsound_footprint", "test_disjoint_footprints_mean_zero_interaction"),
-    ("mutating_apply", "test_apply_never_mutates"),
-    ("wrong_incremental", "test_incremental_scoring_equals_full_scoring"),
-    ("crash_on_garbage", "test_garbage_is_refused_with_a_declared_reason"),
-    ("undeclared_code", "test_garbage_is_refused_with_a_declared_reason"),
-    ("undeclared_code", "test_rejection_codes_in_the_source_are_declared"),
-])
+@pytest.mark.parametrize(
+    ("bug", "check"),
+    [
+        ("unsound_footprint", "test_disjoint_footprints_mean_zero_interaction"),
+        ("mutating_apply", "test_apply_never_mutates"),
+        ("wrong_incremental", "test_incremental_scoring_equals_full_scoring"),
+        ("crash_on_garbage", "test_garbage_is_refused_with_a_declared_reason"),
+        ("undeclared_code", "test_garbage_is_refused_with_a_declared_reason"),
+        ("undeclared_code", "test_rejection_codes_in_the_source_are_declared"),
+    ],
+)
 def test_each_seeded_bug_fails_its_check(bug: str, check: str) -> None:
     with pytest.raises((AssertionError, TypeError, ValueError)):
         getattr(TaskContract(), check)(kit_with(bug))

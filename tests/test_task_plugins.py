@@ -25,7 +25,8 @@ def write_plugin_site(root: Path) -> Path:
     site = root / "site"
     site.mkdir()
     (site / "broken_plugin_mod.py").write_text("import numpyy  # a typo in the plugin\n")
-    (site / "clash_plugin_mod.py").write_text(textwrap.dedent("""
+    (site / "clash_plugin_mod.py").write_text(
+        textwrap.dedent("""
         from pydantic import BaseModel
         from tasks.quadratic import QuadraticTask, QuadraticParams
 
@@ -35,12 +36,17 @@ def write_plugin_site(root: Path) -> Path:
         class ClashTask(QuadraticTask):
             kind = "clash"
             Params = ClashParams
-    """))
-    for dist, entry in (("broken_plugin", "broken = broken_plugin_mod:BrokenTask"),
-                        ("clash_plugin", "clash = clash_plugin_mod:ClashTask")):
+    """)
+    )
+    for dist, entry in (
+        ("broken_plugin", "broken = broken_plugin_mod:BrokenTask"),
+        ("clash_plugin", "clash = clash_plugin_mod:ClashTask"),
+    ):
         info = site / f"{dist}-0.1.dist-info"
         info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist.replace('_', '-')}\nVersion: 0.1\n")
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {dist.replace('_', '-')}\nVersion: 0.1\n"
+        )
         (info / "entry_points.txt").write_text(f"[blockopt.tasks]\n{entry}\n")
     return site
 
@@ -57,7 +63,10 @@ def plugin_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 
 def test_built_in_kinds_are_entry_points_too() -> None:
     sources = {s.kind: s for s in registry.kind_sources()}
-    assert sources["quadratic"].package == "blockopt" and sources["quadratic"].target == "tasks.quadratic:QuadraticTask"
+    assert (
+        sources["quadratic"].package == "blockopt"
+        and sources["quadratic"].target == "tasks.quadratic:QuadraticTask"
+    )
     assert sources["jobshop"].package == "blockopt-jobshop"
 
 
@@ -73,8 +82,9 @@ def test_a_broken_plugin_is_named_and_the_other_kinds_still_load(plugin_site: Pa
 def test_a_parameter_named_like_a_runner_option_is_refused_at_registration(plugin_site: Path) -> None:
     clash = {s.kind: s for s in broken_kinds()}["clash"]
     assert clash.package == "clash-plugin"
-    assert clash.error == ("KindRefused: ClashTask.Params field 'agents' collides with the runner option --agents; "
-                           "rename it")
+    assert clash.error == (
+        "KindRefused: ClashTask.Params field 'agents' collides with the runner option --agents; rename it"
+    )
     assert "clash" not in kinds()
 
 
@@ -100,14 +110,34 @@ def test_the_command_line_lists_kinds_and_survives_a_broken_plugin(tmp_path: Pat
     lines = {line.split()[0]: line for line in listed.stdout.splitlines()}
     assert "blockopt-jobshop 0.1.0" in lines["jobshop"]
     assert "broken-plugin 0.1" in lines["broken"] and "BROKEN: ModuleNotFoundError" in lines["broken"]
-    run = subprocess.run([BLOCKOPT, "run", "quadratic", "--inproc", "--agents", "2", "--blocks", "2", "--dim", "2",
-                          "--max-rounds", "3", "--quiet"], capture_output=True, text=True, env=env, timeout=120)
+    run = subprocess.run(
+        [
+            BLOCKOPT,
+            "run",
+            "quadratic",
+            "--inproc",
+            "--agents",
+            "2",
+            "--blocks",
+            "2",
+            "--dim",
+            "2",
+            "--max-rounds",
+            "3",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     warnings = [line for line in run.stderr.splitlines() if line.startswith("blockopt: warning")]
     assert warnings == [
         "blockopt: warning: task kind 'broken' from package broken-plugin not loaded: "
         "ModuleNotFoundError: No module named 'numpyy'",
-        "blockopt: warning: task kind 'clash' from package clash-plugin not loaded: KindRefused: ClashTask.Params "
+        "blockopt: warning: task kind 'clash' from package clash-plugin not loaded: "
+        "KindRefused: ClashTask.Params "
         "field 'agents' collides with the runner option --agents; rename it",
     ]
 
@@ -117,9 +147,21 @@ def test_every_declared_rejection_code_is_its_own_metrics_label() -> None:
     for cls in kinds().values():
         assert cls.rejection_codes <= REASONS
     collector = TaskStateCollector()
-    collector.snapshot.tasks = [TaskSample("t-1", "sqlplan", "running", "rounds",
-                                           {"rejected:not_equivalent": 2.0, "rejected:made_up": 1.0},
-                                           0.0, 0.0, None, None, None, 0)]
+    collector.snapshot.tasks = [
+        TaskSample(
+            "t-1",
+            "sqlplan",
+            "running",
+            "rounds",
+            {"rejected:not_equivalent": 2.0, "rejected:made_up": 1.0},
+            0.0,
+            0.0,
+            None,
+            None,
+            None,
+            0,
+        )
+    ]
     family = next(m for m in collector.collect() if m.name == "blockopt_proposals_rejected")
     by_reason = {s.labels["reason"]: s.value for s in family.samples}
     assert by_reason == {"not_equivalent": 2.0, "other": 1.0}

@@ -39,11 +39,14 @@ class RoutingPrompt(KindPrompt):
         """Path k must be robot k's of data.robots (blocks are regrouped, so only the contract knows)."""
         if isinstance(value, Mapping):
             value = value.get("paths") or []
-        for k, (robot, path) in enumerate(zip((contract.get("data") or {}).get("robots") or [], value, strict=False)):
+        for k, (robot, path) in enumerate(
+            zip((contract.get("data") or {}).get("robots") or [], value, strict=False)
+        ):
             if path and list(path[0]) != list(robot["start"]):
                 raise InvalidProposal(
                     f"path {k} starts at {list(path[0])}, but data.robots[{k}] (robot {robot['id']}) starts at"
-                    f" {robot['start']}: give the paths in the order of data.robots", "wrong_robot",
+                    f" {robot['start']}: give the paths in the order of data.robots",
+                    "wrong_robot",
                 )
 
     def value_schema(self, contract: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,10 +11,10 @@ def solve(inst: Instance, seconds: float, workers: int = 1) -> tuple[int, int, b
     """(best makespan found, best lower bound, proven optimal) within ``seconds``."""
     model = cp_model.CpModel()
     horizon = sum(d for route in inst.routes for _, d in route)
-    ends = []
+    ends: list[cp_model.IntVar] = []
     by_machine: dict[int, list[cp_model.IntervalVar]] = {}
     for j, route in enumerate(inst.routes):
-        previous = None
+        previous: cp_model.IntVar | None = None
         for k, (m, d) in enumerate(route):
             s = model.new_int_var(0, horizon, f"s{j}_{k}")
             e = model.new_int_var(0, horizon, f"e{j}_{k}")
@@ -22,7 +22,8 @@ def solve(inst: Instance, seconds: float, workers: int = 1) -> tuple[int, int, b
             if previous is not None:
                 model.add(s >= previous)
             previous = e
-        ends.append(previous)
+        if previous is not None:
+            ends.append(previous)
     for intervals in by_machine.values():
         model.add_no_overlap(intervals)
     makespan = model.new_int_var(0, horizon, "makespan")

@@ -85,8 +85,9 @@ class TaillardRandom:
         return low + int(self.seed / self.M * (high - low + 1))
 
 
-def taillard(jobs: int, machines: int, time_seed: int, machine_seed: int, name: str,
-             optimum: int | None = None) -> Instance:
+def taillard(
+    jobs: int, machines: int, time_seed: int, machine_seed: int, name: str, optimum: int | None = None
+) -> Instance:
     times_rng, machines_rng = TaillardRandom(time_seed), TaillardRandom(machine_seed)
     times = [[times_rng.unif(1, 99) for _ in range(machines)] for _ in range(jobs)]
     order = [list(range(machines)) for _ in range(jobs)]

@@ -29,11 +29,13 @@ class Schedule:
     """A longest path, first operation first (empty when stuck)."""
 
 
-def decode(inst: Instance, sequences: Mapping[int, Sequence[int]]) -> Schedule:
+def _graph(
+    inst: Instance, sequences: Mapping[int, Sequence[int]]
+) -> tuple[dict[Op, list[Op]], dict[Op, int]]:
+    """Successors and in-degrees of the operations: job arcs, then each machine's sequence."""
     position = {(j, m): k for j, route in enumerate(inst.routes) for k, (m, _) in enumerate(route)}
     succ: dict[Op, list[Op]] = {}
     indegree: dict[Op, int] = {}
-    machine_pred: dict[Op, Op] = {}
     for j, route in enumerate(inst.routes):
         for k in range(len(route)):
             indegree.setdefault((j, k), 0)
@@ -45,7 +47,11 @@ def decode(inst: Instance, sequences: Mapping[int, Sequence[int]]) -> Schedule:
         for a, b in zip(ops, ops[1:], strict=False):
             succ.setdefault(a, []).append(b)
             indegree[b] += 1
-            machine_pred[b] = a
+    return succ, indegree
+
+
+def decode(inst: Instance, sequences: Mapping[int, Sequence[int]]) -> Schedule:
+    succ, indegree = _graph(inst, sequences)
     start: dict[Op, int] = {}
     end: dict[Op, int] = {}
     why: dict[Op, Op | None] = {}
@@ -65,10 +71,10 @@ def decode(inst: Instance, sequences: Mapping[int, Sequence[int]]) -> Schedule:
     makespan = max(end.values(), default=0)
     critical: list[Op] = []
     if not stuck and end:
-        op: Op | None = max(end, key=lambda o: end[o])
-        while op is not None:
-            critical.append(op)
-            op = why[op]
+        last: Op | None = max(end, key=lambda o: end[o])
+        while last is not None:
+            critical.append(last)
+            last = why[last]
     return Schedule(start, makespan, stuck, tuple(reversed(critical)))
 
 

@@ -16,16 +16,17 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from tasks import Draft, Proposer
-
 from blockopt_jobshop.instances import Instance
 from blockopt_jobshop.schedule import critical_swaps, decode, flow_time, objective, sequences_from_keys
+from tasks import Draft, Proposer
 
 Keys = dict[int, list[float]]
 
 
 def instance_of(data: Mapping[str, Any]) -> Instance:
-    return Instance(str(data["instance"]), tuple(tuple((int(m), int(d)) for m, d in r) for r in data["routes"]))
+    return Instance(
+        str(data["instance"]), tuple(tuple((int(m), int(d)) for m, d in r) for r in data["routes"])
+    )
 
 
 class CriticalPathSearch(Proposer):
@@ -46,7 +47,9 @@ class CriticalPathSearch(Proposer):
         data = contract["data"]
         inst = instance_of(data)
         mine = {int(j) for j in data["keys"]}
-        keys: Keys = {int(j): [float(x) for x in ks] for part in ("keys", "fixed") for j, ks in data[part].items()}
+        keys: Keys = {
+            int(j): [float(x) for x in ks] for part in ("keys", "fixed") for j, ks in data[part].items()
+        }
         machines = set(range(inst.n_machines))
         seqs = sequences_from_keys(inst, keys)
         start = best = objective(inst, seqs)
@@ -71,12 +74,18 @@ class CriticalPathSearch(Proposer):
                 best, best_keys = value, {j: list(keys[j]) for j in mine}
         if best >= start:
             return None
-        return Draft(int(contract["block"]), {str(j): ks for j, ks in sorted(best_keys.items())}, start - best,
-                     {"iterations": self.iterations})
+        return Draft(
+            int(contract["block"]),
+            {str(j): ks for j, ks in sorted(best_keys.items())},
+            start - best,
+            {"iterations": self.iterations},
+        )
 
 
-def moved(inst: Instance, keys: Keys, seqs: dict[int, list[int]], m: int, a: int, b: int, mine: set[int]) -> Keys:
-    """``keys`` with a and b (adjacent on machine m, a first) swapped, by re-keying whichever is the block's."""
+def moved(
+    inst: Instance, keys: Keys, seqs: dict[int, list[int]], m: int, a: int, b: int, mine: set[int]
+) -> Keys:
+    """``keys`` with a and b (adjacent on machine m, a first) swapped by re-keying the block's one."""
     seq = seqs[m]
     i = seq.index(a)
 

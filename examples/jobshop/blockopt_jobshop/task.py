@@ -23,12 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tasks import InvalidProposal, Reference, Task
-
 from blockopt_jobshop import exact, schedule
 from blockopt_jobshop.instances import TAILLARD_15X15, load
 from blockopt_jobshop.prompt import JobShopPrompt
 from blockopt_jobshop.search import CriticalPathSearch
+from tasks import InvalidProposal, Reference, Task
 
 Value = dict[int, tuple[float, ...]]
 """job -> one key per operation, in route order."""
@@ -47,7 +46,9 @@ class JobShopParams(BaseModel):
 
     instance: str = Field("ft06", description=f"ft06, or Taillard's {', '.join(TAILLARD_15X15)} (15x15)")
     blocks: int | None = Field(None, ge=1, le=64, description="job groups (default: one per job)")
-    exact_limit: float = Field(10.0, ge=0.0, le=3600.0, description="CP-SAT seconds for the reference (0 = off)")
+    exact_limit: float = Field(
+        10.0, ge=0.0, le=3600.0, description="CP-SAT seconds for the reference (0 = off)"
+    )
     seed: int = Field(0, ge=0, description="seed of the proposers")
 
     @field_validator("instance")
@@ -62,7 +63,9 @@ class JobShopKnobs(BaseModel):
 
     iterations: int = Field(100, ge=1, le=100_000, description="tabu-search steps per proposal")
     tenure: int = Field(5, ge=0, le=1000, description="steps a swapped pair stays tabu")
-    regroupings: int = Field(12, ge=0, le=1000, description="empty rounds spent regrouping jobs before stalling")
+    regroupings: int = Field(
+        12, ge=0, le=1000, description="empty rounds spent regrouping jobs before stalling"
+    )
 
 
 class JobShopTask(Task[State, JobShopParams]):
@@ -101,7 +104,9 @@ class JobShopTask(Task[State, JobShopParams]):
     def initial_state(self) -> State:
         """Keys = start times of the schedule that runs jobs in index order on every machine (no cycle)."""
         first = schedule.decode(self.inst, {m: self.inst.jobs_on(m) for m in range(self.inst.n_machines)})
-        keys = tuple(tuple(float(first.start[(j, k)]) for k in range(len(r))) for j, r in enumerate(self.inst.routes))
+        keys = tuple(
+            tuple(float(first.start[(j, k)]) for k in range(len(r))) for j, r in enumerate(self.inst.routes)
+        )
         return State(keys, self.groups)
 
     def _sequences(self, state: State) -> dict[int, list[int]]:
@@ -136,14 +141,16 @@ class JobShopTask(Task[State, JobShopParams]):
             rng.shuffle(order)
         groups, i = [], 0
         for old in state.groups:
-            groups.append(tuple(sorted(order[i:i + len(old)])))
+            groups.append(tuple(sorted(order[i : i + len(old)])))
             i += len(old)
         return None if tuple(groups) == state.groups else State(state.keys, tuple(groups))
 
     def contract(self, state: State, block: int) -> dict[str, Any]:
         mine = set(state.groups[block])
         return {
-            "kind": self.kind, "instance": self.inst.name, "jobs": sorted(mine),
+            "kind": self.kind,
+            "instance": self.inst.name,
+            "jobs": sorted(mine),
             "routes": [[list(op) for op in route] for route in self.inst.routes],
             "keys": {str(j): list(state.keys[j]) for j in sorted(mine)},
             "fixed": {str(j): list(ks) for j, ks in enumerate(state.keys) if j not in mine},
@@ -157,15 +164,20 @@ class JobShopTask(Task[State, JobShopParams]):
             raise InvalidProposal("a block value is an object {job: [one key per operation]}", "bad_shape")
         jobs = {str(j) for j in range(self.inst.n_jobs)}
         if not set(value) <= jobs or len(value) != len(self.groups[block]):
-            raise InvalidProposal(f"block {block} holds {len(self.groups[block])} jobs, named by their ids "
-                                  f"0..{self.inst.n_jobs - 1}; got keys {sorted(map(str, value))[:8]}", "unknown_job")
+            raise InvalidProposal(
+                f"block {block} holds {len(self.groups[block])} jobs, named by their ids "
+                f"0..{self.inst.n_jobs - 1}; got keys {sorted(map(str, value))[:8]}",
+                "unknown_job",
+            )
         decoded: Value = {}
         for name, ks in value.items():
             j = int(name)
             ops = len(self.inst.routes[j])
             if not isinstance(ks, list) or len(ks) != ops:
                 raise InvalidProposal(f"job {j}: give one key per operation ({ops})", "bad_shape")
-            if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in ks):
+            if not all(
+                isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in ks
+            ):
                 raise InvalidProposal(f"job {j}: keys must be finite numbers", "bad_key")
             decoded[j] = tuple(float(x) for x in ks)
         return decoded
@@ -190,15 +202,21 @@ class JobShopTask(Task[State, JobShopParams]):
         return {"keys": [list(ks) for ks in state.keys], "groups": [list(g) for g in state.groups]}
 
     def load_state(self, data: Any) -> State:
-        return State(tuple(tuple(float(x) for x in ks) for ks in data["keys"]),
-                     tuple(tuple(int(j) for j in g) for g in data["groups"]))
+        return State(
+            tuple(tuple(float(x) for x in ks) for ks in data["keys"]),
+            tuple(tuple(int(j) for j in g) for g in data["groups"]),
+        )
 
     def solution(self, state: State) -> Any:
         s = schedule.decode(self.inst, self._sequences(state))
-        return {"makespan": s.makespan, "stuck_operations": s.stuck,
-                "sequences": {str(m): seq for m, seq in sorted(self._sequences(state).items())}}
+        return {
+            "makespan": s.makespan,
+            "stuck_operations": s.stuck,
+            "sequences": {str(m): seq for m, seq in sorted(self._sequences(state).items())},
+        }
 
     def make_proposer(self, knobs: BaseModel, seed: int = 0) -> CriticalPathSearch:
         k = JobShopKnobs.model_validate(knobs.model_dump())
-        return CriticalPathSearch(k.iterations, k.tenure, seed=self.params.seed * 7919 + seed,
-                                  regroupings=k.regroupings)
+        return CriticalPathSearch(
+            k.iterations, k.tenure, seed=self.params.seed * 7919 + seed, regroupings=k.regroupings
+        )

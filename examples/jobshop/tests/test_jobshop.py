@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from blockopt_jobshop.exact import solve
 from blockopt_jobshop.instances import TAILLARD_15X15, load
 from blockopt_jobshop.schedule import decode, penalty_weight, sequences_from_keys
-
 from tasks import create_task
 
 BLOCKOPT = str(Path(sys.executable).with_name("blockopt"))
@@ -63,8 +63,24 @@ def test_unknown_instance_is_a_clear_parameter_error() -> None:
 
 def test_three_agents_reach_the_optimum_in_process(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
-    done = subprocess.run([BLOCKOPT, "run", "jobshop", "--instance", "ft06", "--agents", "3", "--inproc", "--quiet",
-                           "--report", str(report)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            BLOCKOPT,
+            "run",
+            "jobshop",
+            "--instance",
+            "ft06",
+            "--agents",
+            "3",
+            "--inproc",
+            "--quiet",
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(report.read_text())
     assert result["objective"]["final"] == 55.0 and result["objective"]["reference_kind"] == "optimum"
@@ -74,8 +90,24 @@ def test_three_agents_reach_the_optimum_in_process(tmp_path: Path) -> None:
 def test_three_agents_reach_the_optimum_through_the_service(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     env = {**os.environ, "BLOCKOPT_ADMIN_TOKEN": "jobshop-test"}
-    done = subprocess.run([BLOCKOPT, "run", "jobshop", "--instance", "ft06", "--agents", "3", "--quiet",
-                           "--report", str(report)], capture_output=True, text=True, timeout=600, env=env)
+    done = subprocess.run(
+        [
+            BLOCKOPT,
+            "run",
+            "jobshop",
+            "--instance",
+            "ft06",
+            "--agents",
+            "3",
+            "--quiet",
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(report.read_text())
     assert result["objective"]["final"] == 55.0 and result["objective"]["reference_kind"] == "optimum"
