@@ -24,7 +24,8 @@ from pydantic import BaseModel, ValidationError
 
 from blockopt.service_flags import add_settings_options
 from coordinator.status import EXIT_CODES, TaskStatus
-from tasks.registry import InvalidParams, UnknownKind, first_error, kinds
+from tasks.base import RUNNER_OPTIONS
+from tasks.registry import InvalidParams, UnknownKind, broken_kinds, first_error, kind_sources, kinds
 
 EXIT_USAGE = 2
 
@@ -59,11 +60,9 @@ def _arg_type(annotation: Any) -> tuple[Any, list[Any] | None]:
     return str, None
 
 
-def add_model_options(parser: argparse.ArgumentParser, model: type[BaseModel], taken: set[str]) -> None:
+def add_model_options(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None:
+    """One option per field, under the field's own name (the registry refused names that would collide)."""
     for name, field in model.model_fields.items():
-        if name in taken:
-            continue
-        taken.add(name)
         conv, choices = _arg_type(field.annotation)
         parser.add_argument(
             _option(name), dest=name, type=conv, choices=choices, default=argparse.SUPPRESS,
@@ -71,18 +70,20 @@ def add_model_options(parser: argparse.ArgumentParser, model: type[BaseModel], t
         )
 
 
-def model_from_args(kind: str, model: type[BaseModel], args: argparse.Namespace) -> BaseModel:
-    values = {k: getattr(args, k) for k in model.model_fields if hasattr(args, k)}
+def model_from_args(
+    kind: str, model: type[BaseModel], args: argparse.Namespace, defaults: dict[str, Any] | None = None
+) -> BaseModel:
+    """The model from ``defaults`` (team defaults, then a preset) overridden by the options given."""
+    values = {k: v for k, v in (defaults or {}).items() if k in model.model_fields}
+    values.update({k: getattr(args, k) for k in model.model_fields if hasattr(args, k)})
     try:
         return model.model_validate(values)
     except ValidationError as exc:
         raise UsageError(str(first_error(kind, exc))) from None
 
 
-RUN_OPTIONS = {"agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet",
-               "stop_gain_per_1k_tokens", "stop_gain_per_agent_second",
-               "mode", "processes", "round_deadline", "lease_ttl", "proposer", "proposer_option", "llm_base_url",
-               "llm_model", "reasoning_effort", "store"}
+RUN_OPTIONS = RUNNER_OPTIONS
+"""Declared beside the Task protocol, so the registry refuses a kind parameter with one of these names."""
 LLM_FLAGS = {"llm_base_url": "base_url", "llm_model": "model", "reasoning_effort": "reasoning_effort"}
 """Flags of the ``llm`` proposer and the proposer option each sets (flags beat ``--proposer-option``)."""
 DEFAULT_PROCESSES = os.cpu_count() or 2
@@ -169,9 +170,13 @@ def build_parser() -> argparse.ArgumentParser:
         kp.add_argument("--store", default="memory",
                         help="the embedded coordinator's store: memory, or sqlite:///path/state.db to keep the run")
         add_proposer_options(kp)
-        taken = set(RUN_OPTIONS)
-        add_model_options(kp, cls.Params, taken)
-        add_model_options(kp, cls.ProposerParams, taken)
+        if cls.presets:
+            kp.add_argument("--preset", choices=sorted(cls.presets), default=None,
+                            help="a named parameter set of this kind; options given explicitly override it")
+        add_model_options(kp, cls.Params)
+        add_model_options(kp, cls.ProposerParams)
+
+    sub.add_parser("kinds", help="list the installed task kinds and the packages they come from")
 
     serve = sub.add_parser("serve", help="run the coordinator service", allow_abbrev=False)  # no --x-token → --x-token-file
     serve.add_argument("--host", default="127.0.0.1")
@@ -195,16 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 MAX_DEFAULT_AGENTS = 16
-
-
-def default_agents(params_model: type[BaseModel], args: argparse.Namespace) -> int:
-    """One agent per block where the kind fixes the block count (so every block proposes each round, the
-    precondition of an a priori bound), capped; 4 where the partition follows the team."""
-    field = params_model.model_fields.get("blocks")
-    blocks = getattr(args, "blocks", None) if field is not None else None
-    if blocks is None and field is not None and isinstance(field.default, int):
-        blocks = field.default
-    return min(int(blocks), MAX_DEFAULT_AGENTS) if blocks else 4
+"""Cap of the default team: one agent per block where the kind fixes the block count."""
+DEFAULT_TEAM = 4
+"""The default team where the partition follows the team (``Task.team_defaults``)."""
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
@@ -240,20 +238,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from blockopt.runs import execute_run
 
     cls = kinds()[args.kind]
-    if args.agents is None:
-        args.agents = default_agents(cls.Params, args)
+    preset = cls.presets.get(getattr(args, "preset", None) or "", {})
+    if args.agents is None and cls.team_defaults(1):
+        args.agents = DEFAULT_TEAM  # the partition follows the team
+    defaults = {**(cls.team_defaults(args.agents) if args.agents is not None else {}), **preset}
+    params = model_from_args(args.kind, cls.Params, args, defaults)
+    knobs = model_from_args(args.kind, cls.ProposerParams, args, defaults)
+    task = cls(params)
+    if args.agents is None:  # one agent per block, so every block proposes each round (a priori precondition)
+        args.agents = min(task.n_blocks, MAX_DEFAULT_AGENTS)
     _check_run_options(args)
-    blocks = cls.Params.model_fields.get("blocks")
-    if blocks is not None and blocks.default is None and not hasattr(args, "blocks"):
-        args.blocks = args.agents  # kinds whose partition defaults to "one block per agent"
-    params = model_from_args(args.kind, cls.Params, args)
-    knobs = model_from_args(args.kind, cls.ProposerParams, args)
     if args.inproc:
-        report = execute_run(cls(params), knobs, args)
+        report = execute_run(task, knobs, args)
     else:
         from blockopt.runs import execute_service_run
 
-        report = execute_service_run(cls(params), knobs, args)
+        report = execute_service_run(task, knobs, args)
     return EXIT_CODES[TaskStatus(report.status)]
 
 
@@ -345,10 +345,32 @@ def cmd_fleet(args: argparse.Namespace) -> int:
                      _stop_on_signals(), args.log_level)
 
 
+def cmd_kinds() -> int:
+    """One line per installed kind: name, package and version, entry point; a broken one with its reason."""
+    for source in kind_sources():
+        where = f"{source.package} {source.version}  ({source.target})"
+        if source.error is None:
+            doc = (kinds()[source.kind].__doc__ or "").strip().splitlines()
+            print(f"{source.kind:<12} {where}  {doc[0] if doc else ''}".rstrip())
+        else:
+            print(f"{source.kind:<12} {where}  BROKEN: {source.error}")
+    return 0
+
+
+def warn_broken_kinds() -> None:
+    for source in broken_kinds():
+        sys.stderr.write(f"blockopt: warning: task kind '{source.kind}' from package {source.package} "
+                         f"not loaded: {source.error}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command != "kinds":
+        warn_broken_kinds()
     try:
+        if args.command == "kinds":
+            return cmd_kinds()
         if args.command == "run":
             return cmd_run(args)
         if args.command == "serve":

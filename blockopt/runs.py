@@ -108,7 +108,7 @@ def write_outputs(report: Report, task: Task[Any], state: Any, path: Path) -> li
 def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> Report:
     settings = RunSettings(
         agents=args.agents, max_rounds=args.max_rounds, time_limit=args.time_limit,
-        seed=getattr(args, "seed", 0), envelope_window=args.window, stop_when=stop_when_of(args),
+        seed=task.run_seed(), envelope_window=args.window, stop_when=stop_when_of(args),
     )
     engine_settings = EngineSettings(merge_policy=args.merge)
 
@@ -212,7 +212,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
             print(f"coordinator at {server.url}, task {task_id}; starting {args.agents} agents "
                   f"in {min(args.processes, args.agents)} processes", file=sys.stderr, flush=True)
         base = WorkerConfig(coordinator=server.url, task=task_id, join_token=created["join_token"],
-                            seed=getattr(args, "seed", 0), proposer=getattr(args, "proposer", "heuristic"),
+                            seed=task.run_seed(), proposer=getattr(args, "proposer", "heuristic"),
                             proposer_options=getattr(args, "proposer_options", {}))
         children = spawn(base, args.agents, args.processes, log_level="warning")
         try:

@@ -5,7 +5,7 @@ store at scrape time by ``TaskStateCollector``, so the numbers are the same
 whichever replica or worker is scraped. Only durations, which are facts about
 this process, are per-process histograms. Label values are bounded: tasks by
 ``max_tasks`` (running first, then newest), agents by ``max_agents`` (the rest
-summed as ``other``), rejection reasons by a fixed vocabulary.
+summed as ``other``), rejection reasons by the engine's codes and those the installed kinds declare.
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ from coordinator import forecast as fc
 from coordinator.status import TaskStatus
 from coordinator.records import RoundRecord
 from coordinator.store.base import TERMINAL, Store, TaskRuntime, TaskSpec, UsageRow
+from tasks.registry import rejection_codes
 
-REASONS = frozenset({
+ENGINE_REASONS = frozenset({
     "invalid_proposal", "wrong_block", "future_base", "stale_base", "stale_footprint", "not_improving",
-    "not_selected", "combination_worse", "bad_shape", "bad_value", "illegal_move", "unknown_table",
-    "over_budget", "task_finished",
+    "not_selected", "combination_worse", "task_finished",
 })
+"""Rejections the coordinator itself makes; each installed kind declares its own (``Task.rejection_codes``)."""
+REASONS = ENGINE_REASONS | rejection_codes()
 STATUSES = tuple(s.value for s in TaskStatus)
 FORECAST_GAUGES = {
     "limit": "Estimated limit F-hat-infinity of the objective",

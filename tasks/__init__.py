@@ -1,11 +1,37 @@
-"""Problem kinds. Each module (or package) here that defines a ``TASK`` class is a kind.
+"""Problem kinds, and what a kind author needs to write one (the SDK).
 
-A new kind is one new module exposing ``TASK = MyTask`` (a ``tasks.base.Task``
-subclass); nothing else in the project changes.
+A kind is a ``Task`` subclass registered under the entry-point group
+``blockopt.tasks`` (the built-in ones in this project's ``pyproject.toml``, an
+external one in its own package's); nothing else in blockopt changes. See the
+README, "Writing a task kind", and ``examples/jobshop/``.
 """
 
 from __future__ import annotations
 
-from tasks.registry import create_task, kind_class, kinds
+from tasks.base import (
+    COMMON_REJECTION_CODES,
+    RUNNER_OPTIONS,
+    Draft,
+    InvalidProposal,
+    NoKnobs,
+    Proposer,
+    Reference,
+    Task,
+)
+from tasks.prompt import KindPrompt
+from tasks.registry import (
+    InvalidParams,
+    KindRefused,
+    UnknownKind,
+    broken_kinds,
+    create_task,
+    kind_class,
+    kind_sources,
+    kinds,
+)
 
-__all__ = ["create_task", "kind_class", "kinds"]
+__all__ = [
+    "COMMON_REJECTION_CODES", "RUNNER_OPTIONS", "Draft", "InvalidParams", "InvalidProposal", "KindPrompt",
+    "KindRefused", "NoKnobs", "Proposer", "Reference", "Task", "UnknownKind", "broken_kinds", "create_task",
+    "kind_class", "kind_sources", "kinds",
+]

@@ -1,10 +1,11 @@
 """The Task protocol every problem kind implements (DESIGN §4).
 
 A task owns the model: the coordinator only ever sees block values through
-these methods, so a new kind is one new module in ``tasks/`` and nothing else.
-States are immutable from the engine's point of view: ``apply`` returns a new
-state and the old one must stay valid (the engine keeps it for rollback and for
-stale-correction bookkeeping).
+these methods, so a new kind is one module or one installed package (entry point
+group ``blockopt.tasks``) and nothing else. Nine members are required (marked
+abstract); every other member has a safe default. States are immutable from the
+engine's point of view: ``apply`` returns a new state and the old one must stay
+valid (the engine keeps it for rollback and for stale-correction bookkeeping).
 """
 
 from __future__ import annotations
@@ -12,17 +13,34 @@ from __future__ import annotations
 import abc
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+import typing
+from typing import Any, ClassVar, Generic, Literal
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar
+
+from tasks.prompt import KindPrompt
 
 State = TypeVar("State")
+P = TypeVar("P", bound=BaseModel, default=BaseModel)
+"""The kind's instance-parameter model (``Task.Params``); ``Task[S]`` alone means any parameters."""
 Value = Any
 """A decoded, validated block value (kind-specific)."""
 JSON = Any
 """Anything ``json.dumps`` accepts."""
 
 ReferenceKind = Literal["optimum", "lower_bound"]
+
+COMMON_REJECTION_CODES = frozenset({"invalid_proposal", "wrong_block", "bad_shape", "bad_value"})
+"""Codes any kind's ``validate`` may raise without declaring them."""
+
+RUNNER_OPTIONS = frozenset({
+    "agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet", "mode", "processes",
+    "round_deadline", "lease_ttl", "proposer", "proposer_option", "llm_base_url", "llm_model",
+    "reasoning_effort", "preset", "store", "stop_gain_per_1k_tokens", "stop_gain_per_agent_second",
+})
+"""Options of ``blockopt run`` itself: a kind's parameter with one of these names is refused at registration
+(``blockopt run KIND --NAME`` could not mean both)."""
 
 
 class InvalidProposal(ValueError):
@@ -83,26 +101,55 @@ class Proposer(abc.ABC):
         """Return a draft for ``contract["block"]``, or None when no improvement is found."""
 
 
-class Task(abc.ABC, Generic[State]):
+EVERYTHING: frozenset[Hashable] = frozenset({"*"})
+"""The default footprint: overlaps every other one."""
+
+
+class NoKnobs(BaseModel):
+    """``ProposerParams`` of a kind whose heuristic has no settings."""
+
+
+class Task(abc.ABC, Generic[State, P]):
     """One problem instance: its model, block partition and reference.
 
     Subclasses set ``kind`` and ``Params`` (the instance parameters, a pydantic
-    model, so the CLI and the HTTP API validate them the same way) and
-    ``ProposerParams`` (knobs of the kind's heuristic proposer).
+    model, so the CLI and the HTTP API validate them the same way; ``P`` types
+    ``self.params``) and may set ``ProposerParams`` (knobs of the kind's heuristic
+    proposer). Every field of both models becomes a ``blockopt run KIND`` option
+    under its own name; names of the runner's options (``RUNNER_OPTIONS``) and a
+    name in both models are refused when the kind is registered.
     """
 
     kind: ClassVar[str]
     Params: ClassVar[type[BaseModel]]
-    ProposerParams: ClassVar[type[BaseModel]]
+    ProposerParams: ClassVar[type[BaseModel]] = NoKnobs
+    rejection_codes: ClassVar[frozenset[str]] = frozenset()
+    """Codes ``validate`` and ``evaluate_change`` raise besides ``COMMON_REJECTION_CODES`` (metrics label by them)."""
+    prompt: ClassVar[type[KindPrompt]] = KindPrompt
+    """How an LLM agent is told about this kind's contract and value (``tasks.prompt``)."""
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    """Named parameter sets (``blockopt run KIND --preset NAME``); explicit options override them."""
+    example: ClassVar[Mapping[str, Any]] = {}
+    """Fields of ``Params`` and ``ProposerParams`` for a small instance that runs in seconds (the task contract
+    suite, ``tests/task_contract.py``, checks every installed kind on it); empty means the models' defaults."""
 
-    def __init__(self, params: BaseModel) -> None:
-        self.params = params
+    def __init__(self, params: P) -> None:
+        self.params: P = params
+
+    @classmethod
+    def team_defaults(cls, agents: int) -> dict[str, Any]:
+        """Parameter defaults that depend on the team size ``blockopt run`` was given (e.g. one block per agent)."""
+        return {}
+
+    def run_seed(self) -> int:
+        """Seed of the run's proposers (``blockopt run``): kinds with a seed parameter return it."""
+        return 0
 
     # -- instance -------------------------------------------------------
     @property
-    @abc.abstractmethod
     def name(self) -> str:
         """Human-readable instance name (shown in reports)."""
+        return self.kind
 
     @property
     @abc.abstractmethod
@@ -131,9 +178,13 @@ class Task(abc.ABC, Generic[State]):
     @abc.abstractmethod
     def block_value(self, state: State, block: int) -> Value: ...
 
-    @abc.abstractmethod
     def footprint(self, state: State, block: int, value: Value) -> frozenset[Hashable]:
-        """What a change touches; disjoint footprints imply zero interaction."""
+        """What a change touches; disjoint footprints imply zero interaction.
+
+        The default says every change touches everything, which is always sound: the engine then measures
+        every pair's interaction instead of skipping disjoint ones.
+        """
+        return EVERYTHING
 
     def interaction(
         self, state: State, p: tuple[int, Value], q: tuple[int, Value], f0: float | None = None
@@ -176,22 +227,24 @@ class Task(abc.ABC, Generic[State]):
     def validate(self, block: int, value: JSON) -> Value:
         """Decode and check a proposed block value; raise InvalidProposal with a reason."""
 
-    @abc.abstractmethod
     def encode_value(self, value: Value) -> JSON:
-        """The wire form of a block value (inverse of ``validate`` for valid values)."""
+        """The wire form of a block value (inverse of ``validate`` for valid values); identity by default."""
+        return value
 
     @abc.abstractmethod
     def reference(self) -> Reference: ...
 
-    @abc.abstractmethod
-    def feasible(self, state: State) -> bool: ...
+    def feasible(self, state: State) -> bool:
+        """Whether the solution is usable as it stands (every state is, by default)."""
+        return True
 
     # -- persistence (stores keep states as JSON) -------------------------
-    @abc.abstractmethod
-    def dump_state(self, state: State) -> JSON: ...
+    def dump_state(self, state: State) -> JSON:
+        """The state as JSON; the default suits kinds whose state already is JSON (lists, dicts, numbers)."""
+        return state
 
-    @abc.abstractmethod
-    def load_state(self, data: JSON) -> State: ...
+    def load_state(self, data: JSON) -> State:
+        return typing.cast(State, data)
 
     def pictures(self, state: State, stem: str) -> list[str]:
         """Draw the solution as files named ``stem`` + suffix; kinds with something to show override."""

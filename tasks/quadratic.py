@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.base import APriori, Draft, InvalidProposal, Proposer, Reference, Task
+from tasks.prompt import KindPrompt
 
 
 class QuadraticParams(BaseModel):
@@ -63,14 +64,51 @@ def generate_matrix(p: QuadraticParams) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-class QuadraticTask(Task[QuadState]):
+class QuadraticPrompt(KindPrompt):
+    value_key = "x"
+    strict_schema = True
+
+    def describe(self, contract: Mapping[str, Any]) -> str:
+        d = contract["data"]["dim"]
+        return (
+            "Task kind: quadratic. Your block is a vector of "
+            f"{d} real numbers. Choose y to minimize your surrogate "
+            "s(y) = 0.5*y'Ay - b'y + y'c, where A = data.local_objective.A "
+            f"({d}x{d}, symmetric positive definite), b = data.local_objective.b and "
+            "c = data.correction (how the other blocks, held fixed, pull on yours). "
+            "Your current value is data.x. The exact minimizer solves A y = b - c. "
+            f"value must be a list of {d} finite numbers; predicted_improvement is s(x) - s(y)."
+        )
+
+    def value_schema(self, contract: Mapping[str, Any]) -> dict[str, Any]:
+        d = int(contract["data"]["dim"])
+        return {"type": "array", "items": {"type": "number"}, "minItems": d, "maxItems": d}
+
+    def surrogate_gain(self, contract: Mapping[str, Any], value: Any) -> float | None:
+        data = contract["data"]
+        a = np.asarray(data["local_objective"]["A"], dtype=float)
+        b = np.asarray(data["local_objective"]["b"], dtype=float)
+        c = np.asarray(data["correction"], dtype=float)
+        x = np.asarray(data["x"], dtype=float)
+        y = np.asarray(value, dtype=float)
+
+        def s(v: np.ndarray) -> float:
+            return float(0.5 * v @ a @ v - b @ v + v @ c)
+
+        return s(x) - s(y)
+
+
+class QuadraticTask(Task[QuadState, QuadraticParams]):
     """Synthetic coupled quadratic with a known optimum (checks the convergence theory exactly)."""
 
     kind = "quadratic"
     Params = QuadraticParams
     ProposerParams = QuadraticProposerParams
+    prompt = QuadraticPrompt
+    presets = {"theory": {"blocks": 16, "dim": 4, "coupling": 0.3, "seed": 7}}
+    example = {"blocks": 6, "dim": 3, "coupling": 0.5, "seed": 1}
 
-    def __init__(self, params: QuadraticParams) -> None:  # type: ignore[override]
+    def __init__(self, params: QuadraticParams) -> None:
         super().__init__(params)
         self.p = params
         self.d = params.dim
@@ -232,6 +270,9 @@ class QuadraticTask(Task[QuadState]):
     def load_state(self, data: Any) -> QuadState:
         x = np.asarray(data["x"], dtype=float)
         return QuadState(x=x, ax=self.a @ x)
+
+    def run_seed(self) -> int:
+        return self.p.seed
 
     def make_proposer(self, knobs: BaseModel, seed: int = 0) -> QuadraticProposer:
         k = QuadraticProposerParams.model_validate(knobs.model_dump())

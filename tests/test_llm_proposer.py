@@ -162,10 +162,10 @@ def test_contract_round_trips_through_the_prompt() -> None:
     assert recover_contract(messages) == json.loads(json.dumps(contract))
 
 
-@pytest.mark.parametrize(("kind", "phrase"), [("sqlplan", "CROSS JOIN"), ("knapsack", "data.paths")])
+@pytest.mark.parametrize(("kind", "phrase"), [("sqlplan", "CROSS JOIN"), ("knapsack", "data.value")])
 def test_other_kinds_get_their_template_or_the_generic_one(kind: str, phrase: str) -> None:
     contract = {"block": 0, "version": 3, "budget": {"rounds": 2},
-                "data": {"kind": kind, "paths": {"r1": [[0, 0], [0, 1]]}, "reserved": [[1, 1, 2]]}}
+                "data": {"kind": kind, "value": {"r1": [[0, 0], [0, 1]]}, "reserved": [[1, 1, 2]]}}
     template = template_for(kind)
     user = template.messages(contract)[1]["content"]
     assert user.startswith(f"Task kind: {kind}") and phrase in user

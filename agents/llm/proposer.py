@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from agents.llm.client import ChatClient, ChatResult, LLMError, Message
 from agents.llm.jsonparse import NoJSON, NonFinite, extract_json
-from agents.llm.prompts import PromptTemplate, template_for
+from agents.llm.prompts import PromptTemplate
 from agents.llm.settings import LLMSettings
 from agents.llm.tokens import estimate_chat_tokens
 from agents.llm.usage import LLMUsage
@@ -102,7 +102,7 @@ class LLMProposer(Proposer):
         self.task = task
         self.settings = settings
         self.client = client or ChatClient(settings)
-        self.template = template or template_for(task.kind)
+        self.template = template or PromptTemplate(task.prompt())
         self.structured = settings.structured_output
         self.last_usage = LLMUsage(model=settings.model)
         self.total_usage = LLMUsage(model=settings.model)

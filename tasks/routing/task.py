@@ -22,6 +22,7 @@ from tasks.routing.occupancy import (
     cost,
     full_conflicts,
 )
+from tasks.routing.prompt import RoutingPrompt
 from tasks.routing.regroup import Blocks, holding_up, regroup
 
 
@@ -48,14 +49,25 @@ class RoutingState:
     """Robot ids per block: the instance's partition until a regrouping changes it (same sizes)."""
 
 
-class RoutingTask(Task[RoutingState]):
+class RoutingTask(Task[RoutingState, RoutingParams]):
     """Multi-robot path finding on a 4-connected grid (MovingAI instances or generated grids)."""
 
     kind = "routing"
     Params = RoutingParams
     ProposerParams = RoutingProposerParams
+    rejection_codes = frozenset({"illegal_move", "over_budget", "wrong_robot"})
+    prompt = RoutingPrompt
+    example = {"map": "random-32-32-10", "robots": 24, "blocks": 6, "exact_limit": 0, "time_budget": 0.3}
+    presets = {"demo": {"map": "random-32-32-10", "scen": "random-32-32-10-random-1", "robots": 50, "seed": 1}}
 
-    def __init__(self, params: RoutingParams) -> None:  # type: ignore[override]
+    @classmethod
+    def team_defaults(cls, agents: int) -> dict[str, Any]:
+        return {"blocks": agents}  # one block of robots per agent
+
+    def run_seed(self) -> int:
+        return self.p.seed
+
+    def __init__(self, params: RoutingParams) -> None:
         super().__init__(params)
         self.p = params
         self.inst: Instance = build_instance(params)

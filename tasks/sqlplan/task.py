@@ -21,6 +21,7 @@ from tasks.paths import DataPath
 from tasks.sqlplan.evaluate import Evaluator, Outcome
 from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryPlan, parse_plan
+from tasks.sqlplan.prompt import SqlPlanPrompt
 from tasks.sqlplan.workload import load_workload
 
 MIB = 2**20
@@ -62,14 +63,29 @@ class BlockChange:
     drop: frozenset[IndexSpec]
 
 
-class SqlPlanTask(Task[SqlState]):
+class SqlPlanTask(Task[SqlState, SqlPlanParams]):
     """SQLite query planning: join orders, index hints and a shared index set under a budget."""
 
     kind = "sqlplan"
     Params = SqlPlanParams
     ProposerParams = SqlPlanProposerParams
+    rejection_codes = frozenset({
+        "bad_hint", "bad_identifier", "bad_index", "bad_order", "illegal_move", "not_equivalent", "over_budget",
+        "plan_failed", "unknown_column", "unknown_query", "unknown_scope", "unknown_table",
+    })
+    prompt = SqlPlanPrompt
+    presets = {"budgeted": {"scale": 0.01, "index_budget_mb": 7.0}}
+    example = {"blocks": 4, "scale": 0.01, "baselines": False, "proposal_seconds": 1.0, "order_samples": 4,
+               "use_expert": False}
 
-    def __init__(self, params: SqlPlanParams) -> None:  # type: ignore[override]
+    @classmethod
+    def team_defaults(cls, agents: int) -> dict[str, Any]:
+        return {"blocks": agents}  # one group of queries per agent
+
+    def run_seed(self) -> int:
+        return self.p.seed
+
+    def __init__(self, params: SqlPlanParams) -> None:
         super().__init__(params)
         self.p = params
         self.workload = load_workload(params.db, params.queries, params.scale)

@@ -1,0 +1,267 @@
+"""The Task contract: every task kind passes these, on a real instance (built-in kinds and plugins alike).
+
+``tests/test_task_contract.py`` runs them over every installed kind, on the instance
+its ``Task.example`` describes. A plugin author can also run them from the plugin's
+own tests (with blockopt's source tree on ``sys.path``): subclass ``TaskContract``
+and define a ``kit`` fixture in the module::
+
+    from tests.task_contract import Kit, TaskContract, kit_for
+
+    @pytest.fixture(scope="module")
+    def kit() -> Kit:
+        return kit_for("mykind", {"size": 5})   # or Kit.build(MyTask(MyParams(...)), knobs)
+
+    class TestMyKind(TaskContract):
+        pass
+
+The suite checks, on the initial state and on a state the kind's own heuristic
+reached: incremental scoring equals full scoring; disjoint footprints mean zero
+interaction; ``apply`` never mutates its input; the state survives JSON; garbage
+proposals are refused with a declared reason, never a crash; the heuristic's drafts
+validate; the LLM prompt renders within the kind's own token estimate; every
+rejection code in the kind's source is declared.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from agents.llm.prompts import PromptTemplate, recover_contract
+from agents.llm.tokens import estimate_chat_tokens
+from tasks import COMMON_REJECTION_CODES, Draft, InvalidProposal, Task, create_task, kind_class
+
+GARBAGE: list[Any] = [
+    None,
+    0,
+    -1,
+    1e308,
+    "",
+    "x" * 1000,
+    True,
+    [],
+    {},
+    [None],
+    [[[]]],
+    {"": None},
+    {"value": []},
+    [float("inf")],
+    {"0": "zero"},
+    [[0, 0]] * 3,
+    {"plans": 5},
+    {"x": [1, 2]},
+    list(range(64)),
+]
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=6), inner, max_size=6),
+    max_leaves=30,
+)
+
+
+@dataclass
+class Kit:
+    """A real instance, its heuristic's drafts and the states the suite checks on."""
+
+    task: Task[Any]
+    knobs: BaseModel
+    states: list[Any] = field(default_factory=list)
+    drafts: list[list[Draft]] = field(default_factory=list)
+    """drafts[i]: the heuristic's draft for each block that found one, on states[i]."""
+
+    @classmethod
+    def build(cls, task: Task[Any], knobs: BaseModel, seed: int = 1) -> Kit:
+        """Drafts on the initial state, then on the state reached by applying the first round's best draft."""
+        kit = cls(task, knobs)
+        state = task.initial_state()
+        for step in range(2):
+            proposer = task.make_proposer(knobs, seed=seed + step)
+            drafts = []
+            for block in task.blocks():
+                draft = proposer.propose(
+                    {"block": block, "version": step, "budget": {}, "data": task.contract(state, block)}
+                )
+                if draft is not None:
+                    drafts.append(draft)
+            kit.states.append(state)
+            kit.drafts.append(drafts)
+            if drafts:
+                best = max(drafts, key=lambda d: d.predicted_improvement)
+                state = task.apply(state, {best.block: task.validate(best.block, best.value)})
+        return kit
+
+    def cases(self) -> list[tuple[Any, list[Draft]]]:
+        return list(zip(self.states, self.drafts, strict=True))
+
+
+def kit_for(kind: str, example: dict[str, Any] | None = None) -> Kit:
+    """The kit of an installed kind on ``example`` (default: the kind's own ``Task.example``)."""
+    cls = kind_class(kind)
+    values = dict(cls.example if example is None else example)
+    task = create_task(kind, {k: v for k, v in values.items() if k in cls.Params.model_fields})
+    knobs = cls.ProposerParams.model_validate(
+        {k: v for k, v in values.items() if k in cls.ProposerParams.model_fields}
+    )
+    return Kit.build(task, knobs)
+
+
+def declared_codes(cls: type[Task[Any]]) -> frozenset[str]:
+    return COMMON_REJECTION_CODES | cls.rejection_codes
+
+
+def raised_codes(cls: type[Task[Any]]) -> set[str]:
+    """Codes in ``InvalidProposal(reason, code)`` calls in the kind's module and, when the kind is a
+    package of its own (``tasks/routing/``, ``blockopt_jobshop/``), of every module of that package."""
+    source = Path(inspect.getfile(cls))
+    own_package = "." in cls.__module__ and cls.__module__.rsplit(".", 1)[0] not in ("tasks", "tests")
+    files = sorted(source.parent.rglob("*.py")) if own_package else [source]
+    found: set[str] = set()
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "InvalidProposal"
+            ):
+                continue
+            for arg in [*node.args[1:], *(k.value for k in node.keywords if k.arg == "code")]:
+                found |= _string_outcomes(arg)
+    return found
+
+
+def _string_outcomes(node: ast.expr) -> set[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, ast.IfExp):
+        return _string_outcomes(node.body) | _string_outcomes(node.orelse)
+    return set()
+
+
+def _close(a: float, b: float, scale: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9 * scale)
+
+
+class TaskContract:
+    """Every kind's obligations; the test module provides a ``kit`` fixture (module scope: drafts cost)."""
+
+    def test_the_heuristic_finds_something(self, kit: Kit) -> None:
+        """Otherwise every other check would run on the initial state only."""
+        assert any(kit.drafts), f"{kit.task.kind}: the heuristic found no improvement on any block"
+
+    def test_drafts_validate_and_round_trip_the_wire(self, kit: Kit) -> None:
+        for _, drafts in kit.cases():
+            for d in drafts:
+                value = kit.task.validate(d.block, d.value)
+                again = kit.task.validate(d.block, json.loads(json.dumps(kit.task.encode_value(value))))
+                assert json.dumps(kit.task.encode_value(again)) == json.dumps(kit.task.encode_value(value))
+
+    def test_current_values_validate(self, kit: Kit) -> None:
+        for state in kit.states:
+            for b in kit.task.blocks():
+                wire = json.loads(json.dumps(kit.task.encode_value(kit.task.block_value(state, b))))
+                kit.task.validate(b, wire)
+
+    def test_incremental_scoring_equals_full_scoring(self, kit: Kit) -> None:
+        t, scale = kit.task, kit.task.scale()
+        for state, drafts in kit.cases():
+            changes = {d.block: t.validate(d.block, d.value) for d in drafts}
+            subsets = [dict([c]) for c in changes.items()] + ([changes] if len(changes) > 1 else [])
+            for sub in subsets:
+                full = t.objective(t.apply(state, sub))
+                assert _close(t.evaluate_change(state, sub), full, scale), (t.kind, sorted(sub))
+
+    def test_disjoint_footprints_mean_zero_interaction(self, kit: Kit) -> None:
+        t, scale, checked = kit.task, kit.task.scale(), 0
+        for state, drafts in kit.cases():
+            items = [(d.block, t.validate(d.block, d.value)) for d in drafts]
+            prints = [t.footprint(state, b, v) for b, v in items]
+            for (i, p), (j, q) in itertools.combinations(enumerate(items), 2):
+                if prints[i].isdisjoint(prints[j]):
+                    checked += 1
+                    assert _close(t.interaction(state, p, q), 0.0, scale), (t.kind, p[0], q[0])
+        if not checked:
+            pytest.skip(f"{t.kind}: no two drafts with disjoint footprints on this instance")
+
+    def test_apply_never_mutates(self, kit: Kit) -> None:
+        t = kit.task
+        for state, drafts in kit.cases():
+            before, f0, snapshot = json.dumps(t.dump_state(state)), t.objective(state), copy.deepcopy(state)
+            t.apply(state, {d.block: t.validate(d.block, d.value) for d in drafts})
+            for d in drafts:
+                t.evaluate_change(state, {d.block: t.validate(d.block, d.value)})
+            assert json.dumps(t.dump_state(state)) == before
+            assert t.objective(state) == f0
+            assert json.dumps(t.dump_state(snapshot)) == before
+
+    def test_state_json_round_trips(self, kit: Kit) -> None:
+        t = kit.task
+        for state in kit.states:
+            wire = json.dumps(t.dump_state(state), allow_nan=False)
+            back = t.load_state(json.loads(wire))
+            assert json.dumps(t.dump_state(back), allow_nan=False) == wire
+            assert _close(t.objective(back), t.objective(state), t.scale())
+
+    def test_garbage_is_refused_with_a_declared_reason(self, kit: Kit) -> None:
+        t, codes = kit.task, declared_codes(type(kit.task))
+        for value in GARBAGE:
+            for block in (0, t.n_blocks - 1):
+                _refused_or_valid(t, block, value, codes)
+        for block in (-1, t.n_blocks, 10**9):
+            with pytest.raises(InvalidProposal) as err:
+                t.validate(block, kit.task.encode_value(kit.task.block_value(kit.states[0], 0)))
+            assert err.value.code in codes and err.value.reason
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(value=JSON_VALUES)
+    def test_any_json_is_refused_or_valid_never_a_crash(self, kit: Kit, value: Any) -> None:
+        _refused_or_valid(kit.task, 0, value, declared_codes(type(kit.task)))
+
+    def test_rejection_codes_in_the_source_are_declared(self, kit: Kit) -> None:
+        cls = type(kit.task)
+        undeclared = raised_codes(cls) - declared_codes(cls)
+        assert not undeclared, f"{cls.kind}: add {sorted(undeclared)} to {cls.__name__}.rejection_codes"
+
+    def test_prompt_renders_within_its_token_estimate(self, kit: Kit) -> None:
+        t = kit.task
+        template = PromptTemplate(t.prompt(), float_digits=8)
+        for state in kit.states:
+            for b in t.blocks():
+                contract = {"block": b, "version": 1, "budget": {"rounds": 5}, "data": t.contract(state, b)}
+                messages = template.messages(contract)
+                assert recover_contract(PromptTemplate(t.prompt(), None).messages(contract)) == json.loads(
+                    json.dumps(contract)
+                )
+                json.dumps(template.response_format(contract))
+                tokens = estimate_chat_tokens(messages)
+                assert tokens <= template.max_prompt_tokens(contract), (t.kind, b, tokens)
+
+
+def _refused_or_valid(task: Task[Any], block: int, value: Any, codes: frozenset[str]) -> None:
+    """A value either validates (and then scores) or is refused with a declared code and a reason."""
+    try:
+        decoded = task.validate(block, value)
+    except InvalidProposal as exc:
+        assert exc.code in codes, f"{task.kind}: code {exc.code!r} not declared in rejection_codes"
+        assert exc.reason.strip()
+        return
+    try:  # a kind may still refuse while scoring (sqlplan: rows that differ from the query's)
+        score = task.evaluate_change(task.initial_state(), {block: decoded})
+    except InvalidProposal as exc:
+        assert exc.code in codes, f"{task.kind}: code {exc.code!r} not declared in rejection_codes"
+        return
+    assert isinstance(score, float | int) and not math.isnan(score), (task.kind, value, score)
