@@ -174,6 +174,8 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
             response = error_response(errors.MethodNotAllowed("method not allowed on this route", allowed=allowed))
             response.headers["Allow"] = ", ".join(allowed)
             return response
+        if exc.status_code == 400:  # e.g. a body that is not JSON
+            return error_response(errors.InvalidRequest(f"bad request: {exc.detail}"))
         err = errors.BlockoptError(str(exc.detail))
         return JSONResponse(
             {"error": {"code": "http_error", "message": err.message}}, status_code=exc.status_code

@@ -32,7 +32,7 @@ RELEASE = ("/v1/tasks/{task_id}/leases/{lease_id}", "delete")
 ABANDON = ("/v1/tasks/{task_id}/leases/{lease_id}/abandon", "post")
 TASK_ROUTES = [(p, "get") for p in ("/v1/tasks/{task_id}", "/v1/tasks/{task_id}/rounds",
                                     "/v1/tasks/{task_id}/report", "/v1/tasks/{task_id}/solution",
-                                    "/v1/tasks/{task_id}/trajectories")] + [("/v1/tasks/{task_id}/stop", "post")]
+                                    "/v1/tasks/{task_id}/trajectories")]
 TASK_ID = {"task_id": "$request.path.task_id"}
 
 
@@ -116,15 +116,18 @@ def _link(schema: dict[str, Any], source: tuple[str, str], status: str, name: st
 
 
 def add_links(schema: dict[str, Any]) -> None:
-    """create → join → lease → submit → poll, plus each task route from creation and lease upkeep."""
+    """create → join → lease → submit → poll; the task's reads from creation and join; lease upkeep;
+    a stopped task's events (stop is administration, so no link leads to it)."""
     created = {"task_id": "$response.body#/id"}
     _link(schema, CREATE, "201", "Join", JOIN, created,
           description="join with this response's join_token as the bearer token")
-    for route in TASK_ROUTES:
-        last = route[0].rsplit("/", 1)[-1]
-        name = "Stop" if last == "stop" else "Read" + last.replace("{task_id}", "Task").capitalize()
-        _link(schema, CREATE, "201", name, route, created,
-              description="with this response's read_token (or the admin token) as the bearer token")
+    for source, params, routes in ((CREATE, created, TASK_ROUTES[:1]),
+                                   (JOIN, TASK_ID, TASK_ROUTES[1:-1])):
+        for route in routes:
+            last = route[0].rsplit("/", 1)[-1]
+            name = "Read" + last.replace("{task_id}", "Task").capitalize()
+            _link(schema, source, "201", name, route, params,
+                  description="with the task's read token, an agent token or the admin token")
     _link(schema, JOIN, "201", "Lease", LEASE, TASK_ID,
           description="with this response's agent token as the bearer token")
     lease_body = {"lease_id": "$response.body#/lease_id", "block": "$response.body#/block",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 MergePolicy = Literal["independent", "checked"]
 MergeKind = Literal["none", "independent", "checked_combination"]
@@ -17,6 +17,8 @@ MergeKind = Literal["none", "independent", "checked_combination"]
 
 class Usage(BaseModel):
     """What producing a proposal cost, as honestly reported by the agent."""
+
+    model_config = ConfigDict(strict=True)  # part of a request body: false is not 0
 
     prompt_tokens: int = Field(0, ge=0)
     completion_tokens: int = Field(0, ge=0)

@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator import books, datapaths, errors
+from coordinator import books, errors, paramcheck
 from coordinator import forecast as fc
 from coordinator.convergence import MergedScore, check_accounting, round_constants
 from coordinator.engine import EngineSettings, RoundEngine, RoundOutcome
@@ -167,7 +167,7 @@ class CoordinatorService:
             raise errors.InvalidRequest(str(exc), field="kind") from None
         except ValueError as exc:
             raise errors.InvalidRequest(f"proposer knobs: {str(exc).splitlines()[0]}", field="proposer.knobs") from None
-        datapaths.check_params(cls.Params, req.params, self.settings.data_dirs)
+        paramcheck.check(req.kind, cls.Params, req.params, self.settings.data_dirs)
         try:
             task = await asyncio.to_thread(create_task, req.kind, req.params)
         except InvalidParams as exc:

@@ -29,7 +29,7 @@ MEDIA_TYPE = "application/x-ndjson"
 
 
 class AbandonIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
         {"id": "d00d01", "block": 3, "base_version": 12, "outcome": "failed", "failure": "malformed_json",
          "reason": "could not read a JSON object from your reply",
          "usage": {"prompt_tokens": 1200, "completion_tokens": 410, "calls": 2, "model": "openai/gpt-oss-120b"}}]})

@@ -14,21 +14,22 @@ from coordinator.store.base import Budgets, TaskMode
 
 def _example(example: dict[str, Any], forbid: bool = False) -> ConfigDict:
     cfg = ConfigDict(json_schema_extra={"examples": [example]})
-    if forbid:
+    if forbid:  # a request body: no unknown fields, and no coercion (false is not 0.0, "3" is not 3)
         cfg["extra"] = "forbid"
+        cfg["strict"] = True
     return cfg
 
 
 class ProposerHints(BaseModel):
     """Which proposer agents should run and its knobs (the kind's ``ProposerParams``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     name: str = Field("heuristic", max_length=64)
     knobs: dict[str, Any] = Field(default_factory=dict)
 
 
 class StopSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     relative_gap: float = Field(1e-10, ge=0)
     stall_rounds: int = Field(3, ge=1)
 

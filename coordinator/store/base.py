@@ -21,7 +21,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator import errors
 from coordinator.forecast import StopWhen
@@ -34,6 +34,8 @@ TaskMode = Literal["rounds", "async"]
 
 class Budgets(BaseModel):
     """Task budgets; None means unlimited. Exceeding one gives 429 budget_exceeded."""
+
+    model_config = ConfigDict(strict=True)  # part of a request body: false is not 0
 
     rounds: int | None = Field(None, ge=1)
     seconds: float | None = Field(None, gt=0)
