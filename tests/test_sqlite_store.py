@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +17,7 @@ from coordinator.store import make_store, store_option
 from coordinator.settings import ServiceSettings
 from coordinator.store.base import Store
 from coordinator.store.sqlite import SQLiteStore
+from tests.conftest import REPO
 from tests.store_contract import TTL, StoreContract, head, proposal, spec
 
 T0 = 1_000_000.0
@@ -120,3 +124,38 @@ async def test_commits_from_several_processes_are_version_checked(tmp_path: Path
     assert (await store.get_head("t-1")).version == won
     assert (await store.counters("t-1"))["commits"] == won
     await store.close()
+
+
+def _blockopt(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "blockopt", *args], capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+@pytest.mark.slow  # a whole service run with agent processes
+@pytest.mark.anyio
+async def test_blockopt_run_keeps_its_books_in_a_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.db"
+    done = _blockopt("run", "quadratic", "--blocks", "4", "--dim", "2", "--agents", "2", "--processes", "1",
+                     "--max-rounds", "200", "--quiet", "--store", f"sqlite://{path}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    store = SQLiteStore(path)
+    (task,) = await store.list_tasks()
+    runtime = await store.get_runtime(task.id)
+    assert runtime.status == "converged" and runtime.round > 0
+    assert len(await store.rounds(task.id)) == runtime.round
+    await store.close()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["run", "quadratic", "--store", "sqlite://"], "needs a file"),
+    (["run", "quadratic", "--inproc", "--store", "sqlite:///tmp/x.db"], "--inproc keeps no store"),
+    (["run", "quadratic", "--store", "mysql://db"], "--store must be"),
+    (["serve", "--store", "sqlite:///no/such/dir/state.db"], "does not exist"),
+])
+def test_bad_store_options_give_one_line_and_exit_2(args: list[str], needle: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "blockopt", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_ADMIN_TOKEN": "t" * 32})
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], done.stderr
