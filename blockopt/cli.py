@@ -79,7 +79,7 @@ def model_from_args(kind: str, model: type[BaseModel], args: argparse.Namespace)
 
 RUN_OPTIONS = {"agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet",
                "mode", "processes", "round_deadline", "lease_ttl", "proposer", "proposer_option", "llm_base_url",
-               "llm_model", "reasoning_effort"}
+               "llm_model", "reasoning_effort", "ui"}
 LLM_FLAGS = {"llm_base_url": "base_url", "llm_model": "model", "reasoning_effort": "reasoning_effort"}
 """Flags of the ``llm`` proposer and the proposer option each sets (flags beat ``--proposer-option``)."""
 DEFAULT_PROCESSES = os.cpu_count() or 2
@@ -159,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
         kp.add_argument("--report", type=Path, default=None, help="write the JSON report here (PNG beside it)")
         kp.add_argument("--inproc", action="store_true", help="engine only: no HTTP, the task's own proposers")
         kp.add_argument("--quiet", action="store_true", help="no per-round progress lines")
+        kp.add_argument("--ui", action="store_true",
+                        help="print the live page's URL and keep serving it after the run until Ctrl-C")
         kp.add_argument("--mode", choices=["rounds", "async"], default="rounds",
                         help="service path: rounds on quorum-or-deadline, or merge on arrival")
         kp.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, help="agent worker processes")
@@ -209,6 +211,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
     if args.processes < 1:
         raise UsageError("--processes must be at least 1")
     args.proposer_options = proposer_options(args, args.agents)
+    if args.inproc and args.ui:
+        raise UsageError("--ui needs the service path (drop --inproc)")
     if args.inproc and args.proposer != "heuristic":
         raise UsageError("--inproc drives the task's own proposers; --proposer needs the service path (drop --inproc)")
 
@@ -263,6 +267,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found: make that a no-op
     # so a clean shutdown exits 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    logging.getLogger("blockopt.ui").info("web UI at http://%s:%d/ui/ (enter a token the API accepts once)",
+                                          args.host, args.port)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
 

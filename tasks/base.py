@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -186,6 +187,16 @@ class Task(abc.ABC, Generic[State]):
     def solution(self, state: State) -> JSON:
         """The current solution as users want to read it (defaults to the dumped state)."""
         return self.dump_state(state)
+
+    # -- the web UI's kind panel (coordinator/ui) ----------------------------
+    def view_model(self, state: State) -> JSON | None:
+        """What the kind's own panel in the web UI draws, as JSON; None (the default) shows no panel."""
+        return None
+
+    @classmethod
+    def view_renderer(cls) -> Path | None:
+        """The kind's browser module (ES module exporting ``render(element, model)``) shipped beside it, or None."""
+        return None
 
     # -- agents side ------------------------------------------------------
     @abc.abstractmethod
