@@ -129,6 +129,8 @@ def test_page_reconnects_after_a_coordinator_restart(browser: Browser, tmp_path:
             "return [...document.querySelectorAll('#convergence .pt')].map(p => p.dataset.round);"))
         assert shown == sorted(rounds)  # no round lost or drawn twice across the reconnect
         assert b.count("#rounds tbody tr") == len(rounds)
+        # the reconnect asked for what came after its last event (Last-Event-ID): no round arrived twice
+        assert b.js("return window.blockoptStats.roundEvents;") == len(rounds)
     finally:
         for f in fleets:
             f.stop()

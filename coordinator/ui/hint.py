@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 
@@ -15,6 +16,9 @@ def live_view_hint(base_url: str, task_id: str, token: str | None, keep_open: bo
 
 
 def serve_until_interrupted(url: str) -> None:
+    # A native library loaded during the run can leave SIGINT at the OS default (the process would die with
+    # no cleanup); installing Python's handler again makes Ctrl-C a KeyboardInterrupt here.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print(f"the run has ended; still serving {url} — press Ctrl-C to stop", file=sys.stderr, flush=True)
     try:
         threading.Event().wait()

@@ -27,6 +27,7 @@ export class TaskPage {
     this.viewVersion = -1; this.kindHandle = null; this.kindModule = null; this.timer = null; this.stopped = false;
     this.lastReport = 0; this.authFailed = false;
     this.schedule = frameScheduler(() => this.render());
+    window.blockoptStats = { roundEvents: 0 };  // read by the browser tests: a reconnect must replay nothing
   }
 
   start() {
@@ -49,18 +50,15 @@ export class TaskPage {
     this.roundBody = roundBody; this.agentBody = agentBody;
     this.budget = el("tbody");
     this.kindRoot = el("div", { id: "kind-view" });
+    const panel = (title, ...body) => el("div", { class: "panel" }, el("h2", { text: title }), ...body);
     this.root.append(
       el("p", {}, el("a", { href: "#/", text: "← all tasks" })), this.title, summary,
+      el("div", { class: "grid halves" }, chartPanel, panel("Solution", this.kindRoot)),
+      panel("Agents", el("div", { class: "scroll" }, agents)),
       el("div", { class: "grid" },
-        el("div", {}, chartPanel, el("div", { class: "panel" }, el("h2", { text: "Rounds" }),
-                                     el("div", { class: "scroll" }, rounds))),
-        el("div", {},
-          el("div", { class: "panel" }, el("h2", { text: "Agents" }), el("div", { class: "scroll" }, agents)),
-          el("div", { class: "panel" }, el("h2", { text: "Budget" }),
-             el("table", { id: "budget" }, el("thead", {}, el("tr", {},
-               ...["", "spent", "limit", ""].map((c) => el("th", { text: c })))), this.budget))),
-      ),
-      el("div", { class: "panel kind-panel" }, el("h2", { text: "Solution" }), this.kindRoot),
+        panel("Rounds", el("div", { class: "scroll" }, rounds)),
+        panel("Budget", el("table", { id: "budget" }, el("thead", {}, el("tr", {},
+          ...["", "spent", "limit", ""].map((c) => el("th", { text: c })))), this.budget))),
     );
     this.run();
   }
@@ -88,7 +86,7 @@ export class TaskPage {
   }
 
   onEvent(type, data) {
-    if (type === "round") { this.pending.push(data); this.schedule(); }
+    if (type === "round") { this.pending.push(data); this.schedule(); window.blockoptStats.roundEvents += 1; }
     if (type === "status") this.refreshAll(true);
   }
 
