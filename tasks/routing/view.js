@@ -15,9 +15,9 @@ export function mount(root) {
   const wrap = document.createElement("div");
   wrap.style.cssText = "position:relative;max-width:760px";
   const canvas = document.createElement("canvas");
-  canvas.style.cssText = "width:100%;display:block;image-rendering:pixelated";
+  canvas.style.cssText = "width:100%;display:block;image-rendering:pixelated;will-change:transform";
   const overlay = svgEl("svg", { class: "routing-map", preserveAspectRatio: "none" });
-  overlay.style.cssText = "position:absolute;inset:0;width:100%;height:100%";
+  overlay.style.cssText = "position:absolute;inset:0;width:100%;height:100%;will-change:transform";
   const paths = svgEl("g", { fill: "none", "stroke-width": "0.18", "stroke-linejoin": "round", opacity: "0.75" });
   const conflicts = svgEl("g", { class: "conflicts" });
   overlay.append(paths, conflicts);
@@ -34,6 +34,7 @@ export function mount(root) {
 
   let model = null, t = 0, playing = false, last = 0, mapKey = "", frame = 0;
   const pathNodes = [], pathKeys = [];
+  let colours = [];
   const ctx = canvas.getContext("2d");
   let mapImage = null;
   const SCALE = 8;
@@ -62,11 +63,11 @@ export function mount(root) {
   function drawRobots() {
     if (!model) return;
     ctx.drawImage(mapImage, 0, 0);
-    const n = model.paths.length;
+    const n = model.paths.length, half = SCALE * 0.4;
     for (let r = 0; r < n; r++) {
       const [x, y] = at(model.paths[r], t);
-      ctx.fillStyle = colour(r, n);
-      ctx.beginPath(); ctx.arc(x * SCALE, y * SCALE, SCALE * 0.38, 0, 2 * Math.PI); ctx.fill();
+      ctx.fillStyle = colours[r];
+      ctx.fillRect(x * SCALE - half, y * SCALE - half, 2 * half, 2 * half);
     }
     label.textContent = `t = ${t.toFixed(1)} / ${slider.max}`;
   }
@@ -97,6 +98,7 @@ export function mount(root) {
       const key = `${next.width}x${next.height}:${next.rows.join("")}`;
       if (key !== mapKey) { mapKey = key; drawMap(); }
       const w = next.width, n = next.paths.length;
+      if (colours.length !== n) colours = Array.from({ length: n }, (_, i) => colour(i, n));
       for (let r = 0; r < n; r++) {
         const cells = next.paths[r];
         const k = cells.join(",");

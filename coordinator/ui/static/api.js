@@ -119,8 +119,9 @@ export function fmt(x, digits = 3) {
   if (x === 0) return "0";
   const a = Math.abs(x);
   if (a >= 1e5 || a < 1e-3) return x.toExponential(digits - 1);
-  return Number(x.toPrecision(digits + 2)).toLocaleString("en-US", { maximumFractionDigits: 6 });
+  return GROUPED.format(Number(x.toPrecision(digits + 2)));
 }
+const GROUPED = new Intl.NumberFormat("en-US", { maximumFractionDigits: 6 });  // one formatter: building one per call costs ~0.1 ms
 
 export function duration(seconds) {
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "–";

@@ -1,113 +1,134 @@
-// Convergence chart: the gap per round on a log axis, in SVG. Points live in data coordinates
-// (x = round, y = log10 gap) inside one group whose transform maps them to pixels, so a new round appends
-// one element and a rescale changes one attribute: no full redraw per event.
-const NS = "http://www.w3.org/2000/svg";
-const M = { left: 52, right: 12, top: 10, bottom: 22 };
-
-function svg(tag, attrs = {}) {
-  const node = document.createElementNS(NS, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  return node;
-}
+// Convergence chart: the gap per round on a log axis, on a canvas. Drawing is incremental: a new round draws
+// its own point and segments over what is there; the whole chart is redrawn only when the axes change (the
+// x range grows with headroom, the y range by decades) or the canvas is resized.
+const M = { left: 52, right: 12, top: 14, bottom: 22 };
+const COLOURS = { gap: "#2c6fbb", hit: "#2e8b57", miss: "#c0392b", zero: "#6b7075", forecast: "#d68910",
+                  regroup: "#8e44ad", limit: "#c0392b", grid: "#e2e2dc", text: "#6b7075" };
 
 export class ConvergenceChart {
   constructor(root) {
-    this.svg = svg("svg", { class: "chart", id: "convergence" });
-    this.axis = svg("g", { class: "axis" });
-    this.plot = svg("g", { class: "plot" });
-    this.regroups = svg("g"); this.limitLine = svg("line", { class: "limit", visibility: "hidden" });
-    this.forecast = svg("polyline", { class: "forecast" });
-    this.line = svg("polyline", { class: "gapline" });
-    this.points = svg("g", { class: "points" });
-    this.plot.append(this.regroups, this.limitLine, this.forecast, this.line, this.points);
-    this.svg.append(this.axis, this.plot);
-    root.append(this.svg);
-    this.byRound = new Map(); // round -> point element (a replayed round after a reconnect is not added twice)
-    this.zeros = [];          // points of gap <= 0, pinned under the axis minimum
-    this.x1 = 1; this.ylo = 0; this.yhi = 1; this.limit = null; this.dirty = true; this.hasRange = false; this.size = [0, 0];
+    this.canvas = document.createElement("canvas");
+    this.canvas.id = "convergence";
+    this.canvas.style.cssText = "width:100%;height:300px;display:block";
+    root.append(this.canvas);
+    this.ctx = this.canvas.getContext("2d");
+    this.rows = [];            // every row, in arrival order (for full redraws)
+    this.byRound = new Map();  // round -> row: a round replayed after a reconnect is not drawn twice
+    this.queue = [];           // rows not drawn yet
+    this.drawn = 0;            // points on the canvas (what the tests read)
+    this.x1 = 10; this.ylo = 0; this.yhi = 1; this.hasRange = false; this.limit = null;
+    this.full = true; this.size = [0, 0]; this.box = [0, 0];
+    // the size comes from a ResizeObserver: reading clientWidth in a frame would force a layout of the page
+    new ResizeObserver(([entry]) => {
+      this.box = [entry.contentRect.width, entry.contentRect.height];
+      requestAnimationFrame(() => this.render());
+    }).observe(this.canvas);
   }
 
   get count() { return this.byRound.size; }
+  drawnRounds() { return this.rows.slice(0, this.rows.length - this.queue.length).map((r) => r.round); }
 
   // rows: history rows of /v1 (round, gap, regrouped; predicted_gap and hit when the API has them)
   add(row) {
     if (this.byRound.has(row.round)) return;
-    const y = row.gap > 0 ? Math.log10(row.gap) : null;
-    const cls = ["pt", row.hit === true ? "hit" : row.hit === false ? "miss" : "", y === null ? "zero" : ""];
-    const pt = svg("path", { class: cls.join(" ").trim(), "data-round": row.round });
-    pt.dataset.y = y === null ? "" : String(y);
-    this.byRound.set(row.round, pt);
-    this.points.append(pt);
-    if (y === null) this.zeros.push(pt); else this.extend(y);
-    this.place(pt, row.round, y);
-    this.append(this.line, row.round, y === null ? this.ylo : y);
-    if (row.predicted_gap !== undefined && row.predicted_gap !== null && row.predicted_gap > 0) {
-      const py = Math.log10(row.predicted_gap);
-      this.extend(py);
-      this.append(this.forecast, row.round, py);
-    }
-    if (row.regrouped) {
-      this.regroups.append(svg("line", { class: "regroup", x1: row.round, x2: row.round, y1: -400, y2: 400 }));
-    }
-    if (row.round > this.x1) { this.x1 = row.round; this.dirty = true; }
+    this.byRound.set(row.round, row);
+    this.rows.push(row);
+    this.queue.push(row);
+    if (row.gap > 0) this.extend(Math.log10(row.gap));
+    if (row.predicted_gap > 0) this.extend(Math.log10(row.predicted_gap));
+    if (row.round > this.x1) { this.x1 = Math.ceil(row.round * 1.25); this.full = true; }
   }
 
   setLimit(gap) {
     const y = gap !== null && gap !== undefined && gap > 0 ? Math.log10(gap) : null;
     if (y === this.limit) return;
     this.limit = y;
-    if (y === null) { this.limitLine.setAttribute("visibility", "hidden"); return; }
-    this.extend(y);
-    Object.entries({ x1: -1e4, x2: 1e6, y1: y, y2: y, visibility: "visible" })
-      .forEach(([k, v]) => this.limitLine.setAttribute(k, v));
+    if (y !== null) this.extend(y);
+    this.full = true;
   }
 
   extend(y) {
     if (!this.hasRange) {
-      this.hasRange = true; this.dirty = true; this.ylo = Math.floor(y); this.yhi = Math.max(Math.ceil(y), this.ylo + 1);
+      this.hasRange = true; this.full = true; this.ylo = Math.floor(y); this.yhi = Math.max(Math.ceil(y), this.ylo + 1);
       return;
     }
-    if (y < this.ylo) { this.ylo = Math.floor(y); this.dirty = true; }
-    if (y > this.yhi) { this.yhi = Math.ceil(y); this.dirty = true; }
-    if (this.yhi - this.ylo < 1) { this.yhi = this.ylo + 1; }
+    if (y < this.ylo) { this.ylo = Math.floor(y); this.full = true; }
+    if (y > this.yhi) { this.yhi = Math.ceil(y); this.full = true; }
   }
 
-  append(poly, x, y) {
-    const p = this.svg.createSVGPoint(); p.x = x; p.y = y; poly.points.appendItem(p);
-  }
-
-  place(pt, x, y) { pt.setAttribute("d", `M${x} ${y === null ? this.ylo - 0.35 : y}h0`); }
-
-  // Called once per animation frame at most: only a changed size or range touches the transform and axes.
+  // At most once per animation frame (the page's scheduler): new points only, unless the axes changed.
   render() {
-    const w = this.svg.clientWidth || 600, h = this.svg.clientHeight || 300;
-    if (!this.dirty && w === this.size[0] && h === this.size[1]) return;
-    const rescaledY = this.dirty;
-    this.size = [w, h]; this.dirty = false;
-    const x1 = Math.max(this.x1, 1), ylo = this.ylo - 0.5, yhi = this.yhi;
-    const sx = (w - M.left - M.right) / x1, sy = (h - M.top - M.bottom) / (yhi - ylo);
-    this.plot.setAttribute("transform", `matrix(${sx} 0 0 ${-sy} ${M.left} ${M.top + yhi * sy})`);
-    if (rescaledY) for (const pt of this.zeros) this.place(pt, Number(pt.dataset.round), null);
-    this.drawAxes(w, h, x1, ylo, yhi, sx, sy);
+    const dpr = window.devicePixelRatio || 1;
+    const w = Math.round(this.box[0] || 600), h = Math.round(this.box[1] || 300);
+    if (w !== this.size[0] || h !== this.size[1]) {
+      this.size = [w, h]; this.canvas.width = w * dpr; this.canvas.height = h * dpr; this.full = true;
+    }
+    const ctx = this.ctx;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const sx = (w - M.left - M.right) / this.x1, sy = (h - M.top - M.bottom) / (this.yhi - (this.ylo - 0.5));
+    this.px = (r) => M.left + r * sx;
+    this.py = (y) => M.top + (this.yhi - y) * sy;
+    let from = this.rows.length - this.queue.length;
+    if (this.full) {
+      this.full = false;
+      ctx.clearRect(0, 0, w, h);
+      this.axes(w, h);
+      from = 0;
+    }
+    for (let i = from; i < this.rows.length; i++) this.draw(this.rows[i], i > 0 ? this.rows[i - 1] : null);
+    this.queue = [];
+    this.drawn = this.rows.length;
+    this.canvas.dataset.points = String(this.drawn);
   }
 
-  drawAxes(w, h, x1, ylo, yhi, sx, sy) {
-    const parts = [];
-    const yOf = (v) => M.top + (yhi - v) * sy;
-    const step = Math.max(1, Math.ceil((yhi - Math.ceil(ylo)) / 8));
-    for (let e = Math.ceil(ylo); e <= yhi; e += step) {
-      parts.push(svg("line", { x1: M.left, x2: w - M.right, y1: yOf(e), y2: yOf(e) }));
-      const t = svg("text", { x: M.left - 4, y: yOf(e) + 3, "text-anchor": "end" }); t.textContent = `1e${e}`;
-      parts.push(t);
+  yOf(gap) { return gap > 0 ? Math.log10(gap) : this.ylo - 0.35; }
+
+  draw(row, prev) {
+    const ctx = this.ctx, x = this.px(row.round), y = this.py(this.yOf(row.gap));
+    if (row.regrouped) {
+      ctx.strokeStyle = COLOURS.regroup; ctx.setLineDash([2, 3]); ctx.lineWidth = 1;
+      ctx.beginPath(); ctx.moveTo(x, M.top); ctx.lineTo(x, this.size[1] - M.bottom); ctx.stroke(); ctx.setLineDash([]);
     }
-    const xstep = niceStep(x1 / 8);
-    for (let r = 0; r <= x1; r += xstep) {
-      const t = svg("text", { x: M.left + r * sx, y: h - 6, "text-anchor": "middle" }); t.textContent = String(r);
-      parts.push(t);
+    if (prev) {
+      ctx.strokeStyle = COLOURS.gap; ctx.lineWidth = 1.5;
+      ctx.beginPath(); ctx.moveTo(this.px(prev.round), this.py(this.yOf(prev.gap))); ctx.lineTo(x, y); ctx.stroke();
+      if (prev.predicted_gap > 0 && row.predicted_gap > 0) {
+        ctx.strokeStyle = COLOURS.forecast; ctx.setLineDash([4, 3]); ctx.lineWidth = 1.2;
+        ctx.beginPath(); ctx.moveTo(this.px(prev.round), this.py(Math.log10(prev.predicted_gap)));
+        ctx.lineTo(x, this.py(Math.log10(row.predicted_gap))); ctx.stroke(); ctx.setLineDash([]);
+      }
     }
-    const label = svg("text", { x: M.left, y: M.top - 1 }); label.textContent = "gap F − F_ref (log)";
-    parts.push(label);
-    this.axis.replaceChildren(...parts);
+    if (row.predicted_gap > 0) {  // the forecast band of this step: from the gap up to the predicted bound
+      const top = this.py(Math.log10(row.predicted_gap));
+      ctx.fillStyle = "rgba(214, 137, 16, 0.15)";
+      ctx.fillRect(x - 2, Math.min(top, y), 4, Math.abs(y - top));
+    }
+    const colour = row.gap <= 0 ? COLOURS.zero : row.hit === true ? COLOURS.hit : row.hit === false ? COLOURS.miss : COLOURS.gap;
+    ctx.fillStyle = colour;
+    ctx.beginPath(); ctx.arc(x, y, row.hit === false ? 3.5 : 2.5, 0, 2 * Math.PI); ctx.fill();
+  }
+
+  axes(w, h) {
+    const ctx = this.ctx;
+    ctx.font = "10px system-ui, sans-serif"; ctx.fillStyle = COLOURS.text; ctx.strokeStyle = COLOURS.grid; ctx.lineWidth = 1;
+    const step = Math.max(1, Math.ceil((this.yhi - this.ylo) / 8));
+    ctx.textAlign = "right";
+    for (let e = this.ylo; e <= this.yhi; e += step) {
+      const y = this.py(e);
+      ctx.beginPath(); ctx.moveTo(M.left, y); ctx.lineTo(w - M.right, y); ctx.stroke();
+      ctx.fillText(`1e${e}`, M.left - 4, y + 3);
+    }
+    ctx.textAlign = "center";
+    const xstep = niceStep(this.x1 / 8);
+    for (let r = 0; r <= this.x1; r += xstep) ctx.fillText(String(r), this.px(r), h - 6);
+    ctx.textAlign = "left";
+    ctx.fillText("gap F − F_ref (log)", M.left, M.top - 4);
+    if (this.limit !== null) {
+      const y = this.py(this.limit);
+      ctx.strokeStyle = COLOURS.limit; ctx.setLineDash([6, 4]);
+      ctx.beginPath(); ctx.moveTo(M.left, y); ctx.lineTo(w - M.right, y); ctx.stroke(); ctx.setLineDash([]);
+      ctx.fillStyle = COLOURS.limit; ctx.textAlign = "right"; ctx.fillText("forecast limit", w - M.right, y - 3);
+    }
   }
 }
 

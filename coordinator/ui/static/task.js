@@ -4,6 +4,8 @@ import { duration, el, EventStream, fmt, frameScheduler, getJSON, setText } from
 import { ConvergenceChart } from "./chart.js";
 
 const TERMINAL_POLL_MS = 1000;
+const ROUND_ROWS_SHOWN = 20;
+const TABLE_MS = 250;
 const SUMMARY = [
   ["status", "status"], ["round", "round"], ["objective", "F"], ["gap", "gap"], ["relative_gap", "relative gap"],
   ["feasible", "feasible"], ["reference", "reference"], ["agents", "agents"], ["leases", "leases held"],
@@ -23,7 +25,8 @@ function table(id, columns) {
 export class TaskPage {
   constructor(root, id, ui) {
     this.root = root; this.id = id; this.ui = ui; this.abort = new AbortController();
-    this.pending = []; this.roundRows = new Map(); this.agentRows = new Map(); this.task = null;
+    this.pending = []; this.roundCells = new Map(); this.roundPage = 0;
+    this.tableQueue = []; this.lastTable = 0; this.tableTimer = 0; this.agentRows = new Map(); this.task = null;
     this.viewVersion = -1; this.kindHandle = null; this.kindModule = null; this.timer = null; this.stopped = false;
     this.lastReport = 0; this.authFailed = false;
     this.schedule = frameScheduler(() => this.render());
@@ -44,7 +47,7 @@ export class TaskPage {
       el("span", {}, el("i", { style: "background:#2c6fbb" }), "gap per round"),
       el("span", {}, el("i", { style: "background:#2e8b57" }), "forecast hit"),
       el("span", {}, el("i", { style: "background:#c0392b" }), "forecast miss"),
-      el("span", { text: "- - one-step forecast · ┆ regrouping · red dashes: forecast limit" })));
+      el("span", { text: "orange dashes and band: one-step forecast bound · purple ┆ regrouping · red dashes: forecast limit" })));
     const [rounds, roundBody] = table("rounds", ROUND_COLS);
     const [agents, agentBody] = table("agents", AGENT_COLS);
     this.roundBody = roundBody; this.agentBody = agentBody;
@@ -56,7 +59,10 @@ export class TaskPage {
       el("div", { class: "grid halves" }, chartPanel, panel("Solution", this.kindRoot)),
       panel("Agents", el("div", { class: "scroll" }, agents)),
       el("div", { class: "grid" },
-        panel("Rounds", el("div", { class: "scroll" }, rounds)),
+        panel("Rounds", el("div", { class: "pager" },
+          el("button", { id: "rounds-newer", text: "newer", onclick: () => this.showRoundPage(this.roundPage - 1) }),
+          el("button", { id: "rounds-older", text: "older", onclick: () => this.showRoundPage(this.roundPage + 1) }),
+          this.roundNote = el("span", { class: "muted" })), el("div", { class: "scroll" }, rounds)),
         panel("Budget", el("table", { id: "budget" }, el("thead", {}, el("tr", {},
           ...["", "spent", "limit", ""].map((c) => el("th", { text: c })))), this.budget))),
     );
@@ -156,21 +162,65 @@ export class TaskPage {
 
   // One frame: queued rounds become chart points and table rows; summaries are rewritten cell by cell.
   render() {
-    const fresh = this.pending.length > 0;
     if (this.pending.length) {
-      const fragment = document.createDocumentFragment();
       for (const row of this.pending) {
-        if (this.roundRows.has(row.round)) continue;
+        if (this.chart.byRound.has(row.round)) continue;
         this.chart.add(row);
-        fragment.prepend(this.roundRow(row));
+        this.tableQueue.push(row);
       }
       this.pending = [];
-      this.roundBody.prepend(fragment);
     }
-    if (this.task) this.renderSummary(this.task);
     this.chart.render();
-    if (this.agents && (this.agentsDirty || fresh)) { this.agentsDirty = false; this.renderAgents(this.agents); }
+    this.flushTable();
+    if (this.task) this.renderSummary(this.task);
+    if (this.agents && this.agentsDirty) { this.agentsDirty = false; this.renderAgents(this.agents); }
     if (this.task && this.report) this.renderBudget(this.task, this.report);
+  }
+
+  // Tables are for reading, not animation: they take new rows at most every TABLE_MS (a table's layout and
+  // repaint cost more than the rest of a frame), while the chart and the map move every frame.
+  flushTable() {
+    if (!this.tableQueue.length) return;
+    const wait = this.lastTable + TABLE_MS - performance.now();
+    if (wait > 0) {
+      if (!this.tableTimer) this.tableTimer = setTimeout(() => { this.tableTimer = 0; this.schedule(); }, wait);
+      return;
+    }
+    this.lastTable = performance.now();
+    if (this.roundPage === 0) {
+      const fragment = document.createDocumentFragment();
+      for (const row of this.tableQueue.slice(-ROUND_ROWS_SHOWN)) fragment.prepend(this.roundRow(row));
+      this.roundBody.prepend(fragment);
+      this.trimRounds();
+    }
+    this.tableQueue = [];
+    this.pagerLabel();
+  }
+
+  // The rounds table is a pager over the history: thousands of live rows would cost a table layout and a
+  // repaint per frame, so the DOM holds one page (the newest, live, unless the user pages back).
+  trimRounds() {
+    while (this.roundBody.childElementCount > ROUND_ROWS_SHOWN) {
+      const last = this.roundBody.lastElementChild;
+      this.roundCells.delete(Number(last.dataset.round));
+      last.remove();
+    }
+  }
+
+  showRoundPage(page) {
+    const rows = this.chart.rows, pages = Math.max(1, Math.ceil(rows.length / ROUND_ROWS_SHOWN));
+    this.roundPage = Math.min(Math.max(0, page), pages - 1);
+    const end = rows.length - this.roundPage * ROUND_ROWS_SHOWN;
+    const slice = rows.slice(Math.max(0, end - ROUND_ROWS_SHOWN), end).reverse();
+    this.roundCells.clear();
+    this.roundBody.replaceChildren(...slice.map((r) => this.roundRow(r)));
+    this.pagerLabel();
+  }
+
+  pagerLabel() {
+    const n = this.chart.count, end = n - this.roundPage * ROUND_ROWS_SHOWN;
+    const start = Math.max(0, end - ROUND_ROWS_SHOWN);
+    setText(this.roundNote, n ? `rounds ${start}–${end - 1} of ${n}${this.roundPage === 0 ? " (live)" : ""}` : "");
   }
 
   roundRow(r) {
@@ -181,7 +231,8 @@ export class TaskPage {
                    String(r.interfering), r.merge_kind, fmt(r.kappa), fmt(r.gamma), fmt(r.delta), bound, forecast,
                    "", r.regrouped ? "yes" : ""].map((text) => el("td", { text }));
     cells[5].className = "text"; cells[11].className = "wrap";
-    this.roundRows.set(r.round, cells[11]);
+    cells[11].textContent = this.rejections(r.round);
+    this.roundCells.set(r.round, cells[11]);
     return el("tr", { "data-round": r.round }, ...cells);
   }
 
@@ -203,6 +254,11 @@ export class TaskPage {
     setText(s.age, duration((t.finished_at ?? Date.now() / 1000) - t.created_at));
   }
 
+  rejections(round) {
+    const reasons = this.agents ? this.agents.rejected_by_round[String(round)] : null;
+    return reasons ? Object.entries(reasons).map(([code, n]) => `${code} ×${n}`).join(", ") : "";
+  }
+
   renderAgents(view) {
     for (const a of view.agents) {
       let row = this.agentRows.get(a.id);
@@ -218,10 +274,7 @@ export class TaskPage {
        verdict, fmt(a.tokens), fmt(a.calls)].forEach((text, i) => setText(row[i], text));
       if (v) row[7].title = v.reason;
     }
-    for (const [round, cell] of this.roundRows) {
-      const reasons = view.rejected_by_round[String(round)];
-      setText(cell, reasons ? Object.entries(reasons).map(([code, n]) => `${code} ×${n}`).join(", ") : "");
-    }
+    for (const [round, cell] of this.roundCells) setText(cell, this.rejections(round));
   }
 
   renderBudget(t, report) {
