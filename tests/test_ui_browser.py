@@ -133,6 +133,10 @@ def test_page_reconnects_after_a_coordinator_restart(browser: Browser, tmp_path:
         # no round lost or drawn twice across the reconnect
         b.wait(lambda: chart_rounds(b) == sorted(rounds), 20, "every round once on the chart")
         assert b.count("#rounds tbody tr") == min(len(rounds), ROWS_PER_PAGE)
+        assert len(rounds) > ROWS_PER_PAGE, "the slow task should outlast one page of the rounds table"
+        b.js("document.getElementById('rounds-older').click();")
+        assert b.js("return [...document.querySelectorAll('#rounds tbody tr')].map(r => Number(r.dataset.round));") \
+            == sorted(rounds, reverse=True)[ROWS_PER_PAGE:2 * ROWS_PER_PAGE]
         # the reconnect asked for what came after its last event (Last-Event-ID): no round arrived twice
         assert b.js("return window.blockoptStats.roundEvents;") == len(rounds)
     finally:

@@ -26,7 +26,7 @@ export class TaskPage {
   constructor(root, id, ui) {
     this.root = root; this.id = id; this.ui = ui; this.abort = new AbortController();
     this.pending = []; this.roundCells = new Map(); this.roundPage = 0;
-    this.tableQueue = []; this.lastTable = 0; this.tableTimer = 0; this.agentRows = new Map(); this.task = null;
+    this.tableQueue = []; this.lastTable = 0; this.tableTimer = 0; this.lastBudget = 0; this.agentRows = new Map(); this.task = null;
     this.viewVersion = -1; this.kindHandle = null; this.kindModule = null; this.timer = null; this.stopped = false;
     this.lastReport = 0; this.authFailed = false;
     this.schedule = frameScheduler(() => this.render());
@@ -57,14 +57,14 @@ export class TaskPage {
     this.root.append(
       el("p", {}, el("a", { href: "#/", text: "← all tasks" })), this.title, summary,
       el("div", { class: "grid halves" }, chartPanel, panel("Solution", this.kindRoot)),
-      panel("Agents", el("div", { class: "scroll" }, agents)),
       el("div", { class: "grid" },
-        panel("Rounds", el("div", { class: "pager" },
-          el("button", { id: "rounds-newer", text: "newer", onclick: () => this.showRoundPage(this.roundPage - 1) }),
-          el("button", { id: "rounds-older", text: "older", onclick: () => this.showRoundPage(this.roundPage + 1) }),
-          this.roundNote = el("span", { class: "muted" })), el("div", { class: "scroll" }, rounds)),
+        panel("Agents", el("div", { class: "scroll" }, agents)),
         panel("Budget", el("table", { id: "budget" }, el("thead", {}, el("tr", {},
           ...["", "spent", "limit", ""].map((c) => el("th", { text: c })))), this.budget))),
+      panel("Rounds", el("div", { class: "pager" },
+        el("button", { id: "rounds-newer", text: "newer", onclick: () => this.showRoundPage(this.roundPage - 1) }),
+        el("button", { id: "rounds-older", text: "older", onclick: () => this.showRoundPage(this.roundPage + 1) }),
+        this.roundNote = el("span", { class: "muted" })), el("div", { class: "scroll" }, rounds)),
     );
     this.run();
   }
@@ -124,6 +124,7 @@ export class TaskPage {
 
   async refreshTask() {
     this.task = await getJSON(`/v1/tasks/${this.id}`, this.abort.signal);
+    this.budgetDirty = true;
     this.schedule();
   }
 
@@ -140,6 +141,7 @@ export class TaskPage {
     if (!final && now - this.lastReport < 5000) return;
     this.lastReport = now;
     this.report = await getJSON(`/v1/tasks/${this.id}/report`, this.abort.signal);
+    this.budgetDirty = true;
     this.schedule();
   }
 
@@ -174,7 +176,11 @@ export class TaskPage {
     this.flushTable();
     if (this.task) this.renderSummary(this.task);
     if (this.agents && this.agentsDirty) { this.agentsDirty = false; this.renderAgents(this.agents); }
-    if (this.task && this.report) this.renderBudget(this.task, this.report);
+    const now = performance.now();
+    if (this.task && this.report && (this.budgetDirty || now - this.lastBudget > 1000)) {
+      this.budgetDirty = false; this.lastBudget = now;
+      this.renderBudget(this.task, this.report);
+    }
   }
 
   // Tables are for reading, not animation: they take new rows at most every TABLE_MS (a table's layout and
