@@ -9,7 +9,7 @@ export class ConvergenceChart {
   constructor(root) {
     this.canvas = document.createElement("canvas");
     this.canvas.id = "convergence";
-    this.canvas.style.cssText = "width:100%;height:300px;display:block";
+    this.canvas.style.cssText = "width:100%;height:420px;display:block";
     root.append(this.canvas);
     this.ctx = this.canvas.getContext("2d");
     this.rows = [];            // every row, in arrival order (for full redraws)
