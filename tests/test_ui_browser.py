@@ -37,6 +37,14 @@ def agents_of(url: str, task_id: str) -> list[str]:
     return [a["id"] for a in r.json()["agents"]]
 
 
+def open_task_page(b: Browser, url: str, task_id: str) -> None:
+    """As a person would: the token entered once on the task list, then the task's page."""
+    b.open(f"{url}/ui/")
+    b.set_token(ADMIN)
+    b.wait(lambda: b.count(f"tr[data-task='{task_id}']") == 1, 30, "the task in the list")
+    b.js("document.querySelector(`tr[data-task='${arguments[0]}']`).click();", task_id)
+
+
 def chart_rounds(b: Browser) -> list[int]:
     """The rounds the convergence chart has drawn (canvas: the chart keeps the list), sorted."""
     return sorted(int(r) for r in b.js("const p = window.blockoptPage; return p && p.chart ? p.chart.drawnRounds() : [];"))
@@ -59,8 +67,7 @@ def memory_replica(tmp_path: Path) -> Iterator[Replica]:
 def test_task_page_follows_a_routing_run_live(browser: Browser, memory_replica: Replica, tmp_path: Path) -> None:
     b, url = browser, memory_replica.url
     task = create_task(memory_replica, **ROUTING_20)
-    b.open(f"{url}/ui/#/tasks/{task['id']}")
-    b.set_token(ADMIN)
+    open_task_page(b, url, task["id"])
     b.wait(lambda: status_shown(b) == "running", 60, "the page to show the running task")
     b.js("window.__sameDocument = 'yes';")  # gone if the page ever reloads
     fleet = Fleet.start(memory_replica, task, 3, tmp_path / "fleet.log", seed=1)
@@ -116,8 +123,7 @@ def test_page_reconnects_after_a_coordinator_restart(browser: Browser, tmp_path:
     try:
         b, url = browser, replica.url
         task = create_task(replica, **QUADRATIC_SLOW)
-        b.open(f"{url}/ui/#/tasks/{task['id']}")
-        b.set_token(ADMIN)
+        open_task_page(b, url, task["id"])
         fleets.append(Fleet.start(replica, task, 3, tmp_path / "f1.log", seed=1))
         b.wait(lambda: len(chart_rounds(b)) >= 3, 120, "three rounds on the chart before the restart")
         replica.signal(signal.SIGKILL)
@@ -199,3 +205,22 @@ def test_default_cdn_docs_stay_blank_with_no_route_out(browser: Browser) -> None
         b.wait(lambda: any("swagger" in e.lower() or "ERR_NAME_NOT_RESOLVED" in e for e in b.errors()), 30,
                "the CDN assets to fail")
         assert b.count(".opblock") == 0
+
+
+@pytest.mark.slow
+def test_sqlplan_panel_draws_cost_bars_and_the_index_budget(browser: Browser) -> None:
+    server, coord = start_coordinator()
+    try:
+        task = coord.create_task(kind="sqlplan", params={"blocks": 2, "scale": 0.01, "baselines": False,
+                                                        "index_budget_mb": 7})
+        model = coord.admin.get(f"/v1/tasks/{task['id']}/view").json()["model"]
+        series = [k for k in model["per_query"][0] if k not in ("query", "equivalent")]
+        b = browser
+        open_task_page(b, coord.url, task["id"])
+        b.wait(lambda: b.count("svg.sqlplan-costs rect.cost-bar") == len(model["per_query"]) * len(series), 60,
+               "one bar per query and series")
+        assert "of a 7.00 MiB budget" in b.text("#sqlplan-budget")
+        assert b.errors() == [], b.errors()
+    finally:
+        coord.admin.close()
+        server.stop()
