@@ -162,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
         kp.add_argument("--report", type=Path, default=None, help="write the JSON report here (PNG beside it)")
         kp.add_argument("--inproc", action="store_true", help="engine only: no HTTP, the task's own proposers")
         kp.add_argument("--quiet", action="store_true", help="no per-round progress lines")
+        kp.add_argument("--ui", action="store_true",
+                        help="print the live page's URL and keep serving it after the run until Ctrl-C")
         kp.add_argument("--mode", choices=["rounds", "async"], default="rounds",
                         help="service path: rounds on quorum-or-deadline, or merge on arrival")
         kp.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, help="agent worker processes")
@@ -230,6 +232,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
         args.store_settings = store_option(args.store)
     except InvalidRequest as exc:
         raise UsageError(exc.message) from None
+    if args.inproc and args.ui:
+        raise UsageError("--ui needs the service path (drop --inproc)")
     if args.inproc and args.proposer != "heuristic":
         raise UsageError("--inproc drives the task's own proposers; --proposer needs the service path (drop --inproc)")
 
@@ -294,6 +298,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found: make that a no-op
     # so a clean shutdown exits 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    logging.getLogger("blockopt.ui").info("web UI at http://%s:%d/ui/ (enter a token the API accepts once)",
+                                          args.host, args.port)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
 

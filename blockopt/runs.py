@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from agents.worker import WorkerConfig
 from coordinator.app import create_app
 from coordinator.datapaths import dirs_for
 from coordinator.embedded import EmbeddedServer
+from coordinator.ui.hint import live_view_hint, serve_until_interrupted
 from coordinator.settings import ServiceSettings
 from coordinator.store import make_store
 
@@ -184,7 +186,8 @@ def _follow(client: httpx.Client, task_id: str, reference: Reference, quiet: boo
 
 def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> Report:
     """The real path: an embedded coordinator on a loopback port and a fleet of worker processes over HTTP."""
-    admin = secrets.token_urlsafe(24)
+    own_token = os.environ.get("BLOCKOPT_ADMIN_TOKEN")  # the user's own: used, never printed
+    admin = own_token or secrets.token_urlsafe(24)
     settings = ServiceSettings(admin_token=SecretStr(admin), lease_ttl=args.lease_ttl,
                                round_deadline=args.round_deadline,  # paths named on our own command line:
                                data_dirs=dirs_for(type(task.params), task.params.model_dump()),
@@ -211,6 +214,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
         if not args.quiet:
             print(f"coordinator at {server.url}, task {task_id}; starting {args.agents} agents "
                   f"in {min(args.processes, args.agents)} processes", file=sys.stderr, flush=True)
+        print(live_view_hint(server.url, task_id, None if own_token else admin, getattr(args, "ui", False)), file=sys.stderr, flush=True)
         base = WorkerConfig(coordinator=server.url, task=task_id, join_token=created["join_token"],
                             seed=task.run_seed(), proposer=getattr(args, "proposer", "heuristic"),
                             proposer_options=getattr(args, "proposer_options", {}))
@@ -221,9 +225,17 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
             terminate(children)
         report = Report.model_validate(client.get(f"/v1/tasks/{task_id}/report").json())
         state = task.load_state(client.get(f"/v1/tasks/{task_id}/solution").json()["state"])
+        if getattr(args, "ui", False):
+            print_outputs(report, task, state, args)
+            serve_until_interrupted(f"{server.url}/ui/#/tasks/{task_id}")
+            return report
+    print_outputs(report, task, state, args)
+    return report
+
+
+def print_outputs(report: Report, task: Task[Any], state: Any, args: argparse.Namespace) -> None:
     for line in summary_lines(report):
         print(line)
     if args.report is not None:
         for written in write_outputs(report, task, state, args.report):
             print(f"  wrote {written}")
-    return report

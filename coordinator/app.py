@@ -16,11 +16,12 @@ from typing import Any
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi_offline import FastAPIOffline  # /docs and /redoc from packaged assets: no CDN
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from coordinator import access, auth, books, errors, openapi, trajectories
+from coordinator import access, auth, books, errors, openapi, trajectories, ui
 from coordinator.ledger import Report
 from coordinator.metrics import ServiceMetrics
 from coordinator.service import CoordinatorService
@@ -137,7 +138,7 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
         finally:
             await service.close()
 
-    app = FastAPI(
+    app = FastAPIOffline(
         title="blockopt coordinator",
         version="1",
         description="Coordinates a team of optimization agents: leases blocks, scores and merges proposals, "
@@ -248,8 +249,12 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
              response_class=StreamingResponse,
              responses={200: {"content": {"text/event-stream": {"example":
                         'event: round\nid: 0\ndata: {"round": 0, "objective": -20.1, "gap": 8.9}\n\n'}}}})
-    async def events(task_id: str, request: Request, since: int = Query(0, ge=0)) -> StreamingResponse:
+    async def events(task_id: str, request: Request, since: int = Query(0, ge=0),
+                     last_event_id: str | None = Header(None, description="resume after this round (SSE reconnect)"),
+                     ) -> StreamingResponse:
         await store.get_task(task_id)
+        if last_event_id is not None and last_event_id.strip().isdigit():  # ids are round numbers
+            since = max(since, int(last_event_id) + 1)
 
         async def stream() -> AsyncIterator[str]:
             seen = since
@@ -342,5 +347,6 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
         return Health(status="ready")
 
     app.include_router(trajectories.router(service, store), dependencies=read)
+    ui.install(app, service, store, settings)
     openapi.install(app, settings.kinds)
     return app

@@ -261,6 +261,12 @@ class CoordinatorService:
         return {"task": task_id, "version": head.version, "objective": head.objective,
                 "feasible": task.feasible(state), "solution": task.solution(state), "state": head.state}
 
+    async def current(self, task_id: str) -> tuple[Task[Any], Any, int]:
+        """The task object, its state at the head and the head's version (read-only views, e.g. the web UI)."""
+        spec = await self.spec(task_id)
+        built = await self._build(spec, await self.store.get_head(task_id))
+        return built.task, built.snapshot.state, built.snapshot.version
+
     # -- agents -------------------------------------------------------------------
     async def join(self, task_id: str, join_token: str, req: JoinRequest) -> Joined:
         spec = await self.spec(task_id)

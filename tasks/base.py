@@ -14,6 +14,7 @@ import abc
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 import typing
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal
 
 from pydantic import BaseModel
@@ -37,7 +38,7 @@ COMMON_REJECTION_CODES = frozenset({"invalid_proposal", "wrong_block", "bad_shap
 RUNNER_OPTIONS = frozenset({
     "agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet", "mode", "processes",
     "round_deadline", "lease_ttl", "proposer", "proposer_option", "llm_base_url", "llm_model",
-    "reasoning_effort", "preset", "store", "stop_gain_per_1k_tokens", "stop_gain_per_agent_second",
+    "reasoning_effort", "preset", "store", "stop_gain_per_1k_tokens", "stop_gain_per_agent_second", "ui",
 })
 """Options of ``blockopt run`` itself: a kind's parameter with one of these names is refused at registration
 (``blockopt run KIND --NAME`` could not mean both)."""
@@ -253,6 +254,16 @@ class Task(abc.ABC, Generic[State, P]):
     def solution(self, state: State) -> JSON:
         """The current solution as users want to read it (defaults to the dumped state)."""
         return self.dump_state(state)
+
+    # -- the web UI's kind panel (coordinator/ui) ----------------------------
+    def view_model(self, state: State) -> JSON | None:
+        """What the kind's own panel in the web UI draws, as JSON; None (the default) shows no panel."""
+        return None
+
+    @classmethod
+    def view_renderer(cls) -> Path | None:
+        """The kind's browser module (ES module exporting ``render(element, model)``) shipped beside it, or None."""
+        return None
 
     # -- agents side ------------------------------------------------------
     @abc.abstractmethod

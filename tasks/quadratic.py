@@ -7,6 +7,8 @@ exact optimum is F* = −½bᵀA⁻¹b, the exact correction for block i is
 
 from __future__ import annotations
 
+import pathlib
+
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -273,6 +275,15 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
 
     def run_seed(self) -> int:
         return self.p.seed
+
+    def view_model(self, state: QuadState) -> dict[str, Any]:
+        """Per-block residual ‖(Ax − b)_i‖: zero at the optimum, so the heat strip shows where work is left."""
+        r = state.ax - self.b
+        return {"residuals": [float(np.linalg.norm(r[self._sl(i)])) for i in range(self.p.blocks)]}
+
+    @classmethod
+    def view_renderer(cls) -> pathlib.Path:
+        return pathlib.Path(__file__).with_name("quadratic_view.js")
 
     def make_proposer(self, knobs: BaseModel, seed: int = 0) -> QuadraticProposer:
         k = QuadraticProposerParams.model_validate(knobs.model_dump())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -296,6 +298,15 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             "conflicts": state.conflicts,
             "lower_bound": self.lower_bound(),
         }
+
+    def view_model(self, state: RoutingState) -> dict[str, Any]:
+        from tasks.routing.view import view_model
+
+        return view_model(self.inst, state.paths, state.blocks, state.soc, self.lower_bound())
+
+    @classmethod
+    def view_renderer(cls) -> pathlib.Path:
+        return pathlib.Path(__file__).with_name("view.js")
 
     def pictures(self, state: RoutingState, stem: str) -> list[str]:
         from tasks.routing.draw import draw_animation, draw_plan

@@ -10,6 +10,8 @@ gain, so an infeasible state never beats the start).
 
 from __future__ import annotations
 
+import pathlib
+
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -301,6 +303,16 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         from tasks.sqlplan.report import solution
 
         return solution(self, state)
+
+    def view_model(self, state: SqlState) -> dict[str, Any]:
+        """The per-query costs against the baselines measured so far, and the index set against its budget."""
+        from tasks.sqlplan.report import solution
+
+        return {k: v for k, v in solution(self, state).items() if k != "plans"}
+
+    @classmethod
+    def view_renderer(cls) -> pathlib.Path:
+        return pathlib.Path(__file__).with_name("view.js")
 
     def pictures(self, state: SqlState, stem: str) -> list[str]:
         from tasks.sqlplan.report import write_outputs
