@@ -183,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--rate-per-agent", type=float, default=50.0, help="sustained requests/s per agent")
     serve.add_argument("--max-body-bytes", type=int, default=1 << 20, help="larger request bodies get 413")
+    serve.add_argument("--http", default="auto", choices=["auto", "h11", "httptools"],
+                       help="HTTP parser (auto: httptools when installed; BENCHMARKS.md, 'HTTP stack')")
+    serve.add_argument("--loop", default="auto", choices=["auto", "asyncio", "uvloop"],
+                       help="event loop (auto: uvloop when installed)")
     add_service_options(serve)
 
     agent = sub.add_parser("agent", help="run one agent worker against a coordinator")
@@ -263,7 +267,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found: make that a no-op
     # so a clean shutdown exits 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
+                http=args.http, loop=args.loop)
     return 0
 
 

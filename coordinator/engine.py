@@ -7,7 +7,6 @@ elsewhere, so the algorithm is testable (and benchmarkable) on its own.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any, TypeVar
 import networkx as nx
 
 from coordinator import errors
+from coordinator.interference import candidate_pairs
 from coordinator.convergence import MergedScore, RoundBound, round_bound
 from coordinator.records import MergeKind, MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.selection import (
@@ -233,13 +233,8 @@ class RoundEngine:
         graph = nx.Graph()
         for i, s in enumerate(scored):
             graph.add_node(i, gain=s.gain)
-        overlapping: list[tuple[int, int]] = []
-        for i, j in itertools.combinations(range(len(scored)), 2):
-            a, b = scored[i], scored[j]
-            if a.proposal.block == b.proposal.block:
-                graph.add_edge(i, j, exclusive=True, c=float("inf"))
-            elif a.footprint & b.footprint:
-                overlapping.append((i, j))
+        same_block, overlapping = candidate_pairs([s.proposal.block for s in scored], [s.footprint for s in scored])
+        graph.add_edges_from((i, j, {"exclusive": True, "c": float("inf")}) for i, j in same_block)
         if overlapping:  # all pairs in one call: a kind with a closed form batches them
             items = [(s.proposal.block, s.value) for s in scored]
             values = meter(self.task.interactions, state, items, overlapping, f0)
@@ -284,7 +279,8 @@ class RoundEngine:
         else:
             groups, gains = [], []
             for comp in nx.connected_components(graph):
-                sub = graph.subgraph(comp)
+                # a copy, not a view: every pass over a view's edges filters them again
+                sub = graph if len(comp) == len(graph) else graph.subgraph(comp).copy()
                 group, gain, used = self._checked_component(state, f0, scored, sub, meter)
                 groups.append(group)
                 gains.append(gain)

@@ -1,0 +1,98 @@
+"""Candidate pairs through the footprint index, and the sparse selection helpers, against their definitions."""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coordinator.interference import candidate_pairs
+from coordinator.selection import _local_search, pairwise_model_value
+from tasks.quadratic import QuadraticParams, QuadraticTask, coupling_graph
+
+footprints = st.lists(
+    st.tuples(st.integers(0, 6), st.frozensets(st.integers(0, 12), max_size=4)), max_size=25
+)
+
+
+def all_pairs(blocks: list[int], fps: list[frozenset[int]]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The definition: every pair tested (what the engine did before the index)."""
+    same, overlap = [], []
+    for i, j in itertools.combinations(range(len(blocks)), 2):
+        if blocks[i] == blocks[j]:
+            same.append((i, j))
+        elif fps[i] & fps[j]:
+            overlap.append((i, j))
+    return same, overlap
+
+
+@given(footprints)
+def test_index_finds_exactly_the_overlapping_pairs_in_order(items: list[tuple[int, frozenset[int]]]) -> None:
+    blocks = [b for b, _ in items]
+    fps = [f for _, f in items]
+    assert candidate_pairs(blocks, fps) == all_pairs(blocks, fps)
+
+
+def test_disjoint_footprints_give_no_candidates() -> None:
+    same, overlap = candidate_pairs([0, 1, 2], [frozenset({"a"}), frozenset({"b"}), frozenset({"c"})])
+    assert (same, overlap) == ([], [])
+    same, overlap = candidate_pairs([0, 0, 2], [frozenset({"a"}), frozenset({"b"}), frozenset({"b"})])
+    assert same == [(0, 1)] and overlap == [(1, 2)]
+
+
+@st.composite
+def weighted_graphs(draw: st.DrawFn) -> nx.Graph:
+    n = draw(st.integers(1, 12))
+    graph = nx.Graph()
+    for k in range(n):
+        graph.add_node(k, gain=draw(st.floats(0.01, 10.0)))
+    for u, v in itertools.combinations(range(n), 2):
+        kind = draw(st.sampled_from(["none", "none", "c", "exclusive"]))
+        if kind == "c":
+            graph.add_edge(u, v, c=draw(st.floats(-5.0, 5.0)))
+        elif kind == "exclusive":
+            graph.add_edge(u, v, exclusive=True, c=float("inf"))
+    return graph
+
+
+def view_model_value(graph: nx.Graph, subset: set[int]) -> float:
+    gain = sum(graph.nodes[n]["gain"] for n in subset)
+    for _, _, data in graph.subgraph(subset).edges(data=True):
+        if data.get("exclusive"):
+            return float("-inf")
+        gain -= data["c"]
+    return gain
+
+
+@settings(max_examples=200)
+@given(weighted_graphs(), st.data())
+def test_model_value_matches_its_definition(graph: nx.Graph, data: st.DataObject) -> None:
+    subset = data.draw(st.sets(st.sampled_from(list(graph.nodes)), min_size=1))
+    assert np.isclose(pairwise_model_value(graph, subset), view_model_value(graph, subset)) or \
+        pairwise_model_value(graph, subset) == view_model_value(graph, subset) == float("-inf")
+
+
+@settings(max_examples=200)
+@given(weighted_graphs())
+def test_local_search_ends_at_a_feasible_local_optimum_no_worse_than_the_best_single(graph: nx.Graph) -> None:
+    chosen = _local_search(graph)
+    value = pairwise_model_value(graph, chosen)
+    assert chosen and value > float("-inf")  # never two proposals of one block
+    assert value >= max(graph.nodes[n]["gain"] for n in graph.nodes) - 1e-9
+    tol = 1e-9 * max(1.0, value)
+    for n in graph.nodes:  # no single flip improves the model (what "local optimum" means here)
+        flipped = chosen ^ {n}
+        if flipped:
+            assert pairwise_model_value(graph, flipped) <= value + tol
+
+
+def test_sparse_quadratic_couples_each_block_to_a_few_others_and_is_positive_definite() -> None:
+    params = QuadraticParams(blocks=64, dim=3, neighbours=4, seed=2)
+    task = QuadraticTask(params)
+    degrees = [len(c) - 1 for c in task._coupled]  # minus the block itself
+    assert 2 <= min(degrees) and max(degrees) <= 12 and 3 <= sum(degrees) / len(degrees) <= 5
+    assert len(coupling_graph(params)) * 2 == sum(degrees)
+    assert np.linalg.eigvalsh(task.a).min() > 0
