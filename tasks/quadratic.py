@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from tasks.block_matrix import BlockMatrix, symmetric_blocks
 from tasks.base import Draft, InvalidProposal, Proposer, Reference, Task
 
 
@@ -63,26 +64,25 @@ def coupling_graph(p: QuadraticParams) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
-def generate_sparse_matrix(p: QuadraticParams) -> tuple[np.ndarray, np.ndarray]:
+def generate_sparse_matrix(p: QuadraticParams) -> tuple[BlockMatrix, np.ndarray]:
     """Sparse block coupling: A_ij = c·G_ij/√d on the coupling graph's pairs, and diagonal blocks
     A_ii = M_iM_iᵀ/d + (ridge + Σ_j ‖A_ij‖₂)·I. SPD by construction (block Gershgorin):
     xᵀAx ≥ Σ_i (λ_min(A_ii) − Σ_j ‖A_ij‖₂)|x_i|² > 0."""
     rng = np.random.default_rng(p.seed)
     d, n = p.dim, p.blocks
-    a = np.zeros((n * d, n * d))
+    entries: list[tuple[int, int, np.ndarray]] = []
     shift = np.full(n, p.ridge)
     for i, j in coupling_graph(p):
         block = p.coupling * rng.standard_normal((d, d)) / np.sqrt(d)
-        a[i * d:(i + 1) * d, j * d:(j + 1) * d] = block
-        a[j * d:(j + 1) * d, i * d:(i + 1) * d] = block.T
+        entries.append((i, j, block))
         norm = float(np.linalg.norm(block, 2))
         shift[i] += norm
         shift[j] += norm
     for i in range(n):
         m = rng.standard_normal((d, d))
-        a[i * d:(i + 1) * d, i * d:(i + 1) * d] = m @ m.T / d + shift[i] * np.eye(d)
+        entries.append((i, i, m @ m.T / d + shift[i] * np.eye(d)))
     b = rng.standard_normal(n * d)
-    return a, b
+    return BlockMatrix(n, d, blocks=symmetric_blocks(entries)), b
 
 
 def generate_matrix(p: QuadraticParams) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +93,8 @@ def generate_matrix(p: QuadraticParams) -> tuple[np.ndarray, np.ndarray]:
     sparse construction of ``generate_sparse_matrix`` instead.
     """
     if p.neighbours is not None:
-        return generate_sparse_matrix(p)
+        matrix, b = generate_sparse_matrix(p)
+        return matrix.dense(), b
     rng = np.random.default_rng(p.seed)
     size = p.blocks * p.dim
     g = rng.standard_normal((size, size))
@@ -118,13 +119,20 @@ class QuadraticTask(Task[QuadState]):
         super().__init__(params)
         self.p = params
         self.d = params.dim
-        self.a, self.b = generate_matrix(params)
-        self._optimum = float(-0.5 * self.b @ np.linalg.solve(self.a, self.b))
-        n, d = params.blocks, params.dim
-        nonzero = np.any(self.a.reshape(n, d, n, d) != 0.0, axis=(1, 3))  # one pass, not n² slice tests
-        self._coupled = [frozenset(np.flatnonzero(row).tolist()) for row in nonzero]
-        self._a4 = self.a.reshape(n, d, n, d)
-        """A as blocks: ``_a4[i, :, j, :]`` is A_ij (a view, no copy)."""
+        if params.neighbours is None:
+            dense, self.b = generate_matrix(params)
+            self.matrix = BlockMatrix(params.blocks, params.dim, dense=dense)
+            self._optimum = float(-0.5 * self.b @ np.linalg.solve(dense, self.b))
+        else:  # only the coupled blocks are stored; F* = F(x*) with x* from conjugate gradients
+            self.matrix, self.b = generate_sparse_matrix(params)
+            x_star = self.matrix.minimizer(self.b)
+            self._optimum = float(0.5 * x_star @ self.matrix.matvec(x_star) - self.b @ x_star)
+        self._coupled = self.matrix.neighbours
+
+    @property
+    def a(self) -> np.ndarray:
+        """A as one dense array (built on demand for a sparse instance: for tests and small sizes)."""
+        return self.matrix.dense()
 
     def _sl(self, i: int) -> slice:
         return slice(i * self.d, (i + 1) * self.d)
@@ -141,7 +149,7 @@ class QuadraticTask(Task[QuadState]):
 
     def initial_state(self) -> QuadState:
         x = np.zeros(self.p.blocks * self.d)
-        return QuadState(x=x, ax=self.a @ x)
+        return QuadState(x=x, ax=self.matrix.matvec(x))
 
     def objective(self, state: QuadState) -> float:
         """From the cached Ax (kept equal to A·x by every constructor of a state): O(n·d), not a product."""
@@ -156,7 +164,7 @@ class QuadraticTask(Task[QuadState]):
             step = np.asarray(v, dtype=float) - x[sl]
             x[sl] = v
             for j in self._coupled[i]:
-                ax[self._sl(j)] += self._a4[j, :, i, :] @ step
+                ax[self._sl(j)] += self.matrix.block(j, i) @ step
         return QuadState(x=x, ax=ax)
 
     def evaluate_change(self, state: QuadState, changes: Mapping[int, np.ndarray]) -> float:
@@ -169,7 +177,7 @@ class QuadraticTask(Task[QuadState]):
             f += float(di @ (ax[sl] - self.b[sl]))
             coupled = self._coupled[i]
             for j in (coupled & steps.keys()) if len(coupled) < len(steps) else steps.keys() & coupled:
-                f += 0.5 * float(di @ self._a4[i, :, j, :] @ steps[j])
+                f += 0.5 * float(di @ self.matrix.block(i, j) @ steps[j])
         return f
 
     def interaction(
@@ -185,7 +193,7 @@ class QuadraticTask(Task[QuadState]):
             return super().interaction(state, p, q, f0)
         di = np.asarray(vi) - state.x[self._sl(i)]
         dj = np.asarray(vj) - state.x[self._sl(j)]
-        return float(di @ self.a[self._sl(i), self._sl(j)] @ dj)
+        return float(di @ self.matrix.block(i, j) @ dj)
 
     def interactions(
         self, state: QuadState, items: Sequence[tuple[int, Any]], pairs: Sequence[tuple[int, int]],
@@ -200,7 +208,7 @@ class QuadraticTask(Task[QuadState]):
         steps = np.stack([np.asarray(v, dtype=float) - state.x[self._sl(b)] for b, v in items])
         left = np.fromiter((a for a, _ in pairs), dtype=np.intp, count=len(pairs))
         right = np.fromiter((b for _, b in pairs), dtype=np.intp, count=len(pairs))
-        coupling = self._a4[blocks[left], :, blocks[right], :]  # (pairs, d, d)
+        coupling = self.matrix.blocks_of(blocks[left], blocks[right])  # (pairs, d, d)
         c = np.einsum("pi,pij,pj->p", steps[left], coupling, steps[right])
         return [float(c[k]) if blocks[a] != blocks[b] else self.interaction(state, items[a], items[b], f0)
                 for k, (a, b) in enumerate(pairs)]
@@ -214,7 +222,7 @@ class QuadraticTask(Task[QuadState]):
 
     def contract(self, state: QuadState, block: int) -> dict[str, Any]:
         sl = self._sl(block)
-        a_ii = self.a[sl, sl]
+        a_ii = self.matrix.block(block, block)
         x_i = state.x[sl]
         correction = state.ax[sl] - a_ii @ x_i
         return {
@@ -256,7 +264,7 @@ class QuadraticTask(Task[QuadState]):
 
     def load_state(self, data: Any) -> QuadState:
         x = np.asarray(data["x"], dtype=float)
-        ax = np.asarray(data["ax"], dtype=float) if "ax" in data else self.a @ x
+        ax = np.asarray(data["ax"], dtype=float) if "ax" in data else self.matrix.matvec(x)
         return QuadState(x=x, ax=ax)
 
     def make_proposer(self, knobs: BaseModel, seed: int = 0) -> QuadraticProposer:

@@ -96,3 +96,27 @@ def test_sparse_quadratic_couples_each_block_to_a_few_others_and_is_positive_def
     assert 2 <= min(degrees) and max(degrees) <= 12 and 3 <= sum(degrees) / len(degrees) <= 5
     assert len(coupling_graph(params)) * 2 == sum(degrees)
     assert np.linalg.eigvalsh(task.a).min() > 0
+
+
+def test_sparse_quadratic_matches_its_dense_matrix() -> None:
+    """Stored as coupled blocks only, the instance must score exactly as its dense matrix says."""
+    task = QuadraticTask(QuadraticParams(blocks=40, dim=3, neighbours=4, seed=5))
+    a, b = task.a, task.b
+    assert task.reference().value == np.float64(-0.5 * b @ np.linalg.solve(a, b)).item() or \
+        abs(task.reference().value - float(-0.5 * b @ np.linalg.solve(a, b))) <= 1e-12 * abs(task.reference().value)
+    rng = np.random.default_rng(0)
+    state = task.initial_state()
+    for _ in range(5):
+        moves = {int(i): rng.standard_normal(3) for i in rng.choice(40, size=12, replace=False)}
+        predicted = task.evaluate_change(state, moves)
+        state = task.apply(state, moves)
+        full = float(0.5 * state.x @ a @ state.x - b @ state.x)
+        assert abs(predicted - full) <= 1e-9 * max(1.0, abs(full))
+        assert abs(task.objective(state) - full) <= 1e-9 * max(1.0, abs(full))
+    items = [(int(i), rng.standard_normal(3)) for i in range(40)]
+    pairs = [(p, q) for p in range(40) for q in range(p + 1, 40) if items[q][0] in task._coupled[items[p][0]]]
+    closed = task.interactions(state, items, pairs)
+    for (p, q), c in zip(pairs, closed, strict=True):  # c_ij = Δx_iᵀ A_ij Δx_j from the dense matrix
+        (i, vi), (j, vj) = items[p], items[q]
+        di, dj = vi - state.x[3 * i:3 * i + 3], vj - state.x[3 * j:3 * j + 3]
+        assert abs(c - float(di @ a[3 * i:3 * i + 3, 3 * j:3 * j + 3] @ dj)) <= 1e-12 * max(1.0, abs(c))
