@@ -147,12 +147,16 @@ def _rss_peak_mb(pid: int) -> float:
     return float("nan")
 
 
+STACK: list[str] = []
+"""Extra ``blockopt serve`` options naming the HTTP stack (``--stack``); empty: the server's default."""
+
+
 def service_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
     from service_throughput import ADMIN, Conn, cpu_seconds, free_port, start, stop
 
     port = free_port()
     serve = start([sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "warning",
-                   "--rate-per-agent", "100000", "--round-deadline", "1.0"], port, "/readyz",
+                   "--rate-per-agent", "100000", "--round-deadline", "1.0", *STACK], port, "/readyz",
                   env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
     try:
         if axis == "svc-tasks":
@@ -290,8 +294,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small points only (< 5 min)")
     ap.add_argument("--axes", default=",".join(FULL), help=f"comma-separated subset of {','.join(FULL)}")
     ap.add_argument("--label", default=None, help="result name (default: quick or full)")
+    ap.add_argument("--stack", choices=["default", "h11", "httptools"], default="default",
+                    help="service axes: h11 = --http h11 --loop asyncio; httptools = --http httptools --loop uvloop")
     ap.add_argument("--point", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.stack != "default":
+        STACK.extend(["--http", args.stack, "--loop", "asyncio" if args.stack == "h11" else "uvloop"])
     if args.point:
         spec = json.loads(args.point)
         print(json.dumps(engine_point(spec.pop("axis"), spec)))
@@ -317,7 +325,7 @@ def main() -> None:
                      if k in ("coordinator_ms", "coordinator_us_per_proposal", "peak_rss_mb", "proposals_per_s",
                               "rounds", "first_feasible_s", "status", "error", "proposals_per_round")}
             print(f"  {axis} {spec}: {time.monotonic() - t:.1f}s {brief}", flush=True)
-    doc = {"label": label, "quick": args.quick, "cores": os.cpu_count(), "load_avg_start": os.getloadavg()[0],
+    doc = {"label": label, "quick": args.quick, "stack": args.stack, "cores": os.cpu_count(), "load_avg_start": os.getloadavg()[0],
            "wall_s": time.monotonic() - t0, "results": results}
     out.write_text(json.dumps(doc, indent=1))
     print("\n".join(summary(results)))
