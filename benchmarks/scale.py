@@ -292,7 +292,7 @@ def plot(results: dict[str, list[dict[str, Any]]], out: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small points only (< 5 min)")
-    ap.add_argument("--axes", default=",".join(FULL), help=f"comma-separated subset of {','.join(FULL)}")
+    ap.add_argument("--axes", default=None, help=f"comma-separated subset of {','.join(FULL)} (default: all of the mode)")
     ap.add_argument("--label", default=None, help="result name (default: quick or full)")
     ap.add_argument("--stack", choices=["default", "h11", "httptools"], default="default",
                     help="service axes: h11 = --http h11 --loop asyncio; httptools = --http httptools --loop uvloop")
@@ -305,10 +305,14 @@ def main() -> None:
         print(json.dumps(engine_point(spec.pop("axis"), spec)))
         return
     plan = QUICK if args.quick else FULL
-    axes = [a for a in args.axes.split(",") if a]
-    unknown = [a for a in axes if a not in plan]
+    axes = [a for a in (args.axes or ",".join(plan)).split(",") if a]
+    unknown = [a for a in axes if a not in FULL]
     if unknown:
-        ap.error(f"unknown axis {unknown[0]!r}; choose from {', '.join(plan)}")
+        ap.error(f"unknown axis {unknown[0]!r}; choose from {', '.join(FULL)}")
+    skipped = [a for a in axes if a not in plan]
+    if skipped:
+        print(f"--quick has no {', '.join(skipped)} points (sqlplan's first round alone takes about a minute)")
+    axes = [a for a in axes if a in plan]
     label = args.label or ("quick" if args.quick else "full")
     out = ROOT / "benchmarks" / "results" / f"scale-{label}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 import networkx as nx
 
 from coordinator import errors
-from coordinator.interference import candidate_pairs
 from coordinator.convergence import MergedScore, RoundBound, round_bound
+from coordinator.interference import candidate_pairs
 from coordinator.records import MergeKind, MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.selection import (
     best_pairwise_combination,

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from tasks.block_matrix import BlockMatrix, symmetric_blocks
 from tasks.base import Draft, InvalidProposal, Proposer, Reference, Task
+from tasks.block_matrix import BlockMatrix, symmetric_blocks
 
 
 class QuadraticParams(BaseModel):
