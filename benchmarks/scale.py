@@ -289,6 +289,44 @@ def plot(results: dict[str, list[dict[str, Any]]], out: Path) -> None:
         plt.close(fig)
 
 
+def compare(labels: list[str]) -> None:
+    """One log-log figure per axis with the curves of several saved runs (e.g. before and after)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def load(label: str) -> dict[str, Any]:  # "a+b": the axes of both saved runs
+        merged: dict[str, Any] = {}
+        for part in label.split("+"):
+            merged.update(json.loads((ROOT / "benchmarks" / "results" / f"scale-{part}.json").read_text())["results"])
+        return merged
+
+    runs = {lb: load(lb) for lb in labels}
+    axes = sorted({a for r in runs.values() for a in r})
+    for axis in axes:
+        metrics = ["proposals_per_s", "coordinator_us_per_proposal", "submit_p99_ms"] if axis.startswith("svc") \
+            else ["coordinator_ms", "coordinator_us_per_proposal", "peak_rss_mb"]
+        fig, panels = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.4))
+        for ax, m in zip(panels, metrics, strict=True):
+            for lb, res in runs.items():
+                for name, pts in series(res.get(axis, []), axis).items():
+                    xy = [(p["spec"].get(INPUT[axis]), p["result"].get(m)) for p in pts]
+                    xy = [(x, y) for x, y in xy if y]
+                    if xy:
+                        ax.loglog(*zip(*xy, strict=True), "o-", label=f"{lb} {name}")
+            ax.set_xlabel(INPUT[axis])
+            ax.set_title(m, fontsize=9)
+            ax.grid(True, which="both", alpha=0.3)
+        panels[0].legend(fontsize=7)
+        fig.suptitle(f"{axis}: {' vs '.join(labels)}")
+        fig.tight_layout()
+        out = ROOT / "benchmarks" / "results" / f"scale-compare-{axis}.png"
+        fig.savefig(out, dpi=80)
+        plt.close(fig)
+        print(f"wrote {out.relative_to(ROOT)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small points only (< 5 min)")
@@ -296,8 +334,13 @@ def main() -> None:
     ap.add_argument("--label", default=None, help="result name (default: quick or full)")
     ap.add_argument("--stack", choices=["default", "h11", "httptools"], default="default",
                     help="service axes: h11 = --http h11 --loop asyncio; httptools = --http httptools --loop uvloop")
+    ap.add_argument("--compare", metavar="LABEL,LABEL", help="only draw saved runs' curves together (no measuring); "
+                    "LABEL may join runs with + (after+after-svc)")
     ap.add_argument("--point", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.compare:
+        compare(args.compare.split(","))
+        return
     if args.stack != "default":
         STACK.extend(["--http", args.stack, "--loop", "asyncio" if args.stack == "h11" else "uvloop"])
     if args.point:
