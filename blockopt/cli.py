@@ -187,6 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="sqlite:///path/state.db (one node, survives restarts), redis://HOST:PORT/DB shared by "
                             "several replicas, or memory (tests and benchmarks: lost on exit)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--http", default="auto", choices=["auto", "h11", "httptools"],
+                       help="HTTP parser (auto: httptools when installed; BENCHMARKS.md, 'HTTP stack')")
+    serve.add_argument("--loop", default="auto", choices=["auto", "asyncio", "uvloop"],
+                       help="event loop (auto: uvloop when installed)")
     add_settings_options(serve)  # one flag per ServiceSettings field
 
     agent = sub.add_parser("agent", help="run one agent worker against a coordinator")
@@ -300,7 +304,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
     logging.getLogger("blockopt.ui").info("web UI at http://%s:%d/ui/ (enter a token the API accepts once)",
                                           args.host, args.port)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
+                http=args.http, loop=args.loop)
     return 0
 
 

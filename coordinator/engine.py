@@ -7,7 +7,6 @@ elsewhere, so the algorithm is testable (and benchmarkable) on its own.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import time
@@ -26,6 +25,7 @@ from coordinator.convergence import (
     check_accounting,
     round_constants,
 )
+from coordinator.interference import candidate_pairs
 from coordinator.records import MergeKind, MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.selection import (
     best_pairwise_combination,
@@ -277,13 +277,8 @@ class RoundEngine:
         graph = nx.Graph()
         for i, s in enumerate(scored):
             graph.add_node(i, gain=s.gain)
-        overlapping: list[tuple[int, int]] = []
-        for i, j in itertools.combinations(range(len(scored)), 2):
-            a, b = scored[i], scored[j]
-            if a.proposal.block == b.proposal.block:
-                graph.add_edge(i, j, exclusive=True, c=float("inf"))
-            elif a.footprint & b.footprint:
-                overlapping.append((i, j))
+        same_block, overlapping = candidate_pairs([s.proposal.block for s in scored], [s.footprint for s in scored])
+        graph.add_edges_from((i, j, {"exclusive": True, "c": float("inf")}) for i, j in same_block)
         if overlapping:  # all pairs in one call: a kind with a closed form batches them
             items = [(s.proposal.block, s.value) for s in scored]
             values = meter(self.task.interactions, state, items, overlapping, f0)
@@ -328,7 +323,8 @@ class RoundEngine:
         else:
             groups, gains = [], []
             for comp in nx.connected_components(graph):
-                sub = graph.subgraph(comp)
+                # a copy, not a view: every pass over a view's edges filters them again
+                sub = graph if len(comp) == len(graph) else graph.subgraph(comp).copy()
                 group, gain, used = self._checked_component(state, f0, scored, sub, meter)
                 groups.append(group)
                 gains.append(gain)
