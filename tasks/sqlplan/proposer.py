@@ -194,6 +194,32 @@ class SqlPlanProposer(Proposer):
                     best_cost, best = float(o.cost), trial
         return best_cost, best
 
+    def _improve_hints(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec], deadline: float) -> tuple[float, QueryPlan]:
+        """Per table reference, try ``NOT INDEXED`` and ``INDEXED BY`` each index on its table (the
+        task's and the file's own), one reference at a time, keeping what lowers the measured cost.
+        A hint SQLite cannot honour fails the run ("no query solution") and is simply not kept."""
+        best_cost, best = self._best_plan(qid, plan, idx)
+        model = self.ev.models[qid]
+        on_table: dict[str, list[IndexSpec | None]] = {}
+        for spec in sorted(idx | set(self.ev.builtin)):
+            on_table.setdefault(spec.table, []).append(spec)
+        for scope in model.scopes:
+            for ref, table in sorted(scope.tables.items()):
+                current = {(s, r): i for s, r, i in best.hints}
+                options: list[IndexSpec | None] = [None, *on_table.get(table, [])]
+                for option in options:
+                    if time.monotonic() > deadline:
+                        return best_cost, best
+                    if (scope.id, ref) in current and current[(scope.id, ref)] == option:
+                        continue
+                    hints = {**current, (scope.id, ref): option}
+                    trial = QueryPlan(best.orders, tuple(sorted(((s, r, i) for (s, r), i in hints.items()),
+                                                                key=lambda h: (h[0], h[1]))))
+                    o = self.ev.measure(qid, trial, idx, cap=int(best_cost))
+                    if o.ok and o.cost < best_cost:
+                        best_cost, best = float(o.cost), trial
+        return best_cost, best
+
     # -- the search ------------------------------------------------------------------------
     def _accept(
         self, trial: frozenset[IndexSpec], state: dict[str, Any]
@@ -294,6 +320,10 @@ class SqlPlanProposer(Proposer):
                     if time.monotonic() > deadline:
                         break
                     _, state["plans"][q] = self._improve_orders(q, state["plans"][q], state["idx"], deadline)
+                for q in sorted(qids, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
+                    if time.monotonic() > deadline:
+                        break
+                    _, state["plans"][q] = self._improve_hints(q, state["plans"][q], state["idx"], deadline)
         idx = state["idx"]
         final, plans = self._surrogate(state["plans"], others, idx, base)
         final -= self._others(others, base, {i.table for i in idx ^ base})
