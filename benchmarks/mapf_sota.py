@@ -128,7 +128,8 @@ def run_external(solver: Solver, map_file: Path, scen_file: Path, k: int, limit:
         out = Path(tmp) / "paths.txt"
         if solver.name == "lns2":
             cmd = [str(solver.binary), "-m", str(map_file), "-a", str(scen_file), "-k", str(k), "-t", str(limit),
-                   "-o", str(Path(tmp) / "stats"), "--outputPaths", str(out), "--seed", str(seed), "-s", "0"]
+                   "-o", str(Path(tmp) / "stats"), "--outputPaths", str(out), "--seed", str(seed), "-s", "0",
+                   "--maxIterations", "1000000000"]  # 0 (the default) stops after the first solution
             parse = _paths_lns2
         else:
             cmd = [str(solver.binary), "-m", str(map_file), "-i", str(scen_file), "-N", str(k),
