@@ -115,8 +115,10 @@ def _paths_lns2(text: str) -> list[list[XY]]:
 
 def _paths_lacam3(text: str) -> list[list[XY]]:
     """``solution=`` then one line per time step ``t:(x,y),(x,y),...`` → per-robot (x, y) paths."""
-    lines = text.split("solution=", 1)[1].strip().splitlines() if "solution=" in text else []
-    steps = [[(int(x), int(y)) for x, y in re.findall(r"\((\d+),(\d+)\)", ln.split(":", 1)[1])] for ln in lines]
+    marker = "\nsolution=\n"  # not "comp_time_initial_solution=" or "cost_initial_solution="
+    lines = text.split(marker, 1)[1].strip().splitlines() if marker in text else []
+    steps = [[(int(x), int(y)) for x, y in re.findall(r"\((\d+),(\d+)\)", ln.split(":", 1)[1])]
+             for ln in lines if re.match(r"^\d+:", ln)]
     if not steps:
         return []
     return [[step[i] for step in steps] for i in range(len(steps[0]))]
@@ -154,8 +156,8 @@ def _row(task: RoutingTask, solver: str, raw: dict[str, Any]) -> dict[str, Any]:
         row.update(valid=False, error=raw["error"])
         return row
     paths = raw["paths"]
-    if len(paths) != task.inst.n:
-        row.update(valid=False, error=f"{len(paths)} paths for {task.inst.n} robots")
+    if len(paths) != len(task.inst.starts):
+        row.update(valid=False, error=f"{len(paths)} paths for {len(task.inst.starts)} robots")
         return row
     v = check(task, paths)
     row.update(valid=v.valid, soc=v.soc, ratio=round(v.soc / lb, 4), conflicts=v.conflicts,
