@@ -175,7 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help=f"only {', '.join(f'{m} k={k}' for m, k in QUICK)}")
     ap.add_argument("--only", nargs="*", metavar="MAP:K", help="instances to run, e.g. room-32-32-4:50")
     ap.add_argument("--json", default=None, help="write the raw rows here")
+    ap.add_argument("--table-from", default=None, metavar="JSON", help="only print the table of an earlier run's rows")
     args = ap.parse_args(argv)
+    if args.table_from:
+        saved = json.loads(Path(args.table_from).read_text())
+        _table(saved["rows"], [*saved["meta"]["solvers"], f"blockopt-{saved['meta']['agents']}"])
+        return 0
 
     cases = QUICK if args.quick else FULL
     if args.only:

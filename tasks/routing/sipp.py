@@ -11,6 +11,7 @@ caller falls back to the conflict-minimizing space-time A*.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import time
 
@@ -60,11 +61,13 @@ def sipp_path(
     moves = grid._moves
     edge = table.edge
     cache: dict[int, list[tuple[int, int]]] = {}
+    ends: dict[int, list[int]] = {}
 
     def intervals(c: int) -> list[tuple[int, int]]:
         iv = cache.get(c)
         if iv is None:
             iv = cache[c] = safe_intervals(table, c, ignore_t0=c == start)
+            ends[c] = [b for _, b in iv]
         return iv
 
     first = intervals(start)
@@ -92,7 +95,10 @@ def sipp_path(
         for nb in moves[cell]:
             if nb == cell:
                 continue
-            for j, (lo2, hi2) in enumerate(intervals(nb)):
+            ivs = intervals(nb)
+            # skip the intervals that end before we could arrive (busy cells have many)
+            for j in range(bisect.bisect_left(ends[nb], g + 1), len(ivs)):
+                lo2, hi2 = ivs[j]
                 # depart at d (g <= d <= hi), arrive at d + 1 inside [lo2, hi2]
                 d = max(g, lo2 - 1)
                 last = min(hi, hi2 - 1 if hi2 < INF else INF)
