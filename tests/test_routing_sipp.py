@@ -38,7 +38,9 @@ def _walk(grid: Grid, rng: random.Random, free: list[int], length: int) -> list[
     width=st.integers(2, 7), height=st.integers(2, 7), density=st.sampled_from([0.0, 0.15, 0.3]),
     others=st.integers(0, 6), seed=st.integers(0, 10**6),
 )
-def test_sipp_arrives_when_space_time_astar_does(width: int, height: int, density: float, others: int, seed: int) -> None:
+def test_sipp_arrives_when_space_time_astar_does(
+    width: int, height: int, density: float, others: int, seed: int
+) -> None:
     rng = random.Random(seed)
     grid = _grid(width, height, density, rng)
     free = [c for c in range(grid.n_cells) if grid.free[c]]

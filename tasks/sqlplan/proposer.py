@@ -223,7 +223,9 @@ class SqlPlanProposer(Proposer):
                     best_cost, best = float(o.cost), trial
         return best_cost, best
 
-    def _improve_hints(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec], deadline: float) -> tuple[float, QueryPlan]:
+    def _improve_hints(
+        self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec], deadline: float
+    ) -> tuple[float, QueryPlan]:
         """Per table reference, try ``NOT INDEXED`` and ``INDEXED BY`` each index on its table (the
         task's and the file's own), one reference at a time, keeping what lowers the measured cost.
         A hint SQLite cannot honour fails the run ("no query solution") and is simply not kept."""
