@@ -76,11 +76,11 @@ def build(name: str, src: str | None, target: str, binary: str) -> Solver:
     if not src:
         return Solver(name, None, None, f"no --{name}-src given")
     tree = Path(src).resolve()
-    if not (tree / "CMakeLists.txt").is_file():
-        return Solver(name, None, None, f"{tree} has no CMakeLists.txt (missing or not a source tree)")
     repo = Path(__file__).resolve().parent.parent
     if tree == repo or repo in tree.parents:
         return Solver(name, None, None, f"{tree} is inside this repository; point to a tree outside it")
+    if not (tree / "CMakeLists.txt").is_file():
+        return Solver(name, None, None, f"{tree} has no CMakeLists.txt (missing or not a source tree)")
     commit = tree_commit(tree)
     out = cache_root() / f"{name}-{(commit or 'unversioned')[:12]}"
     exe = out / binary
