@@ -1,4 +1,4 @@
-"""The heuristic proposer: LNS over the block's robots with space-time A* re-planning.
+"""The heuristic proposer: LNS over the block's robots with SIPP re-planning (space-time A* when every path conflicts).
 
 Each iteration picks a neighbourhood of the block (robots in conflict first,
 then a random or a spatial group), removes their paths and re-plans them one
@@ -17,9 +17,21 @@ from typing import Any
 
 from tasks.base import Draft, Proposer
 from tasks.routing.astar import plan_path
+from tasks.routing.destroy import GENERATORS, AdaptiveWeights
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import OccupancyIndex, Path, conflicts_among, cost
 from tasks.routing.reservations import Reservations
+from tasks.routing.sipp import sipp_path
+
+
+def replan(grid: Grid, start: int, goal: int, table: Reservations, max_len: int,
+           deadline: float | None) -> tuple[Path, int] | None:
+    """SIPP's earliest conflict-free path when there is one (few nodes per long wait); otherwise the
+    conflict-minimizing space-time A* (LNS2's soft-constraint repair)."""
+    path = sipp_path(grid, start, goal, table, max_len, deadline)
+    if path is not None:
+        return path, 0
+    return plan_path(grid, start, goal, table, max_len, deadline)
 
 
 def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
@@ -49,6 +61,8 @@ class RoutingProposer(Proposer):
         self.rng = random.Random(seed)
         self.patience = patience
         self._misses: dict[int, int] = {}
+        self.wheel = AdaptiveWeights([*GENERATORS, "spatial"])
+        self._tabu: set[int] = set()
 
     @property
     def lag_rounds(self) -> int:
@@ -72,28 +86,27 @@ class RoutingProposer(Proposer):
 
     def _neighbourhood(
         self, paths: list[Path], conflicted: list[int], starts: list[int], goals: list[int]
-    ) -> list[int]:
-        """Robots in conflict first; otherwise a delayed robot and those in its way, a random or a spatial group."""
+    ) -> tuple[list[int], str]:
+        """Robots in conflict first; otherwise a destroy heuristic drawn from the ALNS wheel
+        (random walk from the most-delayed robot, intersection, random, spatial), padded at random to k."""
         k = min(self.neighbourhood, len(paths))
         rng = self.rng
         if conflicted:
-            return rng.sample(conflicted, min(k, len(conflicted)))
-        delays = [cost(p) - self.grid.distances(g)[s] for p, s, g in zip(paths, starts, goals, strict=True)]
-        mode = rng.random()
-        if mode < 0.4 and any(delays):
-            # agent-based (Li et al. MAPF-LNS): who occupies the delayed robot's shortest route?
-            i = rng.choices(range(len(paths)), weights=delays)[0]
-            route = set(self.grid.shortest_path(starts[i], goals[i]))
-            blockers = [j for j, p in enumerate(paths) if j != i and route.intersection(p)]
-            rng.shuffle(blockers)
-            chosen = [i] + blockers[: k - 1]
-            rest = [j for j in range(len(paths)) if j not in set(chosen)]
-            return chosen + rng.sample(rest, k - len(chosen))
-        if mode < 0.7:
-            return rng.sample(range(len(paths)), k)
-        # spatial: the robots whose routes pass closest to a random robot's route
+            return rng.sample(conflicted, min(k, len(conflicted))), "conflicts"
+        name = self.wheel.choose(rng)
+        if name == "spatial":
+            group = self._spatial(paths, k)
+        else:
+            group = list(dict.fromkeys(GENERATORS[name](self.grid, paths, starts, goals, k, rng, self._tabu)))[:k]
+        if len(group) < k:
+            rest = [j for j in range(len(paths)) if j not in set(group)]
+            group += rng.sample(rest, k - len(group))
+        return group, name
+
+    def _spatial(self, paths: list[Path], k: int) -> list[int]:
+        """The robots whose routes pass closest to a random robot's route."""
         w = self.grid.width
-        pivot = paths[rng.randrange(len(paths))]
+        pivot = paths[self.rng.randrange(len(paths))]
         cx = sum(c % w for c in pivot) / len(pivot)
         cy = sum(c // w for c in pivot) / len(pivot)
 
@@ -128,7 +141,7 @@ class RoutingProposer(Proposer):
         while time.perf_counter() < deadline and best:
             iterations += 1
             conflicted = self._in_conflict(best, ext)
-            group = self._neighbourhood(best, conflicted, starts, goals)
+            group, generator = self._neighbourhood(best, conflicted, starts, goals)
             self.rng.shuffle(group)
             keep = [i for i in range(len(best)) if i not in set(group)]
             for i in keep:
@@ -137,7 +150,7 @@ class RoutingProposer(Proposer):
             planned: list[Path] = []
             ok = True
             for i in group:
-                found = plan_path(grid, starts[i], goals[i], external, self.max_len, deadline)
+                found = replan(grid, starts[i], goals[i], external, self.max_len, deadline)
                 replans += 1
                 if found is None:
                     ok = False
@@ -152,6 +165,8 @@ class RoutingProposer(Proposer):
             if not ok:
                 continue
             value, trial_ext = self._score(external, trial, weight)
+            if generator in self.wheel.weights:
+                self.wheel.reward(generator, (best_value - value) / len(group))
             if value <= best_value:
                 best, best_value, ext = trial, value, trial_ext
         if best_value >= initial:
@@ -162,5 +177,6 @@ class RoutingProposer(Proposer):
             block=block,
             value=[[list(grid.xy(c)) for c in p] for p in best],
             predicted_improvement=initial - best_value,
-            info={"iterations": iterations, "replans": replans, "seconds": time.perf_counter() - started},
+            info={"iterations": iterations, "replans": replans, "seconds": time.perf_counter() - started,
+                  "destroy_weights": {k: round(v, 4) for k, v in self.wheel.weights.items()}},
         )

@@ -18,7 +18,7 @@ from tasks.base import InvalidProposal
 from tasks.sqlplan.workload import Schema
 
 COLLATIONS = ("BINARY", "NOCASE", "RTRIM")
-MAX_INDEX_COLUMNS = 6
+MAX_INDEX_COLUMNS = 8
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

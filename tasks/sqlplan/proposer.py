@@ -19,8 +19,8 @@ from typing import Any
 from sqlglot import exp
 
 from tasks.base import Draft, Proposer
-from tasks.sqlplan import expert
-from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
+from tasks.sqlplan import expert, knapsack
+from tasks.sqlplan.indexes import MAX_INDEX_COLUMNS, IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, Scope, parse_plan
 
 
@@ -45,6 +45,21 @@ def predicate_columns(model: QueryModel, schema: Any) -> dict[str, tuple[set[str
         for col in node.find_all(exp.Column):
             note(col, False)
     return out
+
+
+def referenced_columns(model: QueryModel, schema: Any) -> dict[str, set[str]]:
+    """table → every column of it the query mentions anywhere (what a covering index must hold)."""
+    out: dict[str, set[str]] = {}
+    for col in model.tree.find_all(exp.Column):
+        for t in model.tables:
+            if schema.has_column(t, col.name):
+                out.setdefault(t, set()).add(col.name)
+    return out
+
+
+def group_columns(model: QueryModel) -> list[str]:
+    """Column names of the query's GROUP BY clauses, in their written order."""
+    return [c.name for g in model.tree.find_all(exp.Group) for e in g.expressions for c in e.find_all(exp.Column)]
 
 
 class SqlPlanProposer(Proposer):
@@ -76,6 +91,20 @@ class SqlPlanProposer(Proposer):
                 for a in sorted(eqs):  # equality column first, then any other predicate column
                     for c in sorted(cols - {a}):
                         found.add(parse_index_spec({"table": table, "columns": [a, c]}, schema))
+            used = referenced_columns(model, schema)
+            for table, (eqs, cols) in predicate_columns(model, schema).items():
+                # covering: the predicate columns first, then every other column the query reads from
+                # the table, so SQLite answers from the index alone (no table lookups)
+                rest = sorted(used.get(table, set()) - eqs - cols)
+                keys = sorted(eqs) + sorted(cols - eqs)
+                if rest and len(keys) + len(rest) <= MAX_INDEX_COLUMNS:
+                    found.add(parse_index_spec({"table": table, "columns": keys + rest}, schema))
+                # and GROUP BY columns first, so the grouping reads the index in order (no sorter)
+                grouped = [c for c in group_columns(model) if schema.has_column(table, c)]
+                if grouped:
+                    cover = list(dict.fromkeys(grouped + keys + sorted(used.get(table, set()))))
+                    if len(cover) <= MAX_INDEX_COLUMNS:
+                        found.add(parse_index_spec({"table": table, "columns": cover}, schema))
             # .expert's picks first, then single columns, then pairs: the likeliest wins are tried first
             rest = sorted(found - set(first), key=lambda i: (len(i.columns), i))
             self._candidates[qid] = [i for i in dict.fromkeys(first + rest) if i not in self.ev.builtin]
@@ -194,6 +223,34 @@ class SqlPlanProposer(Proposer):
                     best_cost, best = float(o.cost), trial
         return best_cost, best
 
+    def _improve_hints(
+        self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec], deadline: float
+    ) -> tuple[float, QueryPlan]:
+        """Per table reference, try ``NOT INDEXED`` and ``INDEXED BY`` each index on its table (the
+        task's and the file's own), one reference at a time, keeping what lowers the measured cost.
+        A hint SQLite cannot honour fails the run ("no query solution") and is simply not kept."""
+        best_cost, best = self._best_plan(qid, plan, idx)
+        model = self.ev.models[qid]
+        on_table: dict[str, list[IndexSpec | None]] = {}
+        for spec in sorted(idx | set(self.ev.builtin)):
+            on_table.setdefault(spec.table, []).append(spec)
+        for scope in model.scopes:
+            for ref, table in sorted(scope.tables.items()):
+                current = {(s, r): i for s, r, i in best.hints}
+                options: list[IndexSpec | None] = [None, *on_table.get(table, [])]
+                for option in options:
+                    if time.monotonic() > deadline:
+                        return best_cost, best
+                    if (scope.id, ref) in current and current[(scope.id, ref)] == option:
+                        continue
+                    hints = {**current, (scope.id, ref): option}
+                    trial = QueryPlan(best.orders, tuple(sorted(((s, r, i) for (s, r), i in hints.items()),
+                                                                key=lambda h: (h[0], h[1]))))
+                    o = self.ev.measure(qid, trial, idx, cap=int(best_cost))
+                    if o.ok and o.cost < best_cost:
+                        best_cost, best = float(o.cost), trial
+        return best_cost, best
+
     # -- the search ------------------------------------------------------------------------
     def _accept(
         self, trial: frozenset[IndexSpec], state: dict[str, Any]
@@ -222,6 +279,8 @@ class SqlPlanProposer(Proposer):
         # first and then spend the bytes greedily by the probed gain per byte.
         bundles = [] if budgeted else [(q, frozenset(self._expert[q])) for q in mine if self._expert.get(q)]
         winners: list[tuple[float, frozenset[IndexSpec]]] = []
+        winner_sizes: list[int] = []
+        winner_queries: list[str] = []
         probe_deadline = deadline - 0.3 * self.knobs.proposal_seconds if budgeted else deadline
         for q, add in bundles + singles:
             if time.monotonic() > probe_deadline:
@@ -243,10 +302,21 @@ class SqlPlanProposer(Proposer):
                 if budgeted:
                     size = max(1, sum(self.ev.size(i) for i in add))
                     winners.append(((now - probe) / size, add))
+                    winner_sizes.append(size)
+                    winner_queries.append(q)
                 else:
                     self._accept(trial, state)
         left: list[frozenset[IndexSpec]] = []
-        for _, add in sorted(winners, key=lambda w: -w[0]):
+        if budgeted and winners:
+            # CP-SAT picks the subset that fits the bytes left; the rest follow by gain per byte
+            room = (self.task.budget or 0) - self.task.index_bytes(state["idx"])
+            items = [knapsack.Item(add, int(gain * size), size, group=q)
+                     for (gain, add), size, q in zip(winners, winner_sizes, winner_queries, strict=True)]
+            picked = knapsack.choose(items, room, seconds=min(1.0, max(0.1, deadline - time.monotonic()) / 4))
+            order = list(dict.fromkeys([*picked, *(add for _, add in sorted(winners, key=lambda w: -w[0]))]))
+        else:
+            order = [add for _, add in sorted(winners, key=lambda w: -w[0])]
+        for add in order:
             if time.monotonic() > deadline:
                 return
             if not add <= state["idx"] and not self._accept(state["idx"] | add, state):
@@ -294,6 +364,10 @@ class SqlPlanProposer(Proposer):
                     if time.monotonic() > deadline:
                         break
                     _, state["plans"][q] = self._improve_orders(q, state["plans"][q], state["idx"], deadline)
+                for q in sorted(qids, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
+                    if time.monotonic() > deadline:
+                        break
+                    _, state["plans"][q] = self._improve_hints(q, state["plans"][q], state["idx"], deadline)
         idx = state["idx"]
         final, plans = self._surrogate(state["plans"], others, idx, base)
         final -= self._others(others, base, {i.table for i in idx ^ base})

@@ -1,0 +1,251 @@
+"""Anchor against the field's reference MAPF solvers: MAPF-LNS2 (Li et al. 2022) and LaCAM3 (Okumura 2024).
+
+Both are built from source trees the caller points to (``--lns2-src``, ``--lacam3-src``), with cmake,
+into a cache OUTSIDE the repository (``$BLOCKOPT_CACHE/sota-build`` or ``~/.cache/blockopt/sota-build``,
+keyed by the tree's git commit). Nothing of theirs is vendored or copied: we only run their binaries and
+parse the paths they write. A solver whose tree is missing or whose build fails is skipped with the
+reason in the output. Every plan, theirs and ours, goes through our independent validator
+(``tasks/routing/validator.py``), and rows are written raw as JSON.
+
+The instances are the first k robots of each map's ``random-1`` scenario; every solver gets the same
+wall-clock limit and one core (LNS2 is single-threaded; LaCAM3 runs with ``--no-multi-thread``; our
+team runs in-process, its agents taking turns on one core). Instances run one after the other.
+
+    .venv/bin/python benchmarks/mapf_sota.py --quick --lns2-src /work/ext/lns2 --lacam3-src /work/ext/lacam3
+    .venv/bin/python benchmarks/mapf_sota.py --limit 30 --lns2-src ... --lacam3-src ... --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.routing_common import check, make_task, run_team  # noqa: E402
+from tasks.routing import RoutingTask, movingai  # noqa: E402
+
+XY = tuple[int, int]
+
+FULL: list[tuple[str, int]] = [
+    ("random-32-32-10", 50), ("random-32-32-10", 100), ("random-32-32-10", 200), ("random-32-32-10", 300),
+    ("warehouse-10-20-10-2-1", 50), ("warehouse-10-20-10-2-1", 100), ("warehouse-10-20-10-2-1", 200),
+    ("room-32-32-4", 50), ("room-32-32-4", 100), ("empty-16-16", 50), ("empty-16-16", 100),
+    ("maze-32-32-2", 20),
+]
+QUICK: list[tuple[str, int]] = [("random-32-32-10", 50), ("warehouse-10-20-10-2-1", 100)]
+
+
+@dataclass
+class Solver:
+    name: str
+    binary: Path | None
+    commit: str | None
+    skipped: str | None
+
+
+def cache_root() -> Path:
+    base = os.environ.get("BLOCKOPT_CACHE")
+    return (Path(base) if base else Path.home() / ".cache" / "blockopt") / "sota-build"
+
+
+def tree_commit(src: Path) -> str | None:
+    """The source tree's git commit, or the contents of a COMMIT file beside an exported tree."""
+    marker = src / "COMMIT"
+    if marker.is_file():
+        return marker.read_text().strip() or None
+    try:
+        out = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def build(name: str, src: str | None, target: str, binary: str) -> Solver:
+    """cmake-build ``target`` of the tree at ``src`` into the cache; skip (with the reason) on any failure."""
+    if not src:
+        return Solver(name, None, None, f"no --{name}-src given")
+    tree = Path(src).resolve()
+    repo = Path(__file__).resolve().parent.parent
+    if tree == repo or repo in tree.parents:
+        return Solver(name, None, None, f"{tree} is inside this repository; point to a tree outside it")
+    if not (tree / "CMakeLists.txt").is_file():
+        return Solver(name, None, None, f"{tree} has no CMakeLists.txt (missing or not a source tree)")
+    commit = tree_commit(tree)
+    out = cache_root() / f"{name}-{(commit or 'unversioned')[:12]}"
+    exe = out / binary
+    if exe.is_file():
+        return Solver(name, exe, commit, None)
+    if shutil.which("cmake") is None:
+        return Solver(name, None, commit, "cmake not found")
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "build.log"
+    with log.open("w") as fh:
+        for cmd in (["cmake", "-S", str(tree), "-B", str(out), "-DCMAKE_BUILD_TYPE=Release"],
+                    ["cmake", "--build", str(out), "--target", target, "-j", "2"]):
+            rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT).returncode
+            if rc != 0:
+                tail = log.read_text().strip().splitlines()[-3:]
+                return Solver(name, None, commit, f"{' '.join(cmd[:2])} failed (rc {rc}): {' | '.join(tail)[:300]}")
+    if not exe.is_file():
+        return Solver(name, None, commit, f"build finished but {exe} is missing")
+    return Solver(name, exe, commit, None)
+
+
+def _paths_lns2(text: str) -> list[list[XY]]:
+    """``Agent i:(row,col)->(row,col)->...`` per line → (x, y) paths."""
+    paths: list[list[XY]] = []
+    for line in text.splitlines():
+        if not line.startswith("Agent"):
+            continue
+        cells = re.findall(r"\((\d+),(\d+)\)", line.split(":", 1)[1])
+        paths.append([(int(c), int(r)) for r, c in cells])
+    return paths
+
+
+def _paths_lacam3(text: str) -> list[list[XY]]:
+    """``solution=`` then one line per time step ``t:(x,y),(x,y),...`` → per-robot (x, y) paths."""
+    marker = "\nsolution=\n"  # not "comp_time_initial_solution=" or "cost_initial_solution="
+    lines = text.split(marker, 1)[1].strip().splitlines() if marker in text else []
+    steps = [[(int(x), int(y)) for x, y in re.findall(r"\((\d+),(\d+)\)", ln.split(":", 1)[1])]
+             for ln in lines if re.match(r"^\d+:", ln)]
+    if not steps:
+        return []
+    return [[step[i] for step in steps] for i in range(len(steps[0]))]
+
+
+def run_external(solver: Solver, map_file: Path, scen_file: Path, k: int, limit: float, seed: int) -> dict[str, Any]:
+    assert solver.binary is not None
+    with tempfile.TemporaryDirectory(prefix=f"sota-{solver.name}-") as tmp:
+        out = Path(tmp) / "paths.txt"
+        if solver.name == "lns2":
+            cmd = [str(solver.binary), "-m", str(map_file), "-a", str(scen_file), "-k", str(k), "-t", str(limit),
+                   "-o", str(Path(tmp) / "stats"), "--outputPaths", str(out), "--seed", str(seed), "-s", "0",
+                   "--maxIterations", "1000000000"]  # 0 (the default) stops after the first solution
+            parse = _paths_lns2
+        else:
+            cmd = [str(solver.binary), "-m", str(map_file), "-i", str(scen_file), "-N", str(k),
+                   "-t", str(limit), "-o", str(out), "-s", str(seed), "--no-multi-thread", "-v", "0"]
+            parse = _paths_lacam3
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 60)
+        except subprocess.TimeoutExpired:
+            return {"error": f"no answer within {limit + 60:.0f} s", "seconds": time.monotonic() - t0}
+        seconds = time.monotonic() - t0
+        if not out.is_file():
+            return {"error": f"no paths written (rc {proc.returncode}): {proc.stderr.strip()[-200:]}",
+                    "seconds": seconds}
+        return {"paths": parse(out.read_text()), "seconds": seconds}
+
+
+def _row(task: RoutingTask, solver: str, raw: dict[str, Any]) -> dict[str, Any]:
+    lb = task.lower_bound()
+    row: dict[str, Any] = {"solver": solver, "seconds": round(raw["seconds"], 2), "lower_bound": lb}
+    if "error" in raw:
+        row.update(valid=False, error=raw["error"])
+        return row
+    paths = raw["paths"]
+    if len(paths) != len(task.inst.starts):
+        row.update(valid=False, error=f"{len(paths)} paths for {len(task.inst.starts)} robots")
+        return row
+    v = check(task, paths)
+    row.update(valid=v.valid, soc=v.soc, ratio=round(v.soc / lb, 4), conflicts=v.conflicts,
+               errors=v.errors[:3])
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lns2-src", help="MAPF-LNS2 source tree (github.com/Jiaoyang-Li/MAPF-LNS2)")
+    ap.add_argument("--lacam3-src", help="LaCAM3 source tree with third_party/argparse (github.com/Kei18/lacam3)")
+    ap.add_argument("--limit", type=float, default=30.0, help="wall-clock seconds per solver and instance")
+    ap.add_argument("--agents", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quick", action="store_true", help=f"only {', '.join(f'{m} k={k}' for m, k in QUICK)}")
+    ap.add_argument("--only", nargs="*", metavar="MAP:K", help="instances to run, e.g. room-32-32-4:50")
+    ap.add_argument("--json", default=None, help="write the raw rows here")
+    ap.add_argument("--table-from", default=None, metavar="JSON", help="only print the table of an earlier run's rows")
+    args = ap.parse_args(argv)
+    if args.table_from:
+        saved = json.loads(Path(args.table_from).read_text())
+        _table(saved["rows"], [*saved["meta"]["solvers"], f"blockopt-{saved['meta']['agents']}"])
+        return 0
+
+    cases = QUICK if args.quick else FULL
+    if args.only:
+        try:
+            cases = [(s.split(":")[0], int(s.split(":")[1])) for s in args.only]
+        except (IndexError, ValueError):
+            print(f"mapf_sota: error: --only wants MAP:K, got {args.only}", file=sys.stderr)
+            return 2
+    solvers = [build("lns2", args.lns2_src, "lns", "lns"), build("lacam3", args.lacam3_src, "main", "main")]
+    for s in solvers:
+        print(f"{s.name}: " + (f"built {s.binary} (commit {s.commit})" if s.skipped is None
+                                else f"SKIPPED: {s.skipped}"), flush=True)
+    rows: list[dict[str, Any]] = []
+    for map_name, k in cases:
+        scen = f"{map_name}-random-1"
+        task = make_task(map_name, scen, k, args.agents * 2)
+        map_file, scen_file = movingai.resolve_map(map_name), movingai.resolve_scen(scen, map_name)
+        inst = f"{map_name} k={k}"
+        for s in solvers:
+            if s.skipped is not None:
+                rows.append({"instance": inst, "solver": s.name, "skipped": s.skipped})
+                continue
+            row = _row(task, s.name, run_external(s, map_file, scen_file, k, args.limit, args.seed))
+            row.update(instance=inst, commit=s.commit)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        team = run_team(task, args.agents, time_limit=args.limit, seed=args.seed)
+        ours = {"instance": inst, "solver": f"blockopt-{args.agents}", "seconds": round(team.seconds, 2),
+                "lower_bound": team.lower_bound, "valid": team.feasible, "soc": team.soc,
+                "ratio": round(team.soc / team.lower_bound, 4), "rounds": team.rounds,
+                "conflicts": team.verdict.conflicts if team.verdict else None,
+                "first_feasible_s": team.first_feasible_s}
+        rows.append(ours)
+        print(json.dumps(ours), flush=True)
+    _table(rows, [s.name for s in solvers] + [f"blockopt-{args.agents}"])
+    if args.json:
+        meta = {"limit": args.limit, "agents": args.agents, "seed": args.seed,
+                "solvers": {s.name: {"commit": s.commit, "skipped": s.skipped} for s in solvers},
+                "cpus": os.cpu_count(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _table(rows: list[dict[str, Any]], names: list[str]) -> None:
+    """SOC/LB per instance and solver ('x' = not collision-free, '-' = skipped), and ours over LNS2's SOC."""
+    print("\n| instance | " + " | ".join(names) + " | blockopt SOC / LNS2 SOC |")
+    print("|---|" + "---|" * (len(names) + 1))
+    for inst in dict.fromkeys(r["instance"] for r in rows):
+        by = {r["solver"]: r for r in rows if r["instance"] == inst}
+        cells = []
+        for n in names:
+            r = by.get(n)
+            if r is None or "skipped" in r:
+                cells.append("-")
+            elif not r.get("valid"):
+                cells.append(f"x ({r.get('conflicts', r.get('error', '?'))})")
+            else:
+                cells.append(f"{r['ratio']:.4f}")
+        lns, ours = by.get("lns2"), by.get(names[-1])
+        vs = (f"{ours['soc'] / lns['soc']:.4f}" if lns and ours and lns.get("valid") and ours.get("valid")
+              else "-")
+        print(f"| {inst} | " + " | ".join(cells) + f" | {vs} |")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

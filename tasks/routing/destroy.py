@@ -1,0 +1,140 @@
+"""LNS destroy heuristics of the MAPF literature (Li et al., MAPF-LNS, IJCAI 2021), as neighbourhood generators.
+
+- ``agent``: random walk from the most-delayed robot. Starting at a random time on its path, walk the
+  space-time grid towards the goal (with random detours), collecting every robot met at a walked
+  (cell, time): those are the robots that hold it up.
+- ``intersection``: the robots that pass an intersection vertex (degree ≥ 3), grown breadth-first over
+  neighbouring intersections until the neighbourhood is full. Robots that cross there interact.
+- ``random``: a uniform sample.
+
+Each takes the block's current paths and returns at most ``k`` robot indices. ``AdaptiveWeights`` is
+the ALNS roulette wheel that MAPF-LNS uses to choose among them: a generator whose neighbourhood
+improved the plan gains weight, w ← (1 − r)·w + r·gain.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tasks.routing.grid import Grid
+from tasks.routing.occupancy import Path
+
+Generator = Callable[[Grid, Sequence[Path], Sequence[int], Sequence[int], int, random.Random, set[int]], list[int]]
+
+
+def delays(grid: Grid, paths: Sequence[Path], starts: Sequence[int], goals: Sequence[int]) -> list[int]:
+    return [len(p) - 1 - grid.distances(g)[s] for p, s, g in zip(paths, starts, goals, strict=True)]
+
+
+def _occupants(paths: Sequence[Path]) -> dict[tuple[int, int], list[int]]:
+    """(cell, t) → robots there (a parked robot counts at every t up to the longest path)."""
+    horizon = max((len(p) for p in paths), default=0)
+    out: dict[tuple[int, int], list[int]] = {}
+    for i, p in enumerate(paths):
+        for t in range(horizon):
+            out.setdefault((p[min(t, len(p) - 1)], t), []).append(i)
+    return out
+
+
+def random_walk_from_delayed(grid: Grid, paths: Sequence[Path], starts: Sequence[int], goals: Sequence[int],
+                             k: int, rng: random.Random, tabu: set[int]) -> list[int]:
+    """The most-delayed robot not recently chosen, and the robots met on random walks along its way."""
+    d = delays(grid, paths, starts, goals)
+    order = sorted((i for i in range(len(paths)) if d[i] > 0), key=lambda i: -d[i])
+    pick = next((i for i in order if i not in tabu), None)
+    if pick is None:
+        tabu.clear()
+        pick = order[0] if order else None
+    if pick is None:
+        return []
+    tabu.add(pick)
+    occ = _occupants(paths)
+    chosen = [pick]
+    seen = {pick}
+    dist = grid.distances(goals[pick])
+    path = paths[pick]
+    for _ in range(8 * k):
+        if len(chosen) >= k:
+            break
+        t = rng.randrange(len(path))
+        c = path[t]
+        budget = len(path) - 1 - t
+        # walk while the goal stays reachable within the robot's current arrival time
+        while budget > 0 and len(chosen) < k:
+            options = [nb for nb in grid.moves(c) if dist[nb] <= budget - 1]
+            if not options:
+                break
+            c = rng.choice(options)
+            t += 1
+            budget -= 1
+            for j in occ.get((c, t), ()):
+                if j not in seen:
+                    seen.add(j)
+                    chosen.append(j)
+    return chosen[:k]
+
+
+def intersection(grid: Grid, paths: Sequence[Path], starts: Sequence[int], goals: Sequence[int],
+                 k: int, rng: random.Random, tabu: set[int]) -> list[int]:
+    """Robots visiting an intersection vertex, growing over nearby intersections (BFS) until k."""
+    visits: dict[int, list[int]] = {}
+    for i, p in enumerate(paths):
+        for c in set(p):
+            visits.setdefault(c, []).append(i)
+    hubs = [c for c in visits if len(grid.moves(c)) - 1 >= 3]
+    if not hubs:
+        return []
+    root = rng.choice(hubs)
+    chosen: list[int] = []
+    seen_robots: set[int] = set()
+    seen_cells = {root}
+    queue = deque([root])
+    while queue and len(chosen) < k:
+        c = queue.popleft()
+        if len(grid.moves(c)) - 1 >= 3:
+            robots = [r for r in visits.get(c, ()) if r not in seen_robots]
+            rng.shuffle(robots)
+            for r in robots[: k - len(chosen)]:
+                seen_robots.add(r)
+                chosen.append(r)
+        for nb in grid.moves(c):
+            if nb not in seen_cells:
+                seen_cells.add(nb)
+                queue.append(nb)
+    return chosen
+
+
+def uniform(grid: Grid, paths: Sequence[Path], starts: Sequence[int], goals: Sequence[int],
+            k: int, rng: random.Random, tabu: set[int]) -> list[int]:
+    return rng.sample(range(len(paths)), min(k, len(paths)))
+
+
+GENERATORS: dict[str, Generator] = {
+    "agent": random_walk_from_delayed,
+    "intersection": intersection,
+    "random": uniform,
+}
+
+
+@dataclass
+class AdaptiveWeights:
+    """ALNS roulette wheel: choose a generator with probability ∝ its weight; reward by relative gain."""
+
+    names: list[str]
+    reaction: float = 0.1
+    floor: float = 0.01
+    weights: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for n in self.names:
+            self.weights.setdefault(n, 1.0)
+
+    def choose(self, rng: random.Random) -> str:
+        return rng.choices(self.names, weights=[self.weights[n] for n in self.names])[0]
+
+    def reward(self, name: str, gain: float) -> None:
+        w = self.weights[name]
+        self.weights[name] = max(self.floor, (1 - self.reaction) * w + self.reaction * max(0.0, gain))

@@ -1,0 +1,64 @@
+"""LNS destroy heuristics: valid neighbourhoods, the most-delayed robot first, and the ALNS wheel's bookkeeping."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tasks.routing.destroy import GENERATORS, AdaptiveWeights, delays, random_walk_from_delayed
+from tasks.routing.grid import Grid
+from tasks.routing.occupancy import canonical
+
+ROWS = ["........", "..@@....", "........", "....@@..", "........", "........"]
+
+
+def _plan(seed: int, robots: int) -> tuple[Grid, list[tuple[int, ...]], list[int], list[int]]:
+    grid = Grid.from_rows(ROWS)
+    rng = random.Random(seed)
+    free = [c for c in range(grid.n_cells) if grid.free[c]]
+    starts = rng.sample(free, robots)
+    goals = rng.sample(free, robots)
+    paths = []
+    for s, g in zip(starts, goals, strict=True):
+        detour = [s] + [s] * rng.randint(0, 4)  # some robots wait: they are delayed
+        paths.append(canonical(detour + grid.shortest_path(s, g)[1:]))
+    return grid, paths, starts, goals
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10**6), robots=st.integers(2, 12), k=st.integers(1, 8),
+       name=st.sampled_from(sorted(GENERATORS)))
+def test_generators_return_distinct_robots_at_most_k(seed: int, robots: int, k: int, name: str) -> None:
+    grid, paths, starts, goals = _plan(seed, robots)
+    group = GENERATORS[name](grid, paths, starts, goals, k, random.Random(seed), set())
+    assert len(group) <= k
+    assert len(set(group)) == len(group)
+    assert all(0 <= i < robots for i in group)
+
+
+def test_random_walk_starts_from_the_most_delayed_robot_and_rotates_through_tabu() -> None:
+    grid, paths, starts, goals = _plan(3, 8)
+    d = delays(grid, paths, starts, goals)
+    worst = max(range(8), key=lambda i: d[i])
+    assert d[worst] > 0
+    tabu: set[int] = set()
+    first = random_walk_from_delayed(grid, paths, starts, goals, 4, random.Random(0), tabu)
+    assert first[0] == worst and worst in tabu
+    second = random_walk_from_delayed(grid, paths, starts, goals, 4, random.Random(0), tabu)
+    assert second and second[0] != worst
+
+
+def test_wheel_rewards_gain_and_decays_losers() -> None:
+    wheel = AdaptiveWeights(["a", "b"], reaction=0.5)
+    wheel.reward("a", 4.0)
+    wheel.reward("b", 0.0)
+    assert wheel.weights == {"a": 2.5, "b": 0.5}
+    wheel.reward("b", -3.0)  # a worse neighbourhood counts as no gain, never below the floor
+    assert wheel.weights["b"] == 0.25
+    for _ in range(50):
+        wheel.reward("b", 0.0)
+    assert wheel.weights["b"] == wheel.floor
+    picks = [wheel.choose(random.Random(i)) for i in range(200)]
+    assert picks.count("a") > 150
