@@ -20,6 +20,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.routing import Match
 
+from tasks.base import Task
 from tasks.registry import kinds
 
 CREATE = ("/v1/tasks", "post")
@@ -61,7 +62,7 @@ def example_params(params_model: type) -> dict[str, Any]:
     return {k: v for k, v in params_model().model_dump(mode="json").items() if v is not None}
 
 
-def add_kind_union(schema: dict[str, Any], installed: dict[str, type] | None = None,
+def add_kind_union(schema: dict[str, Any], installed: dict[str, type[Task[Any]]] | None = None,
                    served: Iterable[str] = ()) -> None:
     """Replace ``CreateTask`` with a ``oneOf`` over the kinds, discriminated by ``kind``."""
     components = schema.setdefault("components", {}).setdefault("schemas", {})

@@ -234,7 +234,7 @@ class CoordinatorService:
         return [await self.view(spec.id) for spec in await self.store.list_tasks()]
 
     async def stop(self, task_id: str) -> TaskView:
-        await self._finish(task_id, "stopped", "stopped by an administrator")
+        await self._finish(task_id, TaskStatus.STOPPED, "stopped by an administrator")
         return await self.view(task_id)
 
     async def _finish(self, task_id: str, status: TaskStatus, reason: str) -> None:
@@ -338,7 +338,7 @@ class CoordinatorService:
         left = await self._budget_left(spec, runtime, agent)
         for name in ("rounds", "seconds", "tokens", "calls"):
             if left[name] is not None and left[name] <= 0:
-                await self._finish(spec.id, "budget_exhausted", f"{name} budget spent")
+                await self._finish(spec.id, TaskStatus.BUDGET_EXHAUSTED, f"{name} budget spent")
                 raise errors.BudgetExceeded(f"the task's {name} budget is spent", budget=name)
         for name in ("agent_tokens", "agent_calls"):
             if left.get(name) is not None and left[name] <= 0:
@@ -513,7 +513,7 @@ class CoordinatorService:
                 ran = False
             except Exception as exc:  # an engine or task bug: the task fails, the service lives on
                 log.exception("task %s: round failed", task_id)
-                await self._finish(task_id, "failed", f"round failed: {type(exc).__name__}: {exc}"[:300])
+                await self._finish(task_id, TaskStatus.FAILED, f"round failed: {type(exc).__name__}: {exc}"[:300])
                 ran = False
         if ran:
             await self._maybe_close(task_id)
@@ -619,12 +619,12 @@ class CoordinatorService:
         elif why is not None:
             await self._finish(spec.id, TaskStatus.DIMINISHING_RETURNS, why)
         elif spec.budgets.rounds is not None and runtime.round >= spec.budgets.rounds:
-            await self._finish(spec.id, "budget_exhausted", "rounds budget spent")
+            await self._finish(spec.id, TaskStatus.BUDGET_EXHAUSTED, "rounds budget spent")
         else:
             left = await self._budget_left(spec, runtime, None)
             spent = [k for k in ("tokens", "calls") if left[k] is not None and left[k] <= 0]
             if spent:
-                await self._finish(spec.id, "budget_exhausted", f"{spent[0]} budget spent")
+                await self._finish(spec.id, TaskStatus.BUDGET_EXHAUSTED, f"{spent[0]} budget spent")
 
     # -- async mode ---------------------------------------------------------------------
     async def _run_async(self, task_id: str) -> None:
@@ -636,7 +636,7 @@ class CoordinatorService:
                 self._built.pop(task_id, None)
             except Exception as exc:
                 log.exception("task %s: async merge failed", task_id)
-                await self._finish(task_id, "failed", f"merge failed: {type(exc).__name__}: {exc}"[:300])
+                await self._finish(task_id, TaskStatus.FAILED, f"merge failed: {type(exc).__name__}: {exc}"[:300])
 
     async def _async_locked(self, task_id: str) -> None:
         spec = await self.spec(task_id)
@@ -826,7 +826,7 @@ class CoordinatorService:
             for lease in expired:
                 log.info("task %s: lease on block %d expired (agent %s silent)", spec.id, lease.block, lease.agent)
             if spec.budgets.seconds is not None and now - spec.created_at >= spec.budgets.seconds:
-                await self._finish(spec.id, "budget_exhausted", "seconds budget spent")
+                await self._finish(spec.id, TaskStatus.BUDGET_EXHAUSTED, "seconds budget spent")
                 continue
             if spec.mode == "async":
                 await self._tick_async_window(spec.id)

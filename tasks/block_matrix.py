@@ -36,21 +36,21 @@ class BlockMatrix:
 
     def block(self, i: int, j: int) -> np.ndarray:
         if self._a4 is not None:
-            return self._a4[i, :, j, :]  # type: ignore[no-any-return]
+            return self._a4[i, :, j, :]
         found = self._blocks.get((i, j))
         return found if found is not None else np.zeros((self.d, self.d))
 
     def blocks_of(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """A_{rows[k], cols[k]} stacked: (len(rows), d, d); linear in the pairs asked."""
         if self._a4 is not None:
-            return self._a4[rows, :, cols, :]  # type: ignore[no-any-return]
+            return self._a4[rows, :, cols, :]
         if len(rows) == 0:
             return np.zeros((0, self.d, self.d))
         return np.stack([self.block(int(i), int(j)) for i, j in zip(rows, cols, strict=True)])
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
         if self._dense is not None:
-            return self._dense @ x  # type: ignore[no-any-return]
+            return self._dense @ x
         if not hasattr(self, "_stacked"):  # (rows, cols, blocks) of every stored block, for one vectorized pass
             keys = list(self._blocks)
             self._stacked = (np.array([i for i, _ in keys], dtype=np.intp), np.array([j for _, j in keys], dtype=np.intp),
@@ -73,7 +73,7 @@ class BlockMatrix:
         """A⁻¹b: a dense solve, or block-Jacobi-preconditioned conjugate gradients run until the residual
         stops shrinking (machine precision on these well-conditioned instances)."""
         if self._dense is not None:
-            return np.linalg.solve(self._dense, b)  # type: ignore[no-any-return]
+            return np.linalg.solve(self._dense, b)
         d = self.d
         inv = np.stack([np.linalg.inv(self.block(i, i)) for i in range(self.n)])
 

@@ -60,7 +60,7 @@ def coupling_graph(p: QuadraticParams) -> list[tuple[int, int]]:
     draws = max(1, p.neighbours // 2)
     pairs: set[tuple[int, int]] = set()
     for i in range(p.blocks):
-        others = rng.choice(p.blocks - 1, size=min(draws, p.blocks - 1), replace=False) if p.blocks > 1 else []
+        others: Any = rng.choice(p.blocks - 1, size=min(draws, p.blocks - 1), replace=False) if p.blocks > 1 else []
         for o in others:
             j = int(o) + (int(o) >= i)
             pairs.add((min(i, j), max(i, j)))

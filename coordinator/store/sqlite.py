@@ -174,7 +174,7 @@ class SQLiteStore(Store):
         row = db.execute(f"SELECT {columns} FROM tasks WHERE id = ?", (task_id,)).fetchone()
         if row is None:
             raise errors.NotFound(f"no task '{task_id}'", task_id=task_id)
-        return row  # type: ignore[no-any-return]
+        return row
 
     # -- tasks ------------------------------------------------------------
     async def create_task(self, spec: TaskSpec, head: Head) -> None:

@@ -30,20 +30,20 @@ def choose(items: Sequence[Item], capacity: int, seconds: float = 1.0) -> list[H
     if not useful or capacity <= 0:
         return []
     model = cp_model.CpModel()
-    x = [model.NewBoolVar(f"x{i}") for i in range(len(useful))]
-    model.Add(sum(it.size * v for it, v in zip(useful, x, strict=True)) <= capacity)
+    x = [model.new_bool_var(f"x{i}") for i in range(len(useful))]
+    model.add(sum(it.size * v for it, v in zip(useful, x, strict=True)) <= capacity)
     groups: dict[Hashable, list[cp_model.IntVar]] = {}
     for it, v in zip(useful, x, strict=True):
         if it.group is not None:
             groups.setdefault(it.group, []).append(v)
     for vs in groups.values():
-        model.AddAtMostOne(vs)
-    model.Maximize(sum(it.gain * v for it, v in zip(useful, x, strict=True)))
+        model.add_at_most_one(vs)
+    model.maximize(sum(it.gain * v for it, v in zip(useful, x, strict=True)))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = seconds
     solver.parameters.num_workers = 1
-    status = solver.Solve(model)
+    status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return []
-    chosen = [it for it, v in zip(useful, x, strict=True) if solver.Value(v)]
+    chosen = [it for it, v in zip(useful, x, strict=True) if solver.value(v)]
     return [it.key for it in sorted(chosen, key=lambda it: -it.gain / max(1, it.size))]

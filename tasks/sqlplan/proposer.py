@@ -14,7 +14,7 @@ import itertools
 import random
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from sqlglot import exp
 
@@ -106,8 +106,8 @@ class SqlPlanProposer(Proposer):
                     if len(cover) <= MAX_INDEX_COLUMNS:
                         found.add(parse_index_spec({"table": table, "columns": cover}, schema))
             # .expert's picks first, then single columns, then pairs: the likeliest wins are tried first
-            rest = sorted(found - set(first), key=lambda i: (len(i.columns), i))
-            self._candidates[qid] = [i for i in dict.fromkeys(first + rest) if i not in self.ev.builtin]
+            ranked = sorted(found - set(first), key=lambda i: (len(i.columns), i))
+            self._candidates[qid] = [i for i in dict.fromkeys(first + ranked) if i not in self.ev.builtin]
         return self._candidates[qid]
 
     # -- surrogate -----------------------------------------------------------------
@@ -313,7 +313,8 @@ class SqlPlanProposer(Proposer):
             items = [knapsack.Item(add, int(gain * size), size, group=q)
                      for (gain, add), size, q in zip(winners, winner_sizes, winner_queries, strict=True)]
             picked = knapsack.choose(items, room, seconds=min(1.0, max(0.1, deadline - time.monotonic()) / 4))
-            order = list(dict.fromkeys([*picked, *(add for _, add in sorted(winners, key=lambda w: -w[0]))]))
+            by_gain = [add for _, add in sorted(winners, key=lambda w: -w[0])]
+            order = list(dict.fromkeys([*(cast("frozenset[IndexSpec]", key) for key in picked), *by_gain]))
         else:
             order = [add for _, add in sorted(winners, key=lambda w: -w[0])]
         for add in order:
