@@ -28,20 +28,27 @@ def shares(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
-def run_threads(base: WorkerConfig, agents: int, first_index: int = 0,
-                stop: threading.Event | None = None) -> list[WorkerStats]:
+def run_threads(
+    base: WorkerConfig, agents: int, first_index: int = 0, stop: threading.Event | None = None
+) -> list[WorkerStats]:
     """``agents`` workers in threads of this process; agent i gets seed base.seed*1000 + i."""
     stop = stop or threading.Event()
     results: list[WorkerStats] = []
     workers = [
-        Worker(dataclasses.replace(base, name=f"{base.name}-{first_index + i}",
-                                   seed=base.seed * 1000 + first_index + i), stop)
+        Worker(
+            dataclasses.replace(
+                base, name=f"{base.name}-{first_index + i}", seed=base.seed * 1000 + first_index + i
+            ),
+            stop,
+        )
         for i in range(agents)
     ]
     if len(workers) == 1:
         return [workers[0].run()]
-    threads = [threading.Thread(target=lambda w=w: results.append(w.run()), name=w.config.name, daemon=True)
-               for w in workers]
+    threads = [
+        threading.Thread(target=lambda w=w: results.append(w.run()), name=w.config.name, daemon=True)
+        for w in workers
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -51,16 +58,38 @@ def run_threads(base: WorkerConfig, agents: int, first_index: int = 0,
 
 
 def child_argv(base: WorkerConfig, agents: int, first_index: int, log_level: str) -> list[str]:
-    argv = [sys.executable, "-m", "blockopt", "fleet", "--coordinator", base.coordinator, "--task", base.task,
-            "--agents", str(agents), "--processes", "1", "--first-index", str(first_index),
-            "--proposer", base.proposer, "--name", base.name, "--seed", str(base.seed),
-            "--log-level", log_level]
+    argv = [
+        sys.executable,
+        "-m",
+        "blockopt",
+        "fleet",
+        "--coordinator",
+        base.coordinator,
+        "--task",
+        base.task,
+        "--agents",
+        str(agents),
+        "--processes",
+        "1",
+        "--first-index",
+        str(first_index),
+        "--proposer",
+        base.proposer,
+        "--name",
+        base.name,
+        "--seed",
+        str(base.seed),
+        "--log-level",
+        log_level,
+    ]
     for key, value in base.proposer_options.items():
         argv += ["--proposer-option", f"{key}={value}"]
     return argv
 
 
-def spawn(base: WorkerConfig, agents: int, processes: int, log_level: str = "warning") -> list[subprocess.Popen[bytes]]:
+def spawn(
+    base: WorkerConfig, agents: int, processes: int, log_level: str = "warning"
+) -> list[subprocess.Popen[bytes]]:
     env = {**os.environ, "BLOCKOPT_JOIN_TOKEN": base.join_token}
     children, first = [], 0
     for count in shares(agents, processes):
@@ -83,8 +112,14 @@ def terminate(children: Sequence[subprocess.Popen[bytes]], timeout: float = 10.0
     return codes
 
 
-def run_fleet(base: WorkerConfig, agents: int, processes: int, first_index: int = 0,
-              stop: threading.Event | None = None, log_level: str = "warning") -> int:
+def run_fleet(
+    base: WorkerConfig,
+    agents: int,
+    processes: int,
+    first_index: int = 0,
+    stop: threading.Event | None = None,
+    log_level: str = "warning",
+) -> int:
     """Run until the task ends or ``stop`` is set; the exit code is 0 when every worker ended cleanly."""
     stop = stop or threading.Event()
     if processes <= 1:

@@ -9,15 +9,17 @@ that carry an idempotency key (proposal ids) or are harmless twice.
 from __future__ import annotations
 
 import random
-import time
 import threading
+import time
 from typing import Any
 
 import httpx
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, body: dict[str, Any], retry_after: float | None) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, body: dict[str, Any], retry_after: float | None
+    ) -> None:
         super().__init__(f"{status} {code}: {message}")
         self.status = status
         self.code = code
@@ -38,8 +40,13 @@ class ApiError(Exception):
                 retry = float(r.headers["retry-after"])
             except ValueError:
                 retry = None
-        return cls(r.status_code, str(err.get("code", "http_error")), str(err.get("message", r.reason_phrase)),
-                   body if isinstance(body, dict) else {}, retry)
+        return cls(
+            r.status_code,
+            str(err.get("code", "http_error")),
+            str(err.get("message", r.reason_phrase)),
+            body if isinstance(body, dict) else {},
+            retry,
+        )
 
 
 class GaveUp(Exception):
@@ -48,12 +55,20 @@ class GaveUp(Exception):
 
 class Api:
     def __init__(
-        self, base_url: str, *, timeout: float = 30.0, max_retries: int = 8, backoff_base: float = 0.1,
-        backoff_max: float = 5.0, stop: threading.Event | None = None, seed: int = 0,
+        self,
+        base_url: str,
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 8,
+        backoff_base: float = 0.1,
+        backoff_max: float = 5.0,
+        stop: threading.Event | None = None,
+        seed: int = 0,
         unavailable_patience: float = 120.0,
     ) -> None:
         self.client = httpx.Client(
-            base_url=base_url.rstrip("/"), timeout=timeout,
+            base_url=base_url.rstrip("/"),
+            timeout=timeout,
             limits=httpx.Limits(max_connections=4, max_keepalive_connections=4),
         )
         self.max_retries = max_retries
@@ -71,8 +86,14 @@ class Api:
         return self.rng.uniform(0.0, min(self.backoff_max, self.backoff_base * 2**attempt))
 
     def call(
-        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
-        token: str | None = None, retry: bool = True,
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        token: str | None = None,
+        retry: bool = True,
     ) -> httpx.Response:
         """One request; connection errors and 5xx are retried with jittered backoff (``max_retries``), and a
         503 (the coordinator's store is unreachable, or it is starting) for up to ``unavailable_patience``

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal, cast
 
 from tasks.base import Draft, Proposer, Task
 
@@ -74,7 +74,9 @@ def heuristic(task: Task[Any], knobs: Mapping[str, Any], seed: int, options: Map
     """The kind's own proposer, configured by the task's proposer knobs; option ``delay_s`` adds think time."""
     unknown = set(options) - {"delay_s"}
     if unknown:
-        raise UnknownProposer(f"heuristic proposer: unknown option(s) {', '.join(sorted(unknown))} (known: delay_s)")
+        raise UnknownProposer(
+            f"heuristic proposer: unknown option(s) {', '.join(sorted(unknown))} (known: delay_s)"
+        )
     proposer = task.make_proposer(task.ProposerParams.model_validate(dict(knobs)), seed=seed)
     delay = float(options.get("delay_s", 0.0))
     return ThinkingProposer(proposer, delay) if delay > 0 else proposer
@@ -93,7 +95,9 @@ def llm(task: Task[Any], knobs: Mapping[str, Any], seed: int, options: Mapping[s
 
 
 @register_proposer("simulated-llm")
-def simulated_llm(task: Task[Any], knobs: Mapping[str, Any], seed: int, options: Mapping[str, str]) -> Proposer:
+def simulated_llm(
+    task: Task[Any], knobs: Mapping[str, Any], seed: int, options: Mapping[str, str]
+) -> Proposer:
     """The heuristic with GPT-OSS-120B serving latency (labelled simulated).
 
     ``options`` are ServingRates fields (model, concurrent_streams, ...) plus ``reasoning_effort``.
@@ -107,9 +111,13 @@ def simulated_llm(task: Task[Any], knobs: Mapping[str, Any], seed: int, options:
     except ValueError as exc:
         raise UnknownProposer(f"simulated-llm proposer: bad option: {_first_line(exc)}") from None
     if effort not in ("low", "medium", "high"):
-        raise UnknownProposer(f"simulated-llm proposer: reasoning_effort must be low, medium or high, not {effort!r}")
-    return make_simulated_proposer(task.kind, task.params.model_dump(), knobs, seed=seed, rates=rates,
-                                   effort=effort, task=task)  # type: ignore[arg-type]
+        raise UnknownProposer(
+            f"simulated-llm proposer: reasoning_effort must be low, medium or high, not {effort!r}"
+        )
+    level = cast(Literal["low", "medium", "high"], effort)  # checked just above
+    return make_simulated_proposer(
+        task.kind, task.params.model_dump(), knobs, seed=seed, rates=rates, effort=level, task=task
+    )
 
 
 def _first_line(exc: Exception) -> str:

@@ -65,8 +65,13 @@ class Worker:
     def __init__(self, config: WorkerConfig, stop: threading.Event | None = None) -> None:
         self.config = config
         self.stop = stop or threading.Event()
-        self.api = Api(config.coordinator, timeout=config.timeout, max_retries=config.max_retries,
-                       stop=self.stop, seed=config.seed)
+        self.api = Api(
+            config.coordinator,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+            stop=self.stop,
+            seed=config.seed,
+        )
         self.stats = WorkerStats()
         self.agent_id = ""
         self.lease_id: str | None = None
@@ -79,9 +84,16 @@ class Worker:
 
     # -- protocol steps ---------------------------------------------------------
     def join(self) -> None:
-        r = self.api.call("POST", f"{self._base}/agents", token=self.config.join_token,
-                          json={"name": self.config.name, "proposer": self.config.proposer,
-                                "model": model_label(self.config.proposer, self.config.proposer_options)})
+        r = self.api.call(
+            "POST",
+            f"{self._base}/agents",
+            token=self.config.join_token,
+            json={
+                "name": self.config.name,
+                "proposer": self.config.proposer,
+                "model": model_label(self.config.proposer, self.config.proposer_options),
+            },
+        )
         joined = r.json()
         self.agent_id = joined["agent_id"]
         self.api.token = joined["token"]
@@ -90,10 +102,17 @@ class Worker:
         task = create_task(info["kind"], info["params"])
         hints = info.get("proposer") or {}
         knobs = hints.get("knobs", {}) if hints.get("name", "heuristic") == self.config.proposer else {}
-        self.proposer = make_proposer(self.config.proposer, task, knobs, self.config.seed,
-                                      self.config.proposer_options)
-        log.info("%s joined task %s as %s (%s, %d blocks)", self.config.name, self.config.task, self.agent_id,
-                 info["kind"], info.get("blocks", -1))
+        self.proposer = make_proposer(
+            self.config.proposer, task, knobs, self.config.seed, self.config.proposer_options
+        )
+        log.info(
+            "%s joined task %s as %s (%s, %d blocks)",
+            self.config.name,
+            self.config.task,
+            self.agent_id,
+            info["kind"],
+            info.get("blocks", -1),
+        )
 
     def _wait(self, seconds: float | None, default: float = 0.2) -> None:
         self.stats.waits += 1
@@ -134,14 +153,20 @@ class Worker:
             if isinstance(getattr(outcome, size, None), int):
                 usage[size] = getattr(outcome, size)
         failed = getattr(outcome, "status", None) == "failed"
-        body = {"id": uuid.uuid4().hex, "block": lease["block"], "base_version": lease["version"],
-                "outcome": "failed" if failed else "declined", "usage": usage,
-                "failure": getattr(outcome, "failure", None) if failed else None,
-                "reason": (getattr(outcome, "reason", None) or "")[:2000] or None if failed else None}
+        body = {
+            "id": uuid.uuid4().hex,
+            "block": lease["block"],
+            "base_version": lease["version"],
+            "outcome": "failed" if failed else "declined",
+            "usage": usage,
+            "failure": getattr(outcome, "failure", None) if failed else None,
+            "reason": (getattr(outcome, "reason", None) or "")[:2000] or None if failed else None,
+        }
         lease_id, self.lease_id = self.lease_id, None
         try:
-            self.api.call("POST", f"{self._base}/leases/{lease_id}/abandon", json=body,
-                          retry=not self.stop.is_set())
+            self.api.call(
+                "POST", f"{self._base}/leases/{lease_id}/abandon", json=body, retry=not self.stop.is_set()
+            )
             self.stats.abandoned += 1
         except (ApiError, GaveUp) as exc:
             log.warning("%s: abandoned lease not reported (%s); releasing it", self.config.name, exc)
@@ -178,9 +203,13 @@ class Worker:
                 self._wait(0.05)
             return not self.stop.is_set()
         body = {
-            "id": uuid.uuid4().hex, "lease_id": lease["lease_id"], "block": draft.block,
-            "base_version": lease["version"], "value": draft.value,
-            "predicted_improvement": draft.predicted_improvement, "usage": self._usage(draft.info, seconds),
+            "id": uuid.uuid4().hex,
+            "lease_id": lease["lease_id"],
+            "block": draft.block,
+            "base_version": lease["version"],
+            "value": draft.value,
+            "predicted_improvement": draft.predicted_improvement,
+            "usage": self._usage(draft.info, seconds),
             "exact_minimizer": bool(draft.info.get("exact_minimizer", False)),
         }
         verdict = self._submit(body)
@@ -206,8 +235,12 @@ class Worker:
     def _submit(self, body: dict[str, Any]) -> dict[str, Any] | None:
         for _ in range(100):
             try:
-                r = self.api.call("POST", f"{self._base}/proposals", json=body,
-                                  params={"wait": self.config.poll_wait, "next_lease": "true"})
+                r = self.api.call(
+                    "POST",
+                    f"{self._base}/proposals",
+                    json=body,
+                    params={"wait": self.config.poll_wait, "next_lease": "true"},
+                )
                 break
             except ApiError as exc:
                 if exc.code not in END_CODES and exc.status in (403, 409, 422):
@@ -230,8 +263,11 @@ class Worker:
         view = r.json()
         while r.status_code == 202 and not self.stop.is_set():
             try:
-                r = self.api.call("GET", f"{self._base}/proposals/{view['id']}",
-                                  params={"wait": self.config.poll_wait, "next_lease": "true"})
+                r = self.api.call(
+                    "GET",
+                    f"{self._base}/proposals/{view['id']}",
+                    params={"wait": self.config.poll_wait, "next_lease": "true"},
+                )
             except ApiError as exc:
                 if not self._may_retry(exc):
                     return None
@@ -272,8 +308,13 @@ class Worker:
             self.api.close()
         if not self.stats.ended:
             self.stats.ended = "stopped"
-        log.info("%s: %s after %d proposals (%d accepted)", self.config.name, self.stats.ended,
-                 self.stats.proposals, self.stats.accepted)
+        log.info(
+            "%s: %s after %d proposals (%d accepted)",
+            self.config.name,
+            self.stats.ended,
+            self.stats.proposals,
+            self.stats.accepted,
+        )
         return self.stats
 
 

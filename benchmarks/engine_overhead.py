@@ -20,7 +20,9 @@ def measure(policy: str, params: QuadraticParams, rounds: int) -> dict[str, floa
     task = QuadraticTask(params)
     t0 = time.perf_counter()
     result = run_inproc(
-        task, QuadraticProposerParams(), RunSettings(agents=params.blocks, max_rounds=rounds),
+        task,
+        QuadraticProposerParams(),
+        RunSettings(agents=params.blocks, max_rounds=rounds),
         EngineSettings(merge_policy=policy),  # type: ignore[arg-type]
     )
     wall = time.perf_counter() - t0
@@ -35,7 +37,8 @@ def measure(policy: str, params: QuadraticParams, rounds: int) -> dict[str, floa
         "eval_ms_median": 1000 * statistics.median(r.eval_seconds for r in recs),
         "edges_median": statistics.median(r.interfering for r in recs),
         "checks_median": statistics.median(r.checks for r in recs),
-        "rel_gap": (result.snapshot.objective - result.engine.reference.value) / abs(result.engine.reference.value),
+        "rel_gap": (result.snapshot.objective - result.engine.reference.value)
+        / abs(result.engine.reference.value),
     }
 
 
@@ -47,11 +50,22 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=30)
     args = ap.parse_args()
     params = QuadraticParams(blocks=args.blocks, dim=args.dim, coupling=args.coupling, seed=1)
-    print(f"quadratic n={args.blocks} d={args.dim} coupling={args.coupling}, {args.blocks} agents, "
-          f"up to {args.rounds} rounds per policy")
+    print(
+        f"quadratic n={args.blocks} d={args.dim} coupling={args.coupling}, {args.blocks} agents, "
+        f"up to {args.rounds} rounds per policy"
+    )
     rows = {p: measure(p, params, args.rounds) for p in ("independent", "checked")}
-    cols = ["rounds", "status", "rounds_per_s", "engine_ms_median", "engine_ms_p90", "eval_ms_median",
-            "edges_median", "checks_median", "rel_gap"]
+    cols = [
+        "rounds",
+        "status",
+        "rounds_per_s",
+        "engine_ms_median",
+        "engine_ms_p90",
+        "eval_ms_median",
+        "edges_median",
+        "checks_median",
+        "rel_gap",
+    ]
     print(f"{'policy':<12}" + "".join(f"{c:>17}" for c in cols))
     for policy, row in rows.items():
         cells = "".join(f"{row[c]:>17.4g}" if isinstance(row[c], float) else f"{row[c]!s:>17}" for c in cols)

@@ -37,25 +37,47 @@ from coordinator.settings import ServiceSettings
 from coordinator.store import MemoryStore
 
 
-def solve_once(map_name: str, scen: str, robots: int, agents: int, seed: int, effort: str,
-               limit_s: float) -> dict[str, Any]:
+def solve_once(
+    map_name: str, scen: str, robots: int, agents: int, seed: int, effort: str, limit_s: float
+) -> dict[str, Any]:
     """One team on one instance until the first collision-free plan (or ``limit_s``)."""
     admin = secrets.token_urlsafe(24)
     settings = ServiceSettings(admin_token=SecretStr(admin), lease_ttl=30.0, round_deadline=2.0)
     app = create_app(settings, MemoryStore(), CollectorRegistry())
-    with EmbeddedServer(app) as server, httpx.Client(base_url=server.url, timeout=60.0,
-                                                     headers={"Authorization": f"Bearer {admin}"}) as client:
-        r = client.post("/v1/tasks", json={
-            "kind": "routing", "merge_policy": "checked", "budgets": {"seconds": limit_s + 30},
-            "params": {"map": map_name, "scen": scen, "robots": robots, "blocks": agents, "seed": seed,
-                       "exact_limit": 0},
-            "proposer": {"name": "simulated-llm", "knobs": {}},
-        })
+    with (
+        EmbeddedServer(app) as server,
+        httpx.Client(
+            base_url=server.url, timeout=60.0, headers={"Authorization": f"Bearer {admin}"}
+        ) as client,
+    ):
+        r = client.post(
+            "/v1/tasks",
+            json={
+                "kind": "routing",
+                "merge_policy": "checked",
+                "budgets": {"seconds": limit_s + 30},
+                "params": {
+                    "map": map_name,
+                    "scen": scen,
+                    "robots": robots,
+                    "blocks": agents,
+                    "seed": seed,
+                    "exact_limit": 0,
+                },
+                "proposer": {"name": "simulated-llm", "knobs": {}},
+            },
+        )
         r.raise_for_status()
         task = r.json()
-        base = WorkerConfig(coordinator=server.url, task=task["id"], join_token=task["join_token"],
-                            proposer="simulated-llm", seed=seed, poll_wait=1.0,
-                            proposer_options={"concurrent_streams": str(agents), "reasoning_effort": effort})
+        base = WorkerConfig(
+            coordinator=server.url,
+            task=task["id"],
+            join_token=task["join_token"],
+            proposer="simulated-llm",
+            seed=seed,
+            poll_wait=1.0,
+            proposer_options={"concurrent_streams": str(agents), "reasoning_effort": effort},
+        )
         stop = threading.Event()
         fleet = threading.Thread(target=run_threads, args=(base, agents, 0, stop), daemon=True)
         started = time.monotonic()
@@ -70,9 +92,17 @@ def solve_once(map_name: str, scen: str, robots: int, agents: int, seed: int, ef
         client.post(f"/v1/tasks/{task['id']}/stop")
         stop.set()
         fleet.join(30)
-        return {"scen": scen, "agents": agents, "seed": seed, "solved": bool(view.get("feasible")),
-                "wall_s": round(wall, 2), "rounds": view.get("round"), "tokens": int(view["usage"]["tokens"]),
-                "calls": int(view["usage"]["calls"]), "soc_over_lb": round(view["objective"] / view["reference"], 4)}
+        return {
+            "scen": scen,
+            "agents": agents,
+            "seed": seed,
+            "solved": bool(view.get("feasible")),
+            "wall_s": round(wall, 2),
+            "rounds": view.get("round"),
+            "tokens": int(view["usage"]["tokens"]),
+            "calls": int(view["usage"]["calls"]),
+            "soc_over_lb": round(view["objective"] / view["reference"], 4),
+        }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,20 +112,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--robots", type=int, default=20)
     parser.add_argument("--teams", default="1,3,6")
     parser.add_argument("--effort", default="low", choices=["low", "medium", "high"])
-    parser.add_argument("--limit", type=float, default=180.0, help="seconds per run before it counts as unsolved")
+    parser.add_argument(
+        "--limit", type=float, default=180.0, help="seconds per run before it counts as unsolved"
+    )
     parser.add_argument("--out", type=Path, default=Path("out/bench-llm-team.json"))
     args = parser.parse_args(argv)
     teams = [int(t) for t in args.teams.split(",")]
     rows = []
     for i, n in enumerate(int(s) for s in args.scens.split(",")):
         for agents in teams:
-            row = solve_once(args.map, f"{args.map}-random-{n}", args.robots, agents, i, args.effort, args.limit)
+            row = solve_once(
+                args.map, f"{args.map}-random-{n}", args.robots, agents, i, args.effort, args.limit
+            )
             rows.append(row)
             print(f"simulated  {row}", file=sys.stderr, flush=True)
-    print(f"SIMULATED (GPT-OSS-120B latency model, no model ran): {args.map}, {args.robots} robots, "
-          f"effort {args.effort}, scenarios {args.scens}")
-    print(f"{'agents':>6} {'solved':>7} {'median s':>9} {'median tokens/solved':>21} {'median calls':>13} "
-          f"{'median SOC/LB':>14}")
+    print(
+        f"SIMULATED (GPT-OSS-120B latency model, no model ran): {args.map}, {args.robots} robots, "
+        f"effort {args.effort}, scenarios {args.scens}"
+    )
+    print(
+        f"{'agents':>6} {'solved':>7} {'median s':>9} {'median tokens/solved':>21} {'median calls':>13} "
+        f"{'median SOC/LB':>14}"
+    )
     medians: dict[int, float] = {}
     for agents in teams:
         mine = [r for r in rows if r["agents"] == agents]
@@ -109,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     if 1 in medians and max(teams) in medians:
         print(f"simulated wall time, {max(teams)} agents / 1 agent: {medians[max(teams)] / medians[1]:.2f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"simulated": True, "args": vars(args) | {"out": str(args.out)}, "rows": rows},
-                                   indent=2))
+    args.out.write_text(
+        json.dumps({"simulated": True, "args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=2)
+    )
     return 0
 
 

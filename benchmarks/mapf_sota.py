@@ -38,9 +38,17 @@ from tasks.routing import RoutingTask, movingai  # noqa: E402
 XY = tuple[int, int]
 
 FULL: list[tuple[str, int]] = [
-    ("random-32-32-10", 50), ("random-32-32-10", 100), ("random-32-32-10", 200), ("random-32-32-10", 300),
-    ("warehouse-10-20-10-2-1", 50), ("warehouse-10-20-10-2-1", 100), ("warehouse-10-20-10-2-1", 200),
-    ("room-32-32-4", 50), ("room-32-32-4", 100), ("empty-16-16", 50), ("empty-16-16", 100),
+    ("random-32-32-10", 50),
+    ("random-32-32-10", 100),
+    ("random-32-32-10", 200),
+    ("random-32-32-10", 300),
+    ("warehouse-10-20-10-2-1", 50),
+    ("warehouse-10-20-10-2-1", 100),
+    ("warehouse-10-20-10-2-1", 200),
+    ("room-32-32-4", 50),
+    ("room-32-32-4", 100),
+    ("empty-16-16", 50),
+    ("empty-16-16", 100),
     ("maze-32-32-2", 20),
 ]
 QUICK: list[tuple[str, int]] = [("random-32-32-10", 50), ("warehouse-10-20-10-2-1", 100)]
@@ -65,7 +73,9 @@ def tree_commit(src: Path) -> str | None:
     if marker.is_file():
         return marker.read_text().strip() or None
     try:
-        out = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
     return out.stdout.strip() or None
@@ -91,12 +101,16 @@ def build(name: str, src: str | None, target: str, binary: str) -> Solver:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "build.log"
     with log.open("w") as fh:
-        for cmd in (["cmake", "-S", str(tree), "-B", str(out), "-DCMAKE_BUILD_TYPE=Release"],
-                    ["cmake", "--build", str(out), "--target", target, "-j", "2"]):
+        for cmd in (
+            ["cmake", "-S", str(tree), "-B", str(out), "-DCMAKE_BUILD_TYPE=Release"],
+            ["cmake", "--build", str(out), "--target", target, "-j", "2"],
+        ):
             rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT).returncode
             if rc != 0:
                 tail = log.read_text().strip().splitlines()[-3:]
-                return Solver(name, None, commit, f"{' '.join(cmd[:2])} failed (rc {rc}): {' | '.join(tail)[:300]}")
+                return Solver(
+                    name, None, commit, f"{' '.join(cmd[:2])} failed (rc {rc}): {' | '.join(tail)[:300]}"
+                )
     if not exe.is_file():
         return Solver(name, None, commit, f"build finished but {exe} is missing")
     return Solver(name, exe, commit, None)
@@ -117,25 +131,64 @@ def _paths_lacam3(text: str) -> list[list[XY]]:
     """``solution=`` then one line per time step ``t:(x,y),(x,y),...`` → per-robot (x, y) paths."""
     marker = "\nsolution=\n"  # not "comp_time_initial_solution=" or "cost_initial_solution="
     lines = text.split(marker, 1)[1].strip().splitlines() if marker in text else []
-    steps = [[(int(x), int(y)) for x, y in re.findall(r"\((\d+),(\d+)\)", ln.split(":", 1)[1])]
-             for ln in lines if re.match(r"^\d+:", ln)]
+    steps = [
+        [(int(x), int(y)) for x, y in re.findall(r"\((\d+),(\d+)\)", ln.split(":", 1)[1])]
+        for ln in lines
+        if re.match(r"^\d+:", ln)
+    ]
     if not steps:
         return []
     return [[step[i] for step in steps] for i in range(len(steps[0]))]
 
 
-def run_external(solver: Solver, map_file: Path, scen_file: Path, k: int, limit: float, seed: int) -> dict[str, Any]:
+def run_external(
+    solver: Solver, map_file: Path, scen_file: Path, k: int, limit: float, seed: int
+) -> dict[str, Any]:
     assert solver.binary is not None
     with tempfile.TemporaryDirectory(prefix=f"sota-{solver.name}-") as tmp:
         out = Path(tmp) / "paths.txt"
         if solver.name == "lns2":
-            cmd = [str(solver.binary), "-m", str(map_file), "-a", str(scen_file), "-k", str(k), "-t", str(limit),
-                   "-o", str(Path(tmp) / "stats"), "--outputPaths", str(out), "--seed", str(seed), "-s", "0",
-                   "--maxIterations", "1000000000"]  # 0 (the default) stops after the first solution
+            cmd = [
+                str(solver.binary),
+                "-m",
+                str(map_file),
+                "-a",
+                str(scen_file),
+                "-k",
+                str(k),
+                "-t",
+                str(limit),
+                "-o",
+                str(Path(tmp) / "stats"),
+                "--outputPaths",
+                str(out),
+                "--seed",
+                str(seed),
+                "-s",
+                "0",
+                "--maxIterations",
+                "1000000000",
+            ]  # 0 (the default) stops after the first solution
             parse = _paths_lns2
         else:
-            cmd = [str(solver.binary), "-m", str(map_file), "-i", str(scen_file), "-N", str(k),
-                   "-t", str(limit), "-o", str(out), "-s", str(seed), "--no-multi-thread", "-v", "0"]
+            cmd = [
+                str(solver.binary),
+                "-m",
+                str(map_file),
+                "-i",
+                str(scen_file),
+                "-N",
+                str(k),
+                "-t",
+                str(limit),
+                "-o",
+                str(out),
+                "-s",
+                str(seed),
+                "--no-multi-thread",
+                "-v",
+                "0",
+            ]
             parse = _paths_lacam3
         t0 = time.monotonic()
         try:
@@ -144,8 +197,10 @@ def run_external(solver: Solver, map_file: Path, scen_file: Path, k: int, limit:
             return {"error": f"no answer within {limit + 60:.0f} s", "seconds": time.monotonic() - t0}
         seconds = time.monotonic() - t0
         if not out.is_file():
-            return {"error": f"no paths written (rc {proc.returncode}): {proc.stderr.strip()[-200:]}",
-                    "seconds": seconds}
+            return {
+                "error": f"no paths written (rc {proc.returncode}): {proc.stderr.strip()[-200:]}",
+                "seconds": seconds,
+            }
         return {"paths": parse(out.read_text()), "seconds": seconds}
 
 
@@ -160,22 +215,27 @@ def _row(task: RoutingTask, solver: str, raw: dict[str, Any]) -> dict[str, Any]:
         row.update(valid=False, error=f"{len(paths)} paths for {len(task.inst.starts)} robots")
         return row
     v = check(task, paths)
-    row.update(valid=v.valid, soc=v.soc, ratio=round(v.soc / lb, 4), conflicts=v.conflicts,
-               errors=v.errors[:3])
+    row.update(
+        valid=v.valid, soc=v.soc, ratio=round(v.soc / lb, 4), conflicts=v.conflicts, errors=v.errors[:3]
+    )
     return row
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lns2-src", help="MAPF-LNS2 source tree (github.com/Jiaoyang-Li/MAPF-LNS2)")
-    ap.add_argument("--lacam3-src", help="LaCAM3 source tree with third_party/argparse (github.com/Kei18/lacam3)")
+    ap.add_argument(
+        "--lacam3-src", help="LaCAM3 source tree with third_party/argparse (github.com/Kei18/lacam3)"
+    )
     ap.add_argument("--limit", type=float, default=30.0, help="wall-clock seconds per solver and instance")
     ap.add_argument("--agents", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help=f"only {', '.join(f'{m} k={k}' for m, k in QUICK)}")
     ap.add_argument("--only", nargs="*", metavar="MAP:K", help="instances to run, e.g. room-32-32-4:50")
     ap.add_argument("--json", default=None, help="write the raw rows here")
-    ap.add_argument("--table-from", default=None, metavar="JSON", help="only print the table of an earlier run's rows")
+    ap.add_argument(
+        "--table-from", default=None, metavar="JSON", help="only print the table of an earlier run's rows"
+    )
     args = ap.parse_args(argv)
     if args.table_from:
         saved = json.loads(Path(args.table_from).read_text())
@@ -191,8 +251,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     solvers = [build("lns2", args.lns2_src, "lns", "lns"), build("lacam3", args.lacam3_src, "main", "main")]
     for s in solvers:
-        print(f"{s.name}: " + (f"built {s.binary} (commit {s.commit})" if s.skipped is None
-                                else f"SKIPPED: {s.skipped}"), flush=True)
+        print(
+            f"{s.name}: "
+            + (f"built {s.binary} (commit {s.commit})" if s.skipped is None else f"SKIPPED: {s.skipped}"),
+            flush=True,
+        )
     rows: list[dict[str, Any]] = []
     for map_name, k in cases:
         scen = f"{map_name}-random-1"
@@ -208,18 +271,30 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
         team = run_team(task, args.agents, time_limit=args.limit, seed=args.seed)
-        ours = {"instance": inst, "solver": f"blockopt-{args.agents}", "seconds": round(team.seconds, 2),
-                "lower_bound": team.lower_bound, "valid": team.feasible, "soc": team.soc,
-                "ratio": round(team.soc / team.lower_bound, 4), "rounds": team.rounds,
-                "conflicts": team.verdict.conflicts if team.verdict else None,
-                "first_feasible_s": team.first_feasible_s}
+        ours = {
+            "instance": inst,
+            "solver": f"blockopt-{args.agents}",
+            "seconds": round(team.seconds, 2),
+            "lower_bound": team.lower_bound,
+            "valid": team.feasible,
+            "soc": team.soc,
+            "ratio": round(team.soc / team.lower_bound, 4),
+            "rounds": team.rounds,
+            "conflicts": team.verdict.conflicts if team.verdict else None,
+            "first_feasible_s": team.first_feasible_s,
+        }
         rows.append(ours)
         print(json.dumps(ours), flush=True)
     _table(rows, [s.name for s in solvers] + [f"blockopt-{args.agents}"])
     if args.json:
-        meta = {"limit": args.limit, "agents": args.agents, "seed": args.seed,
-                "solvers": {s.name: {"commit": s.commit, "skipped": s.skipped} for s in solvers},
-                "cpus": os.cpu_count(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        meta = {
+            "limit": args.limit,
+            "agents": args.agents,
+            "seed": args.seed,
+            "solvers": {s.name: {"commit": s.commit, "skipped": s.skipped} for s in solvers},
+            "cpus": os.cpu_count(),
+            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        }
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
         print(f"wrote {args.json}")
@@ -242,8 +317,11 @@ def _table(rows: list[dict[str, Any]], names: list[str]) -> None:
             else:
                 cells.append(f"{r['ratio']:.4f}")
         lns, ours = by.get("lns2"), by.get(names[-1])
-        vs = (f"{ours['soc'] / lns['soc']:.4f}" if lns and ours and lns.get("valid") and ours.get("valid")
-              else "-")
+        vs = (
+            f"{ours['soc'] / lns['soc']:.4f}"
+            if lns and ours and lns.get("valid") and ours.get("valid")
+            else "-"
+        )
         print(f"| {inst} | " + " | ".join(cells) + f" | {vs} |")
 
 

@@ -61,8 +61,16 @@ async def commit_rate(url: str, mode: CommitMode, n: int, tasks: int) -> float:
             fence = await store.acquire_round_lock(t, "bench", 60.0, time.time())
             assert fence is not None
             for v in range(n // tasks):
-                await store.commit(t, Commit(expected_version=v, fence=fence, runtime=TaskRuntime(round=v + 1),
-                                             head=head(v + 1, blocks=8), counters={"rounds": 1}))
+                await store.commit(
+                    t,
+                    Commit(
+                        expected_version=v,
+                        fence=fence,
+                        runtime=TaskRuntime(round=v + 1),
+                        head=head(v + 1, blocks=8),
+                        counters={"rounds": 1},
+                    ),
+                )
 
         t0 = time.perf_counter()
         await asyncio.gather(*(run(t) for t in ids))
@@ -88,9 +96,16 @@ async def store_cycle_rate(store: Store, cycles: int, blocks: int = 16) -> float
             await store.enqueue_proposal("t-1", lease.id, p, now)
             batch.append(p)
         pending = await store.pending_proposals("t-1")
-        await store.commit("t-1", Commit(expected_version=version, fence=fence, runtime=TaskRuntime(round=version + 1),
-                                         head=head(version + 1, blocks=blocks),
-                                         verdicts=[verdict(q.proposal.id, q.proposal.block) for q in pending]))
+        await store.commit(
+            "t-1",
+            Commit(
+                expected_version=version,
+                fence=fence,
+                runtime=TaskRuntime(round=version + 1),
+                head=head(version + 1, blocks=blocks),
+                verdicts=[verdict(q.proposal.id, q.proposal.block) for q in pending],
+            ),
+        )
         version += 1
         done += len(batch)
     return done / (time.perf_counter() - t0)
@@ -105,16 +120,37 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_replicas(store: str, count: int, prefix: str, logdir: Path) -> list[tuple[subprocess.Popen[bytes], str]]:
+def start_replicas(
+    store: str, count: int, prefix: str, logdir: Path
+) -> list[tuple[subprocess.Popen[bytes], str]]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_ADMIN_TOKEN": ADMIN}
     out = []
     for i in range(count):
         port = free_port()
         log = (logdir / f"{store.split(':')[0]}-{count}-{i}.log").open("wb")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--store", store, "--redis-prefix",
-             prefix, "--log-level", "warning", "--round-deadline", "0.5", "--lease-ttl", "10"],
-            env=env, stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "blockopt",
+                "serve",
+                "--port",
+                str(port),
+                "--store",
+                store,
+                "--redis-prefix",
+                prefix,
+                "--log-level",
+                "warning",
+                "--round-deadline",
+                "0.5",
+                "--lease-ttl",
+                "10",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         out.append((proc, f"http://127.0.0.1:{port}"))
     for proc, url in out:
         deadline = time.monotonic() + 60
@@ -130,14 +166,18 @@ def start_replicas(store: str, count: int, prefix: str, logdir: Path) -> list[tu
     return out
 
 
-async def agent_loop(base: str, task: dict[str, Any], seed: int, until: float, acked: list[int],
-                     errors: list[int]) -> None:
+async def agent_loop(
+    base: str, task: dict[str, Any], seed: int, until: float, acked: list[int], errors: list[int]
+) -> None:
     """One agent: lease -> the task's heuristic proposal -> submit without waiting for the verdict."""
     async with httpx.AsyncClient(base_url=base, timeout=30) as c:
         for attempt in range(5):
             try:
-                r = await c.post(f"/v1/tasks/{task['id']}/agents", json={"name": f"bench{seed}"},
-                                 headers={"Authorization": f"Bearer {task['join_token']}"})
+                r = await c.post(
+                    f"/v1/tasks/{task['id']}/agents",
+                    json={"name": f"bench{seed}"},
+                    headers={"Authorization": f"Bearer {task['join_token']}"},
+                )
                 break
             except httpx.TransportError:
                 errors[0] += 1
@@ -154,8 +194,9 @@ async def agent_loop(base: str, task: dict[str, Any], seed: int, until: float, a
                 errors[0] += 1
 
 
-async def one_proposal(c: httpx.AsyncClient, task: dict[str, Any], proposer: Any, until: float,
-                       acked: list[int]) -> None:
+async def one_proposal(
+    c: httpx.AsyncClient, task: dict[str, Any], proposer: Any, until: float, acked: list[int]
+) -> None:
     r = await c.post(f"/v1/tasks/{task['id']}/leases")
     if r.status_code == 429:
         await asyncio.sleep(float(r.json()["error"].get("retry_after", 0.05)))
@@ -163,9 +204,14 @@ async def one_proposal(c: httpx.AsyncClient, task: dict[str, Any], proposer: Any
     r.raise_for_status()
     lease = r.json()
     draft = proposer.propose(lease["contract"])
-    body = {"id": uuid.uuid4().hex, "lease_id": lease["lease_id"], "block": lease["block"],
-            "base_version": lease["version"], "value": draft.value if draft else None,
-            "predicted_improvement": draft.predicted_improvement if draft else 0.0}
+    body = {
+        "id": uuid.uuid4().hex,
+        "lease_id": lease["lease_id"],
+        "block": lease["block"],
+        "base_version": lease["version"],
+        "value": draft.value if draft else None,
+        "predicted_improvement": draft.predicted_improvement if draft else 0.0,
+    }
     if draft is None:
         await c.delete(f"/v1/tasks/{task['id']}/leases/{lease['lease_id']}")
         return
@@ -178,8 +224,9 @@ async def task_view(base: str, task_id: str) -> dict[str, Any]:
     """A fresh connection each time: a keep-alive connection idle for the whole run may have been closed."""
     for _ in range(5):
         try:
-            async with httpx.AsyncClient(base_url=base, timeout=30,
-                                         headers={"Authorization": f"Bearer {ADMIN}"}) as c:  # reads are private
+            async with httpx.AsyncClient(
+                base_url=base, timeout=30, headers={"Authorization": f"Bearer {ADMIN}"}
+            ) as c:  # reads are private
                 return dict((await c.get(f"/v1/tasks/{task_id}")).json())
         except httpx.TransportError:
             await asyncio.sleep(0.2)
@@ -187,25 +234,37 @@ async def task_view(base: str, task_id: str) -> dict[str, Any]:
 
 
 async def service_rate(urls: list[str], agents: int, seconds: float, blocks: int) -> dict[str, float]:
-    async with httpx.AsyncClient(base_url=urls[0], timeout=30,
-                                 headers={"Authorization": f"Bearer {ADMIN}"}) as admin:
-        r = await admin.post("/v1/tasks", json={
-            "kind": "quadratic", "params": {"blocks": blocks, "dim": 4, "coupling": 0.3},
-            "merge_policy": "independent", "budgets": {"rounds": 1_000_000},
-            "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000}})
+    async with httpx.AsyncClient(
+        base_url=urls[0], timeout=30, headers={"Authorization": f"Bearer {ADMIN}"}
+    ) as admin:
+        r = await admin.post(
+            "/v1/tasks",
+            json={
+                "kind": "quadratic",
+                "params": {"blocks": blocks, "dim": 4, "coupling": 0.3},
+                "merge_policy": "independent",
+                "budgets": {"rounds": 1_000_000},
+                "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000},
+            },
+        )
         r.raise_for_status()
         task = r.json()
         acked, errors = [0], [0]
         warm_until = time.monotonic() + 3.0
         until = warm_until + seconds
-        runners = asyncio.gather(*(agent_loop(urls[i % len(urls)], task, i, until, acked, errors) for i in range(agents)))
+        runners = asyncio.gather(
+            *(agent_loop(urls[i % len(urls)], task, i, until, acked, errors) for i in range(agents))
+        )
         await asyncio.sleep(max(0.0, warm_until - time.monotonic()))
         a0, v0, t0 = acked[0], await task_view(urls[0], task["id"]), time.monotonic()
         await runners
         t1 = time.monotonic()
         v1 = await task_view(urls[0], task["id"])
-        return {"proposals_per_s": (acked[0] - a0) / (t1 - t0),
-                "rounds_per_s": (v1["round"] - v0["round"]) / (t1 - t0), "transport_errors": errors[0]}
+        return {
+            "proposals_per_s": (acked[0] - a0) / (t1 - t0),
+            "rounds_per_s": (v1["round"] - v0["round"]) / (t1 - t0),
+            "transport_errors": errors[0],
+        }
 
 
 def stop_all(procs: list[tuple[subprocess.Popen[bytes], str]]) -> None:
@@ -264,8 +323,10 @@ def main() -> None:
 
     if args.skip_service:
         return
-    print(f"\n3. service over HTTP: {args.agents} agents, quadratic n={args.blocks} d=4, {args.seconds:.0f}s "
-          "after 3s warm-up, proposals/s (acknowledged submits)")
+    print(
+        f"\n3. service over HTTP: {args.agents} agents, quadratic n={args.blocks} d=4, {args.seconds:.0f}s "
+        "after 3s warm-up, proposals/s (acknowledged submits)"
+    )
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"blockopt-bench-{uuid.uuid4().hex[:6]}"
     logdir.mkdir(parents=True)
     for store, count in (("memory", 1), (args.redis, 1), (args.redis, 2)):
@@ -278,8 +339,10 @@ def main() -> None:
             if store != "memory":
                 purge_prefix(args.redis, prefix)
         label = "memory x1" if store == "memory" else f"redis  x{count}"
-        print(f"   {label}: {res['proposals_per_s']:7.1f} proposals/s, {res['rounds_per_s']:5.2f} rounds/s"
-              f" ({res['transport_errors']:.0f} dropped connections)")
+        print(
+            f"   {label}: {res['proposals_per_s']:7.1f} proposals/s, {res['rounds_per_s']:5.2f} rounds/s"
+            f" ({res['transport_errors']:.0f} dropped connections)"
+        )
     print(f"   (replica logs in {logdir})")
 
 

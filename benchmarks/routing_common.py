@@ -15,7 +15,9 @@ from tasks.routing.validator import Verdict, validate_plan
 
 
 def make_task(map_name: str, scen: str, robots: int, blocks: int, **extra: Any) -> RoutingTask:
-    task = create_task("routing", {"map": map_name, "scen": scen, "robots": robots, "blocks": blocks, **extra})
+    task = create_task(
+        "routing", {"map": map_name, "scen": scen, "robots": robots, "blocks": blocks, **extra}
+    )
     assert isinstance(task, RoutingTask)
     return task
 
@@ -108,10 +110,25 @@ def run_team(
         task.make_proposer = original  # type: ignore[method-assign]
     seconds = time.monotonic() - started
     if state is None:
-        return TeamRun(True, -1, task.lower_bound(), seconds, int(first["round"]),
-                       first["s"], int(first["round"]), first["parallel"])
+        return TeamRun(
+            True,
+            -1,
+            task.lower_bound(),
+            seconds,
+            int(first["round"]),
+            first["s"],
+            int(first["round"]),
+            first["parallel"],
+        )
     verdict = check(task, [[task.grid.xy(c) for c in p] for p in state.paths])
     return TeamRun(
-        verdict.valid, verdict.soc, task.lower_bound(), seconds, rounds,
-        first.get("s"), int(first["round"]) if "round" in first else None, first.get("parallel"), verdict,
+        verdict.valid,
+        verdict.soc,
+        task.lower_bound(),
+        seconds,
+        rounds,
+        first.get("s"),
+        int(first["round"]) if "round" in first else None,
+        first.get("parallel"),
+        verdict,
     )

@@ -36,8 +36,13 @@ CASES: list[tuple[str, int, list[int]]] = [
 PYMAPF = ["lacam-anytime", "prioritized", "wcbs-1.5", "lns"]
 
 
-def _pymapf_child(rows: list[str], agents: list[tuple[tuple[int, int], tuple[int, int]]], solver: str,
-                  limit: float, out: Any) -> None:
+def _pymapf_child(
+    rows: list[str],
+    agents: list[tuple[tuple[int, int], tuple[int, int]]],
+    solver: str,
+    limit: float,
+    out: Any,
+) -> None:
     import pymapf
 
     grid = pymapf.GridMap([[0 if ch in ".G" else 1 for ch in row] for row in rows])
@@ -87,9 +92,15 @@ def run_pymapf(task: Any, solver: str, limit: float) -> dict[str, Any]:
         return {"solver": solver, "status": res["error"], "seconds": res["seconds"]}
     verdict = check(task, res["paths"])
     return {
-        "solver": solver, "status": "ok" if verdict.valid else f"{verdict.conflicts} conflicts" if not verdict.errors
+        "solver": solver,
+        "status": "ok"
+        if verdict.valid
+        else f"{verdict.conflicts} conflicts"
+        if not verdict.errors
         else verdict.errors[0][:60],
-        "feasible": verdict.valid, "soc": verdict.soc, "seconds": res["seconds"],
+        "feasible": verdict.valid,
+        "soc": verdict.soc,
+        "seconds": res["seconds"],
     }
 
 
@@ -100,9 +111,14 @@ def main() -> None:
     ap.add_argument("--no-pymapf", action="store_true")
     ap.add_argument("--pymapf-subset", action="store_true", help="pymapf on scenario random-1 only")
     ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--partition", default="spatial", help="our initial block partition (the product default)")
-    ap.add_argument("--ablate-regroup", action="store_true",
-                    help="also run our team with regrouping off (the row before regrouping existed)")
+    ap.add_argument(
+        "--partition", default="spatial", help="our initial block partition (the product default)"
+    )
+    ap.add_argument(
+        "--ablate-regroup",
+        action="store_true",
+        help="also run our team with regrouping off (the row before regrouping existed)",
+    )
     ap.add_argument("--only", default=None, help="run only cases whose map name contains this")
     ap.add_argument("--robots", type=int, default=None, help="run only cases with this many robots")
     args = ap.parse_args()
@@ -118,22 +134,45 @@ def main() -> None:
             name = f"{map_name} random-{i}"
             arms = [("blockopt 3 agents (checked)", task)]
             if args.ablate_regroup:
-                arms.append(("blockopt, no regrouping", make_task(map_name, f"random-{i}", k, 3, exact_limit=0,
-                                                                  partition=args.partition, regroup=False)))
+                arms.append(
+                    (
+                        "blockopt, no regrouping",
+                        make_task(
+                            map_name,
+                            f"random-{i}",
+                            k,
+                            3,
+                            exact_limit=0,
+                            partition=args.partition,
+                            regroup=False,
+                        ),
+                    )
+                )
             results = []
             for label, team_task in arms:
                 ours = run_team(team_task, 3, merge="checked", time_limit=args.limit, time_budget=0.5, seed=0)
-                results.append({"solver": label, "feasible": ours.feasible, "soc": ours.soc,
-                                "seconds": ours.seconds, "rounds": ours.rounds,
-                                "status": "ok" if ours.feasible else f"{ours.verdict.conflicts if ours.verdict else '?'} conflicts"})
+                results.append(
+                    {
+                        "solver": label,
+                        "feasible": ours.feasible,
+                        "soc": ours.soc,
+                        "seconds": ours.seconds,
+                        "rounds": ours.rounds,
+                        "status": "ok"
+                        if ours.feasible
+                        else f"{ours.verdict.conflicts if ours.verdict else '?'} conflicts",
+                    }
+                )
             if not args.no_pymapf and not (args.pymapf_subset and i != 1):
                 results += [run_pymapf(task, s, args.limit) for s in PYMAPF]
             for r in results:
                 soc = r.get("soc")
                 ratio = f"{soc / lb:.3f}" if isinstance(soc, int) and soc > 0 else "-"
                 free = "yes" if r.get("feasible") else f"no ({r['status']})"
-                print(f"| {name} | {k} | {r['solver']} | {free} | {r.get('soc', '-')} | {ratio} | {r['seconds']:.1f} |",
-                      flush=True)
+                print(
+                    f"| {name} | {k} | {r['solver']} | {free} | {r.get('soc', '-')} | {ratio} | {r['seconds']:.1f} |",
+                    flush=True,
+                )
                 rows.append({"instance": name, "k": k, "lb": lb, **r})
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -27,16 +27,27 @@ CASES = ((100, 3), (300, 6), (450, 12))
 def main() -> None:
     print("robots blocks  weight pairs  weights s  regroup s  engine round s  regroup / round")
     for robots, blocks in CASES:
-        task = create_task("routing", {"map": "random-32-32-10", "robots": robots, "blocks": blocks, "exact_limit": 0})
+        task = create_task(
+            "routing", {"map": "random-32-32-10", "robots": robots, "blocks": blocks, "exact_limit": 0}
+        )
         engine = RoundEngine(task)
         snap = engine.initial_snapshot()
         proposer = task.make_proposer(task.ProposerParams(time_budget=0.3), seed=1)
         round_s = 0.0
         for r in range(3):
             drafts = [proposer.propose(contract_envelope(task, snap, b, {})) for b in task.blocks()]
-            proposals = [Proposal(id=f"{r}-{d.block}", agent="a", block=d.block, value=d.value,
-                                  base_version=snap.version, predicted_improvement=d.predicted_improvement)
-                         for d in drafts if d is not None]
+            proposals = [
+                Proposal(
+                    id=f"{r}-{d.block}",
+                    agent="a",
+                    block=d.block,
+                    value=d.value,
+                    base_version=snap.version,
+                    predicted_improvement=d.predicted_improvement,
+                )
+                for d in drafts
+                if d is not None
+            ]
             t0 = time.perf_counter()
             snap = engine.run_round(snap, proposals, r).snapshot
             round_s = time.perf_counter() - t0
@@ -46,8 +57,11 @@ def main() -> None:
         t1 = time.perf_counter()
         regroup(state.blocks, weights, attempt=5)
         t2 = time.perf_counter()
-        print(f"{robots:6d} {blocks:6d} {len(weights):13d} {t1 - t0:10.3f} {t2 - t1:10.3f} {round_s:15.3f} "
-              f"{(t2 - t0) / round_s if round_s else float('nan'):16.2f}", flush=True)
+        print(
+            f"{robots:6d} {blocks:6d} {len(weights):13d} {t1 - t0:10.3f} {t2 - t1:10.3f} {round_s:15.3f} "
+            f"{(t2 - t0) / round_s if round_s else float('nan'):16.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

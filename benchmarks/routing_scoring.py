@@ -53,7 +53,9 @@ def main() -> None:
     print(f"| incremental (occupancy index) | {inc:,.0f} | {inc / full:,.0f}x |")
     print(f"| full re-scoring with a fresh index | {rescore:,.0f} | {rescore / full:,.1f}x |")
     print(f"| full re-validation (independent validator) | {full:,.1f} | 1x |")
-    print(f"({len(proposals)} proposals of 10 robots each in a 100-robot plan, {reps} repetitions for the incremental scorer)")
+    print(
+        f"({len(proposals)} proposals of 10 robots each in a 100-robot plan, {reps} repetitions for the incremental scorer)"
+    )
 
 
 if __name__ == "__main__":

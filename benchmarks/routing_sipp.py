@@ -25,7 +25,11 @@ from tasks.routing.occupancy import cost  # noqa: E402
 from tasks.routing.reservations import Reservations  # noqa: E402
 from tasks.routing.sipp import sipp_path  # noqa: E402
 
-CASES = [("random-32-32-10", 200, 20), ("warehouse-10-20-10-2-1", 100, 20), ("warehouse-10-20-10-2-1", 400, 10)]
+CASES = [
+    ("random-32-32-10", 200, 20),
+    ("warehouse-10-20-10-2-1", 100, 20),
+    ("warehouse-10-20-10-2-1", 400, 10),
+]
 
 
 def main() -> None:
@@ -57,19 +61,32 @@ def main() -> None:
             astar_free += a is not None and a[1] == 0
             sipp_free += s is not None
             equal += a is not None and a[1] == 0 and s is not None and cost(s) == cost(a[0])
-        row = {"instance": f"{map_name} k={k}", "calls": calls, "astar_s": round(t_astar, 3),
-               "sipp_s": round(t_sipp, 3), "speedup": round(t_astar / max(t_sipp, 1e-9), 2),
-               "astar_conflict_free": astar_free, "sipp_conflict_free": sipp_free, "equal_cost": equal}
+        row = {
+            "instance": f"{map_name} k={k}",
+            "calls": calls,
+            "astar_s": round(t_astar, 3),
+            "sipp_s": round(t_sipp, 3),
+            "speedup": round(t_astar / max(t_sipp, 1e-9), 2),
+            "astar_conflict_free": astar_free,
+            "sipp_conflict_free": sipp_free,
+            "equal_cost": equal,
+        }
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print("\n| instance | calls | space-time A* s | SIPP s | A* / SIPP | conflict-free (A*, SIPP) | equal cost |")
+    print(
+        "\n| instance | calls | space-time A* s | SIPP s | A* / SIPP | conflict-free (A*, SIPP) | equal cost |"
+    )
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['instance']} | {r['calls']} | {r['astar_s']:.2f} | {r['sipp_s']:.2f} | {r['speedup']:.2f} | "
-              f"{r['astar_conflict_free']}, {r['sipp_conflict_free']} | {r['equal_cost']} |")
+        print(
+            f"| {r['instance']} | {r['calls']} | {r['astar_s']:.2f} | {r['sipp_s']:.2f} | {r['speedup']:.2f} | "
+            f"{r['astar_conflict_free']}, {r['sipp_conflict_free']} | {r['equal_cost']} |"
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                               "rows": rows}, indent=1) + "\n")
+        Path(args.json).write_text(
+            json.dumps({"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}, indent=1)
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

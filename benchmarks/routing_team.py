@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.routing_common import TeamRun, make_task, run_team  # noqa: E402
 
-
 PARTITION = "spatial"
 """The initial partition (the product default; ``--partition`` changes it). Regrouping is on, as in the product."""
 
@@ -45,7 +44,9 @@ def _to_free(runs: list[TeamRun]) -> tuple[str, str, str, int]:
 
 def effect_a(seeds: int, limit: float, budget: float, case: tuple[str, int]) -> None:
     map_name, k = case
-    print(f"\n(a) {map_name} k={k}, limit {limit:g}s, proposer budget per round {3 * budget:g}s, {seeds} seeds")
+    print(
+        f"\n(a) {map_name} k={k}, limit {limit:g}s, proposer budget per round {3 * budget:g}s, {seeds} seeds"
+    )
     print("| team | collision-free runs | median SOC / LB (collision-free runs) | median rounds |")
     print("|---|---:|---:|---:|")
     arms = ((3, budget), (1, 3 * budget))
@@ -55,49 +56,80 @@ def effect_a(seeds: int, limit: float, budget: float, case: tuple[str, int]) -> 
             task = make_task(map_name, "random-1", k, agents, exact_limit=0, seed=seed, partition=PARTITION)
             run = run_team(task, agents, time_limit=limit, time_budget=per, seed=seed)
             by_arm[agents].append(run)
-            print(f"  seed {seed}: {agents} agents feasible={run.feasible} soc={run.soc} "
-                  f"rounds={run.rounds} first_free_s={run.first_feasible_s}", file=sys.stderr, flush=True)
+            print(
+                f"  seed {seed}: {agents} agents feasible={run.feasible} soc={run.soc} "
+                f"rounds={run.rounds} first_free_s={run.first_feasible_s}",
+                file=sys.stderr,
+                flush=True,
+            )
     for agents, per in arms:
         runs = by_arm[agents]
         free = [r for r in runs if r.feasible]
         ratio = f"{statistics.median(r.soc / r.lower_bound for r in free):.3f}" if free else "-"
-        print(f"| {agents} agent{'s' if agents > 1 else ''} x {per:g}s | {len(free)}/{seeds} | {ratio} | "
-              f"{_median([float(r.rounds) for r in runs])} |", flush=True)
+        print(
+            f"| {agents} agent{'s' if agents > 1 else ''} x {per:g}s | {len(free)}/{seeds} | {ratio} | "
+            f"{_median([float(r.rounds) for r in runs])} |",
+            flush=True,
+        )
 
 
 def effect_b(seeds: int, limit: float, budget: float, case: tuple[str, int]) -> None:
     map_name, k = case
-    print(f"\n(b) {map_name} k={k}, {budget:g}s per proposal, limit {limit:g}s, {seeds} seeds, stop at collision-free")
+    print(
+        f"\n(b) {map_name} k={k}, {budget:g}s per proposal, limit {limit:g}s, {seeds} seeds, stop at collision-free"
+    )
     print("| team | reached | median s (sequential) | median s (agents side by side) | median rounds |")
     print("|---|---:|---:|---:|---:|")
     by_arm: dict[int, list[TeamRun]] = {6: [], 1: []}
     for seed in range(seeds):
         for agents in (6, 1):
             task = make_task(map_name, "random-1", k, agents, exact_limit=0, seed=seed, partition=PARTITION)
-            run = run_team(task, agents, time_limit=limit, time_budget=budget, seed=seed, stop_when_feasible=True)
+            run = run_team(
+                task, agents, time_limit=limit, time_budget=budget, seed=seed, stop_when_feasible=True
+            )
             by_arm[agents].append(run)
-            print(f"  seed {seed}: {agents} agents first_free_s={run.first_feasible_s} "
-                  f"round={run.first_feasible_round}", file=sys.stderr, flush=True)
+            print(
+                f"  seed {seed}: {agents} agents first_free_s={run.first_feasible_s} "
+                f"round={run.first_feasible_round}",
+                file=sys.stderr,
+                flush=True,
+            )
     for agents in (6, 1):
         runs = by_arm[agents]
         s, par, rounds, reached = _to_free(runs)
-        print(f"| {agents} agent{'s' if agents > 1 else ''} | {reached}/{seeds} | {s} | {par} | {rounds} |", flush=True)
+        print(
+            f"| {agents} agent{'s' if agents > 1 else ''} | {reached}/{seeds} | {s} | {par} | {rounds} |",
+            flush=True,
+        )
 
 
 def effect_c(seeds: int, limit: float, budget: float, case: tuple[str, int], agents: int) -> None:
     map_name, k = case
-    print(f"\n(c) {map_name} k={k}, {agents} agents x {budget:g}s, limit {limit:g}s, {seeds} seeds, stop at collision-free")
+    print(
+        f"\n(c) {map_name} k={k}, {agents} agents x {budget:g}s, limit {limit:g}s, {seeds} seeds, stop at collision-free"
+    )
     print("| merging | reached | median s (sequential) | median s (agents side by side) | median rounds |")
     print("|---|---:|---:|---:|---:|")
     by_arm: dict[str, list[TeamRun]] = {"checked": [], "independent": []}
     for seed in range(seeds):
         for merge in by_arm:
             task = make_task(map_name, "random-1", k, agents, exact_limit=0, seed=seed, partition=PARTITION)
-            run = run_team(task, agents, merge=merge, time_limit=limit, time_budget=budget, seed=seed,
-                           stop_when_feasible=True)
+            run = run_team(
+                task,
+                agents,
+                merge=merge,
+                time_limit=limit,
+                time_budget=budget,
+                seed=seed,
+                stop_when_feasible=True,
+            )
             by_arm[merge].append(run)
-            print(f"  seed {seed}: {merge} first_free_s={run.first_feasible_s} "
-                  f"round={run.first_feasible_round}", file=sys.stderr, flush=True)
+            print(
+                f"  seed {seed}: {merge} first_free_s={run.first_feasible_s} "
+                f"round={run.first_feasible_round}",
+                file=sys.stderr,
+                flush=True,
+            )
     for merge, runs in by_arm.items():
         s, par, rounds, reached = _to_free(runs)
         print(f"| {merge} | {reached}/{seeds} | {s} | {par} | {rounds} |", flush=True)

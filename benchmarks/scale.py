@@ -53,14 +53,23 @@ QUICK: dict[str, list[dict[str, Any]]] = {
 FULL: dict[str, list[dict[str, Any]]] = {
     "quad-blocks": [{"blocks": n, "rounds": 6} for n in (16, 64, 256, 1024)],
     "quad-agents": [{"blocks": 256, "agents": a, "rounds": 6} for a in (4, 16, 64, 256)],
-    "routing": [{"map": m, "robots": r, "time_limit": 60}
-                for m in ("random-32-32-10", "warehouse-10-20-10-2-1") for r in (50, 100, 200, 400)],
+    "routing": [
+        {"map": m, "robots": r, "time_limit": 60}
+        for m in ("random-32-32-10", "warehouse-10-20-10-2-1")
+        for r in (50, 100, 200, 400)
+    ],
     "sqlplan": [{"scale": s, "time_limit": 120} for s in (0.01, 0.03, 0.1)],
     "svc-tasks": [{"tasks": k, "seconds": 10} for k in (1, 5, 10, 25, 50)],
     "svc-agents": [{"agents": a, "seconds": 10} for a in (16, 64, 256, 512)],
 }
-INPUT = {"quad-blocks": "blocks", "quad-agents": "agents", "routing": "robots", "sqlplan": "scale",
-         "svc-tasks": "tasks", "svc-agents": "agents"}
+INPUT = {
+    "quad-blocks": "blocks",
+    "quad-agents": "agents",
+    "routing": "robots",
+    "sqlplan": "scale",
+    "svc-tasks": "tasks",
+    "svc-agents": "agents",
+}
 NEIGHBOURS = 4
 
 
@@ -77,15 +86,20 @@ def engine_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     if axis.startswith("quad"):
-        task = create_task("quadratic", {"blocks": spec["blocks"], "dim": 4, "coupling": 0.3,
-                                         "neighbours": NEIGHBOURS, "seed": 1})
+        task = create_task(
+            "quadratic",
+            {"blocks": spec["blocks"], "dim": 4, "coupling": 0.3, "neighbours": NEIGHBOURS, "seed": 1},
+        )
         knobs = task.ProposerParams()
         agents = spec.get("agents", spec["blocks"])
-        settings = RunSettings(agents=agents, max_rounds=spec["rounds"],
-                               stop=StopRule(relative_gap=0.0, stall_rounds=1_000_000))
+        settings = RunSettings(
+            agents=agents, max_rounds=spec["rounds"], stop=StopRule(relative_gap=0.0, stall_rounds=1_000_000)
+        )
     elif axis == "routing":
-        task = create_task("routing", {"map": spec["map"], "scen": f"{spec['map']}-random-1",
-                                       "robots": spec["robots"], "blocks": 6})
+        task = create_task(
+            "routing",
+            {"map": spec["map"], "scen": f"{spec['map']}-random-1", "robots": spec["robots"], "blocks": 6},
+        )
         knobs = task.ProposerParams()
         settings = RunSettings(agents=6, max_rounds=100_000, time_limit=spec["time_limit"])
     else:
@@ -108,36 +122,52 @@ def engine_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
     coord = sum(r.engine_seconds + r.eval_seconds for r in recs)
     ref = result.engine.reference.value
     return {
-        "setup_s": setup_s, "rounds": len(recs), "status": result.status, "wall_s": wall,
+        "setup_s": setup_s,
+        "rounds": len(recs),
+        "status": result.status,
+        "wall_s": wall,
         "round_wall_ms": 1000 * wall / max(1, len(recs)),
         "engine_ms": 1000 * statistics.median(r.engine_seconds for r in busy),
         "eval_ms": 1000 * statistics.median(r.eval_seconds for r in busy),
         "coordinator_ms": 1000 * statistics.median(r.engine_seconds + r.eval_seconds for r in busy),
         "proposals_per_round": statistics.median(r.proposals for r in busy),
         "coordinator_us_per_proposal": 1e6 * coord / max(1, proposals),
-        "peak_rss_mb": peak_rss_mb(), "first_feasible_s": first.get("s"), "final_s": wall,
+        "peak_rss_mb": peak_rss_mb(),
+        "first_feasible_s": first.get("s"),
+        "final_s": wall,
         "rel_gap": (result.snapshot.objective - ref) / max(1.0, abs(ref)),
         "feasible": bool(task.feasible(result.snapshot.state)),
     }
 
 
 # -- service points --------------------------------------------------------------------------------------
-def _gen(port: int, tasks: list[dict[str, str]], agents: list[int], start: float, seconds: float, queue: Any) -> None:
+def _gen(
+    port: int, tasks: list[dict[str, str]], agents: list[int], start: float, seconds: float, queue: Any
+) -> None:
     from service_throughput import agent_loop
 
     while time.time() < start:
         time.sleep(0.005)
     deadline = time.monotonic() + seconds
     results: list[dict[str, Any]] = [{} for _ in agents]
-    threads = [threading.Thread(target=agent_loop, args=(port, tasks[a % len(tasks)], deadline, results[k], 5.0, True))
-               for k, a in enumerate(agents)]
+    threads = [
+        threading.Thread(
+            target=agent_loop, args=(port, tasks[a % len(tasks)], deadline, results[k], 5.0, True)
+        )
+        for k, a in enumerate(agents)
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     ru = os.times()
-    queue.put({"submit": [x for r in results for x in r.get("submit", [])],
-               "proposals": sum(r.get("proposals", 0) for r in results), "cpu": ru.user + ru.system})
+    queue.put(
+        {
+            "submit": [x for r in results for x in r.get("submit", [])],
+            "proposals": sum(r.get("proposals", 0) for r in results),
+            "cpu": ru.user + ru.system,
+        }
+    )
 
 
 def _rss_peak_mb(pid: int) -> float:
@@ -155,12 +185,33 @@ def service_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
     from service_throughput import ADMIN, Conn, cpu_seconds, free_port, start, stop
 
     port = free_port()
-    serve = start([sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "warning",
-                   "--rate-per-agent", "100000", "--round-deadline", "1.0", *STACK], port, "/readyz",
-                  env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
+    serve = start(
+        [
+            sys.executable,
+            "-m",
+            "blockopt",
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--rate-per-agent",
+            "100000",
+            "--round-deadline",
+            "1.0",
+            *STACK,
+        ],
+        port,
+        "/readyz",
+        env={"BLOCKOPT_ADMIN_TOKEN": ADMIN},
+    )
     try:
         if axis == "svc-tasks":
-            n_tasks, n_agents, params = spec["tasks"], 4 * spec["tasks"], {"blocks": 16, "dim": 4, "coupling": 0.3}
+            n_tasks, n_agents, params = (
+                spec["tasks"],
+                4 * spec["tasks"],
+                {"blocks": 16, "dim": 4, "coupling": 0.3},
+            )
         else:
             n_tasks, n_agents = 1, spec["agents"]
             params = {"blocks": 512, "dim": 4, "coupling": 0.3, "neighbours": NEIGHBOURS}
@@ -168,9 +219,17 @@ def service_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
         t_create = time.perf_counter()
         tasks = []
         for _ in range(n_tasks):
-            status, created = admin.call("POST", "/v1/tasks", {
-                "kind": "quadratic", "params": params, "merge_policy": "checked", "budgets": {"rounds": 1_000_000},
-                "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000}})
+            status, created = admin.call(
+                "POST",
+                "/v1/tasks",
+                {
+                    "kind": "quadratic",
+                    "params": params,
+                    "merge_policy": "checked",
+                    "budgets": {"rounds": 1_000_000},
+                    "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000},
+                },
+            )
             assert status == 201, created
             tasks.append(created)
         create_s = time.perf_counter() - t_create
@@ -178,8 +237,13 @@ def service_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
         queue = ctx.Queue()
         begin = time.time() + 2.0 + n_agents / 200
         procs = 2
-        children = [ctx.Process(target=_gen, args=(port, tasks, list(range(p, n_agents, procs)), begin,
-                                                   spec["seconds"], queue)) for p in range(procs)]
+        children = [
+            ctx.Process(
+                target=_gen,
+                args=(port, tasks, list(range(p, n_agents, procs)), begin, spec["seconds"], queue),
+            )
+            for p in range(procs)
+        ]
         for ch in children:
             ch.start()
         while time.time() < begin:
@@ -197,13 +261,18 @@ def service_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
         lat = sorted(x for p in parts for x in p["submit"])
         proposals = sum(p["proposals"] for p in parts)
         return {
-            "tasks": n_tasks, "agents": n_agents, "create_s": create_s, "proposals": proposals,
-            "proposals_per_s": proposals / wall, "server_cpu_s": cpu1 - cpu0,
+            "tasks": n_tasks,
+            "agents": n_agents,
+            "create_s": create_s,
+            "proposals": proposals,
+            "proposals_per_s": proposals / wall,
+            "server_cpu_s": cpu1 - cpu0,
             "coordinator_us_per_proposal": 1e6 * (cpu1 - cpu0) / max(1, proposals),
             "round_wall_ms": 1000 * wall * n_tasks / max(1, sum(rounds)),
             "submit_p50_ms": 1000 * lat[len(lat) // 2] if lat else None,
             "submit_p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else None,
-            "peak_rss_mb": _rss_peak_mb(serve.pid), "gen_cpu_s": sum(p["cpu"] for p in parts),
+            "peak_rss_mb": _rss_peak_mb(serve.pid),
+            "gen_cpu_s": sum(p["cpu"] for p in parts),
         }
     finally:
         stop(serve)
@@ -213,10 +282,18 @@ def service_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
 def run_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
     if axis.startswith("svc"):
         return service_point(axis, spec)
-    done = subprocess.run([sys.executable, __file__, "--point", json.dumps({"axis": axis, **spec})],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, __file__, "--point", json.dumps({"axis": axis, **spec})],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
+        return {
+            "error": done.stderr.strip().splitlines()[-1]
+            if done.stderr.strip()
+            else f"exit {done.returncode}"
+        }
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -230,8 +307,20 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
     return sum((p[0] - mx) * (p[1] - my) for p in pts) / den if den else None
 
 
-METRICS = ["coordinator_ms", "engine_ms", "eval_ms", "round_wall_ms", "coordinator_us_per_proposal", "peak_rss_mb",
-           "setup_s", "first_feasible_s", "final_s", "proposals_per_s", "submit_p99_ms", "proposals_per_round"]
+METRICS = [
+    "coordinator_ms",
+    "engine_ms",
+    "eval_ms",
+    "round_wall_ms",
+    "coordinator_us_per_proposal",
+    "peak_rss_mb",
+    "setup_s",
+    "first_feasible_s",
+    "final_s",
+    "proposals_per_s",
+    "submit_p99_ms",
+    "proposals_per_round",
+]
 
 
 def series(points: list[dict[str, Any]], axis: str) -> dict[str, list[dict[str, Any]]]:
@@ -275,7 +364,10 @@ def plot(results: dict[str, list[dict[str, Any]]], out: Path) -> None:
         fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.4))
         for ax, m in zip(axes, metrics, strict=True):
             for name, pts in series(points, axis).items():
-                xy = [(p["spec"].get(INPUT[axis], p["result"].get(INPUT[axis])), p["result"].get(m)) for p in pts]
+                xy = [
+                    (p["spec"].get(INPUT[axis], p["result"].get(INPUT[axis])), p["result"].get(m))
+                    for p in pts
+                ]
                 xy = [(x, y) for x, y in xy if y]
                 if xy:
                     ax.loglog(*zip(*xy, strict=True), "o-", label=name)
@@ -299,14 +391,19 @@ def compare(labels: list[str]) -> None:
     def load(label: str) -> dict[str, Any]:  # "a+b": the axes of both saved runs
         merged: dict[str, Any] = {}
         for part in label.split("+"):
-            merged.update(json.loads((ROOT / "benchmarks" / "results" / f"scale-{part}.json").read_text())["results"])
+            merged.update(
+                json.loads((ROOT / "benchmarks" / "results" / f"scale-{part}.json").read_text())["results"]
+            )
         return merged
 
     runs = {lb: load(lb) for lb in labels}
     axes = sorted({a for r in runs.values() for a in r})
     for axis in axes:
-        metrics = ["proposals_per_s", "coordinator_us_per_proposal", "submit_p99_ms"] if axis.startswith("svc") \
+        metrics = (
+            ["proposals_per_s", "coordinator_us_per_proposal", "submit_p99_ms"]
+            if axis.startswith("svc")
             else ["coordinator_ms", "coordinator_us_per_proposal", "peak_rss_mb"]
+        )
         fig, panels = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.4))
         for ax, m in zip(panels, metrics, strict=True):
             for lb, res in runs.items():
@@ -330,12 +427,22 @@ def compare(labels: list[str]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small points only (< 5 min)")
-    ap.add_argument("--axes", default=None, help=f"comma-separated subset of {','.join(FULL)} (default: all of the mode)")
+    ap.add_argument(
+        "--axes", default=None, help=f"comma-separated subset of {','.join(FULL)} (default: all of the mode)"
+    )
     ap.add_argument("--label", default=None, help="result name (default: quick or full)")
-    ap.add_argument("--stack", choices=["default", "h11", "httptools"], default="default",
-                    help="service axes: h11 = --http h11 --loop asyncio; httptools = --http httptools --loop uvloop")
-    ap.add_argument("--compare", metavar="LABEL,LABEL", help="only draw saved runs' curves together (no measuring); "
-                    "LABEL may join runs with + (after+after-svc)")
+    ap.add_argument(
+        "--stack",
+        choices=["default", "h11", "httptools"],
+        default="default",
+        help="service axes: h11 = --http h11 --loop asyncio; httptools = --http httptools --loop uvloop",
+    )
+    ap.add_argument(
+        "--compare",
+        metavar="LABEL,LABEL",
+        help="only draw saved runs' curves together (no measuring); "
+        "LABEL may join runs with + (after+after-svc)",
+    )
     ap.add_argument("--point", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.compare:
@@ -354,26 +461,51 @@ def main() -> None:
         ap.error(f"unknown axis {unknown[0]!r}; choose from {', '.join(FULL)}")
     skipped = [a for a in axes if a not in plan]
     if skipped:
-        print(f"--quick has no {', '.join(skipped)} points (sqlplan's first round alone takes about a minute)")
+        print(
+            f"--quick has no {', '.join(skipped)} points (sqlplan's first round alone takes about a minute)"
+        )
     axes = [a for a in axes if a in plan]
     label = args.label or ("quick" if args.quick else "full")
     out = ROOT / "benchmarks" / "results" / f"scale-{label}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     t0 = time.monotonic()
-    print(f"scale curves ({label}), {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start "
-          "(shared machine: figures are from a loaded host)", flush=True)
+    print(
+        f"scale curves ({label}), {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start "
+        "(shared machine: figures are from a loaded host)",
+        flush=True,
+    )
     for axis in axes:
         for spec in plan[axis]:
             t = time.monotonic()
             res = run_point(axis, spec)
             results.setdefault(axis, []).append({"spec": spec, "result": res})
-            brief = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in res.items()
-                     if k in ("coordinator_ms", "coordinator_us_per_proposal", "peak_rss_mb", "proposals_per_s",
-                              "rounds", "first_feasible_s", "status", "error", "proposals_per_round")}
+            brief = {
+                k: (round(v, 4) if isinstance(v, float) else v)
+                for k, v in res.items()
+                if k
+                in (
+                    "coordinator_ms",
+                    "coordinator_us_per_proposal",
+                    "peak_rss_mb",
+                    "proposals_per_s",
+                    "rounds",
+                    "first_feasible_s",
+                    "status",
+                    "error",
+                    "proposals_per_round",
+                )
+            }
             print(f"  {axis} {spec}: {time.monotonic() - t:.1f}s {brief}", flush=True)
-    doc = {"label": label, "quick": args.quick, "stack": args.stack, "cores": os.cpu_count(), "load_avg_start": os.getloadavg()[0],
-           "wall_s": time.monotonic() - t0, "results": results}
+    doc = {
+        "label": label,
+        "quick": args.quick,
+        "stack": args.stack,
+        "cores": os.cpu_count(),
+        "load_avg_start": os.getloadavg()[0],
+        "wall_s": time.monotonic() - t0,
+        "results": results,
+    }
     out.write_text(json.dumps(doc, indent=1))
     print("\n".join(summary(results)))
     plot(results, out)

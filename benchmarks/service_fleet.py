@@ -57,11 +57,17 @@ def watch(admin: httpx.Client, tid: str, agents: int, t0: float, timeout: float 
 async def async_fleet(url: str, task: dict[str, Any], agents: int) -> None:
     from tasks.quadratic import QuadraticProposer
 
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=agents)) as client:
+    async with httpx.AsyncClient(
+        base_url=url, timeout=60, limits=httpx.Limits(max_connections=agents)
+    ) as client:
+
         async def one(i: int) -> None:
             tid = task["id"]
-            r = await client.post(f"/v1/tasks/{tid}/agents", json={"name": f"async-{i}"},
-                                  headers={"Authorization": f"Bearer {task['join_token']}"})
+            r = await client.post(
+                f"/v1/tasks/{tid}/agents",
+                json={"name": f"async-{i}"},
+                headers={"Authorization": f"Bearer {task['join_token']}"},
+            )
             h = {"Authorization": f"Bearer {r.json()['token']}"}
             proposer = QuadraticProposer(seed=i)
             while True:
@@ -74,11 +80,19 @@ async def async_fleet(url: str, task: dict[str, Any], agents: int) -> None:
                 g = r.json()
                 d = proposer.propose(g["contract"])
                 assert d is not None
-                body = {"lease_id": g["lease_id"], "block": d.block, "base_version": g["version"], "value": d.value,
-                        "predicted_improvement": d.predicted_improvement, "usage": {"calls": 1}}
+                body = {
+                    "lease_id": g["lease_id"],
+                    "block": d.block,
+                    "base_version": g["version"],
+                    "value": d.value,
+                    "predicted_improvement": d.predicted_improvement,
+                    "usage": {"calls": 1},
+                }
                 r = await client.post(f"/v1/tasks/{tid}/proposals", json=body, params={"wait": 2}, headers=h)
                 while r.status_code == 202:
-                    r = await client.get(f"/v1/tasks/{tid}/proposals/{r.json()['id']}", params={"wait": 2}, headers=h)
+                    r = await client.get(
+                        f"/v1/tasks/{tid}/proposals/{r.json()['id']}", params={"wait": 2}, headers=h
+                    )
                 if r.status_code != 200:
                     return
 
@@ -87,8 +101,23 @@ async def async_fleet(url: str, task: dict[str, Any], agents: int) -> None:
 
 def run_layout(layout: str, agents: int) -> dict[str, Any]:
     port = free_port()
-    serve = start([sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "warning",
-                   "--rate-per-agent", "100000"], port, "/readyz", env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
+    serve = start(
+        [
+            sys.executable,
+            "-m",
+            "blockopt",
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--rate-per-agent",
+            "100000",
+        ],
+        port,
+        "/readyz",
+        env={"BLOCKOPT_ADMIN_TOKEN": ADMIN},
+    )
     url = f"http://127.0.0.1:{port}"
     admin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60)
     try:
@@ -96,26 +125,56 @@ def run_layout(layout: str, agents: int) -> dict[str, Any]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         if layout == "asyncio":
-            cmd = [sys.executable, "-c", "import asyncio, json, sys; sys.path.insert(0, 'benchmarks');"
-                   "from service_fleet import async_fleet;"
-                   f"asyncio.run(async_fleet({url!r}, json.loads(sys.argv[1]), {agents}))",
-                   __import__("json").dumps(task)]
+            cmd = [
+                sys.executable,
+                "-c",
+                "import asyncio, json, sys; sys.path.insert(0, 'benchmarks');"
+                "from service_fleet import async_fleet;"
+                f"asyncio.run(async_fleet({url!r}, json.loads(sys.argv[1]), {agents}))",
+                __import__("json").dumps(task),
+            ]
         else:
             procs = {"procs": agents, "threads": 1, "2 procs": 2}[layout]
-            cmd = [sys.executable, "-m", "blockopt", "fleet", "--coordinator", url, "--task", task["id"],
-                   "--agents", str(agents), "--processes", str(procs), "--log-level", "warning"]
-        fleet = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT),
-                                                     "BLOCKOPT_JOIN_TOKEN": task["join_token"]})
+            cmd = [
+                sys.executable,
+                "-m",
+                "blockopt",
+                "fleet",
+                "--coordinator",
+                url,
+                "--task",
+                task["id"],
+                "--agents",
+                str(agents),
+                "--processes",
+                str(procs),
+                "--log-level",
+                "warning",
+            ]
+        fleet = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "BLOCKOPT_JOIN_TOKEN": task["join_token"]},
+        )
         joined, done = watch(admin, task["id"], agents, t0)
         fleet.wait(60)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         report = admin.get(f"/v1/tasks/{task['id']}/report").json()
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         received = report["proposals"]["received"]
-        return {"layout": layout, "agents": agents, "joined_s": joined, "converged_s": done,
-                "rounds": report["rounds"], "proposals": received,
-                "proposals_per_s_after_join": received / max(1e-9, done - joined) if joined == joined else float("nan"),
-                "fleet_cpu_s": cpu, "status": report["status"]}
+        return {
+            "layout": layout,
+            "agents": agents,
+            "joined_s": joined,
+            "converged_s": done,
+            "rounds": report["rounds"],
+            "proposals": received,
+            "proposals_per_s_after_join": received / max(1e-9, done - joined)
+            if joined == joined
+            else float("nan"),
+            "fleet_cpu_s": cpu,
+            "status": report["status"],
+        }
     finally:
         admin.close()
         stop(serve)
@@ -127,14 +186,19 @@ def main() -> None:
     ap.add_argument("--layouts", default="procs,threads,2 procs,asyncio")
     args = ap.parse_args()
     print(f"quadratic {PARAMS}, checked merging, one `blockopt serve` process; {os.cpu_count()} cores")
-    print(f"{'layout':10s} {'agents':>6s} {'all joined s':>12s} {'converged s':>11s} {'rounds':>6s} "
-          f"{'proposals':>9s} {'prop/s after join':>17s} {'fleet cpu s':>11s}  status")
+    print(
+        f"{'layout':10s} {'agents':>6s} {'all joined s':>12s} {'converged s':>11s} {'rounds':>6s} "
+        f"{'proposals':>9s} {'prop/s after join':>17s} {'fleet cpu s':>11s}  status"
+    )
     for n in [int(x) for x in args.agents.split(",")]:
         for layout in args.layouts.split(","):
             r = run_layout(layout, n)
-            print(f"{r['layout']:10s} {r['agents']:6d} {r['joined_s']:12.2f} {r['converged_s']:11.2f} "
-                  f"{r['rounds']:6d} {r['proposals']:9d} {r['proposals_per_s_after_join']:17.1f} "
-                  f"{r['fleet_cpu_s']:11.1f}  {r['status']}", flush=True)
+            print(
+                f"{r['layout']:10s} {r['agents']:6d} {r['joined_s']:12.2f} {r['converged_s']:11.2f} "
+                f"{r['rounds']:6d} {r['proposals']:9d} {r['proposals_per_s_after_join']:17.1f} "
+                f"{r['fleet_cpu_s']:11.1f}  {r['status']}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

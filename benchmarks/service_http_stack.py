@@ -27,13 +27,22 @@ STACKS = {"h11+asyncio": ("h11", "asyncio"), "httptools+uvloop": ("httptools", "
 STEPS: list[tuple[str, tuple[str, ...]]] = [
     # (step, substrings of a frame that put a sample in it); the innermost frame that matches decides
     ("round engine (scoring, selection)", ("coordinator/engine.py", "coordinator/selection.py", "tasks/")),
-    ("round bookkeeping (ledger, records, metrics)", ("coordinator/ledger.py", "coordinator/convergence.py",
-                                                      "coordinator/metrics.py", "prometheus_client")),
+    (
+        "round bookkeeping (ledger, records, metrics)",
+        (
+            "coordinator/ledger.py",
+            "coordinator/convergence.py",
+            "coordinator/metrics.py",
+            "prometheus_client",
+        ),
+    ),
     ("store (memory)", ("coordinator/store/",)),
     ("auth", ("authenticate", "coordinator/auth.py")),
     ("request validation (pydantic)", ("pydantic", "fastapi/dependencies", "_request_body")),
-    ("response encoding", ("jsonable_encoder", "model_response", "serialize_response", "json/encoder",
-                           "fastapi/encoders")),
+    (
+        "response encoding",
+        ("jsonable_encoder", "model_response", "serialize_response", "json/encoder", "fastapi/encoders"),
+    ),
     ("HTTP parsing and protocol", ("h11", "httptools", "uvicorn/protocols")),
     ("routing and middleware (starlette/fastapi)", ("starlette", "fastapi")),
     ("event loop", ("asyncio", "uvloop", "selectors")),
@@ -74,50 +83,119 @@ def main() -> None:
     rows: dict[str, dict[str, Any]] = {}
     for name, (http, loop) in STACKS.items():
         port = free_port()
-        trivial = start([sys.executable, "-m", "uvicorn", "benchmarks.service_trivial_app:app", "--port", str(port),
-                         "--log-level", "warning", "--no-access-log", "--http", http, "--loop", loop], port, "/docs")
+        trivial = start(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "benchmarks.service_trivial_app:app",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+                "--http",
+                http,
+                "--loop",
+                loop,
+            ],
+            port,
+            "/docs",
+        )
         try:
-            rows[f"trivial {name}"] = load("trivial", port, None, args.agents, args.gen_procs, args.seconds,
-                                           trivial.pid)
+            rows[f"trivial {name}"] = load(
+                "trivial", port, None, args.agents, args.gen_procs, args.seconds, trivial.pid
+            )
         finally:
             stop(trivial)
         port = free_port()
-        serve = start([sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "warning",
-                       "--rate-per-agent", "100000", "--round-deadline", "1.0", "--http", http, "--loop", loop],
-                      port, "/readyz", env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
+        serve = start(
+            [
+                sys.executable,
+                "-m",
+                "blockopt",
+                "serve",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                "--rate-per-agent",
+                "100000",
+                "--round-deadline",
+                "1.0",
+                "--http",
+                http,
+                "--loop",
+                loop,
+            ],
+            port,
+            "/readyz",
+            env={"BLOCKOPT_ADMIN_TOKEN": ADMIN},
+        )
         prof = str(args.profile / f"coordinator-{name}.txt") if args.profile else None
         try:
             task = create_task(port, "rounds", "checked", args.blocks)
-            rows[f"coordinator {name}"] = load("coordinator", port, task, args.agents, args.gen_procs, args.seconds,
-                                               serve.pid, 5.0, profile=prof, chain=True)
+            rows[f"coordinator {name}"] = load(
+                "coordinator",
+                port,
+                task,
+                args.agents,
+                args.gen_procs,
+                args.seconds,
+                serve.pid,
+                5.0,
+                profile=prof,
+                chain=True,
+            )
         finally:
             stop(serve)
         if prof and Path(prof).exists():
             rows[f"coordinator {name}"]["steps"] = steps_of(Path(prof))
-    print(f"{args.agents} agents, quadratic n={args.blocks}, checked, one request per proposal; {args.seconds:.0f} s "
-          "per case; one server process per case; shared, loaded machine")
+    print(
+        f"{args.agents} agents, quadratic n={args.blocks}, checked, one request per proposal; {args.seconds:.0f} s "
+        "per case; one server process per case; shared, loaded machine"
+    )
     print(f"{'case':32s} {'proposals/s':>11s} {'p50 ms':>7s} {'p99 ms':>7s} {'server us/req':>13s}")
     for case, r in rows.items():
-        print(f"{case:32s} {r['proposals_per_s']:11.1f} {r['p50_ms']:7.2f} {r['p99_ms']:7.2f} "
-              f"{r['server_us_per_request']:13.0f}")
+        print(
+            f"{case:32s} {r['proposals_per_s']:11.1f} {r['p50_ms']:7.2f} {r['p99_ms']:7.2f} "
+            f"{r['server_us_per_request']:13.0f}"
+        )
     summary: dict[str, Any] = {}
     for name in STACKS:
         coord, triv = rows[f"coordinator {name}"], rows[f"trivial {name}"]
-        summary[name] = {"ratio_to_trivial": coord["proposals_per_s"] / triv["requests_per_s"],
-                         "cpu_per_proposal_vs_trivial": coord["server_us_per_request"] / triv["server_us_per_request"]}
-        print(f"{name}: coordinator proposals/s / trivial requests/s = {summary[name]['ratio_to_trivial']:.2f}; "
-              f"server CPU per request = {summary[name]['cpu_per_proposal_vs_trivial']:.2f}x trivial")
+        summary[name] = {
+            "ratio_to_trivial": coord["proposals_per_s"] / triv["requests_per_s"],
+            "cpu_per_proposal_vs_trivial": coord["server_us_per_request"] / triv["server_us_per_request"],
+        }
+        print(
+            f"{name}: coordinator proposals/s / trivial requests/s = {summary[name]['ratio_to_trivial']:.2f}; "
+            f"server CPU per request = {summary[name]['cpu_per_proposal_vs_trivial']:.2f}x trivial"
+        )
     a, b = (rows[f"coordinator {n}"] for n in STACKS)
-    print(f"coordinator httptools+uvloop / h11+asyncio: proposals/s {b['proposals_per_s'] / a['proposals_per_s']:.2f}x, "
-          f"server CPU per request {b['server_us_per_request'] / a['server_us_per_request']:.2f}x")
+    print(
+        f"coordinator httptools+uvloop / h11+asyncio: proposals/s {b['proposals_per_s'] / a['proposals_per_s']:.2f}x, "
+        f"server CPU per request {b['server_us_per_request'] / a['server_us_per_request']:.2f}x"
+    )
     for name in STACKS:
         steps = rows[f"coordinator {name}"].get("steps")
         if steps:
-            print(f"server CPU by step, {name}: " + "; ".join(f"{k} {100 * v:.0f}%" for k, v in steps.items()))
+            print(
+                f"server CPU by step, {name}: " + "; ".join(f"{k} {100 * v:.0f}%" for k, v in steps.items())
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"agents": args.agents, "blocks": args.blocks, "seconds": args.seconds,
-                                    "rows": {k: {kk: vv for kk, vv in v.items()} for k, v in rows.items()},
-                                    "summary": summary}, indent=1))
+    args.out.write_text(
+        json.dumps(
+            {
+                "agents": args.agents,
+                "blocks": args.blocks,
+                "seconds": args.seconds,
+                "rows": {k: {kk: vv for kk, vv in v.items()} for k, v in rows.items()},
+                "summary": summary,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {args.out.relative_to(ROOT)}")
 
 

@@ -33,7 +33,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +82,14 @@ class Conn:
         return r.status, (json.loads(raw) if raw else None)
 
 
-def agent_loop(port: int, task: dict[str, str], deadline: float, out: dict[str, Any], wait: float = 0.0,
-               chain: bool = False) -> None:
+def agent_loop(
+    port: int,
+    task: dict[str, str],
+    deadline: float,
+    out: dict[str, Any],
+    wait: float = 0.0,
+    chain: bool = False,
+) -> None:
     """One simulated agent. ``chain``: ask for the next lease with the verdict (``?next_lease=true``, as
     `blockopt agent` does), so a steady loop is one request per proposal."""
     from tasks.quadratic import QuadraticProposer
@@ -110,9 +115,14 @@ def agent_loop(port: int, task: dict[str, str], deadline: float, out: dict[str, 
                 break
         draft = proposer.propose(grant["contract"])
         assert draft is not None
-        body = {"lease_id": grant["lease_id"], "block": draft.block, "base_version": grant["version"],
-                "value": draft.value, "predicted_improvement": draft.predicted_improvement,
-                "usage": {"calls": 1, "model": "heuristic"}}
+        body = {
+            "lease_id": grant["lease_id"],
+            "block": draft.block,
+            "base_version": grant["version"],
+            "value": draft.value,
+            "predicted_improvement": draft.predicted_improvement,
+            "usage": {"calls": 1, "model": "heuristic"},
+        }
         grant = None
         t0 = time.perf_counter()
         status, view = c.call("POST", f"/v1/tasks/{tid}/proposals?{query}", body)
@@ -121,8 +131,10 @@ def agent_loop(port: int, task: dict[str, str], deadline: float, out: dict[str, 
         if status not in (200, 202):
             continue
         while status == 202 and time.monotonic() < deadline:
-            status, view = c.call("GET", f"/v1/tasks/{tid}/proposals/{view['id']}?wait=2"
-                                  + ("&next_lease=true" if chain else ""))
+            status, view = c.call(
+                "GET",
+                f"/v1/tasks/{tid}/proposals/{view['id']}?wait=2" + ("&next_lease=true" if chain else ""),
+            )
             requests += 1
         if status == 200:  # complete: leased, submitted, verdict known
             proposals += 1
@@ -132,8 +144,14 @@ def agent_loop(port: int, task: dict[str, str], deadline: float, out: dict[str, 
 
 def trivial_loop(port: int, deadline: float, out: dict[str, Any]) -> None:
     c = Conn(port)
-    body = {"lease_id": "x" * 32, "block": 3, "base_version": 12, "value": [0.1, -0.2, 0.3, 0.4],
-            "predicted_improvement": 0.01, "usage": {"calls": 1, "model": "heuristic"}}
+    body = {
+        "lease_id": "x" * 32,
+        "block": 3,
+        "base_version": 12,
+        "value": [0.1, -0.2, 0.3, 0.4],
+        "predicted_improvement": 0.01,
+        "usage": {"calls": 1, "model": "heuristic"},
+    }
     lat: list[float] = []
     while time.monotonic() < deadline:
         t0 = time.perf_counter()
@@ -143,24 +161,40 @@ def trivial_loop(port: int, deadline: float, out: dict[str, Any]) -> None:
     out.update(submit=lat, requests=len(lat), proposals=len(lat))
 
 
-def gen_process(kind: str, port: int, task: dict[str, str] | None, agents: int, start: float, seconds: float,
-                queue: Any, wait: float = 0.0, chain: bool = False) -> None:
+def gen_process(
+    kind: str,
+    port: int,
+    task: dict[str, str] | None,
+    agents: int,
+    start: float,
+    seconds: float,
+    queue: Any,
+    wait: float = 0.0,
+    chain: bool = False,
+) -> None:
     while time.time() < start:
         time.sleep(0.005)
     deadline = time.monotonic() + seconds
     results: list[dict[str, Any]] = [{} for _ in range(agents)]
-    target = (lambda i: agent_loop(port, task, deadline, results[i], wait, chain)) if kind == "coordinator" and task else \
-        (lambda i: trivial_loop(port, deadline, results[i]))
+    target = (
+        (lambda i: agent_loop(port, task, deadline, results[i], wait, chain))
+        if kind == "coordinator" and task
+        else (lambda i: trivial_loop(port, deadline, results[i]))
+    )
     threads = [threading.Thread(target=target, args=(i,)) for i in range(agents)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     ru = os.times()
-    queue.put({"submit": [x for r in results for x in r.get("submit", [])],
-               "requests": sum(r.get("requests", 0) for r in results),
-               "proposals": sum(r.get("proposals", 0) for r in results),
-               "cpu": ru.user + ru.system})
+    queue.put(
+        {
+            "submit": [x for r in results for x in r.get("submit", [])],
+            "requests": sum(r.get("requests", 0) for r in results),
+            "proposals": sum(r.get("proposals", 0) for r in results),
+            "cpu": ru.user + ru.system,
+        }
+    )
 
 
 def profiler(pid: int, seconds: float, out: str | None) -> subprocess.Popen[bytes] | None:
@@ -168,18 +202,48 @@ def profiler(pid: int, seconds: float, out: str | None) -> subprocess.Popen[byte
     if not out:
         return None
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    return subprocess.Popen([spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "250", "-f", "raw", "--gil",
-                             "-o", out, "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [
+            spy,
+            "record",
+            "-p",
+            str(pid),
+            "-d",
+            str(int(seconds)),
+            "-r",
+            "250",
+            "-f",
+            "raw",
+            "--gil",
+            "-o",
+            out,
+            "--nonblocking",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
-def load(kind: str, port: int, task: dict[str, str] | None, agents: int, procs: int, seconds: float,
-         server_pid: int, wait: float = 0.0, profile: str | None = None, chain: bool = False) -> dict[str, Any]:
+def load(
+    kind: str,
+    port: int,
+    task: dict[str, str] | None,
+    agents: int,
+    procs: int,
+    seconds: float,
+    server_pid: int,
+    wait: float = 0.0,
+    profile: str | None = None,
+    chain: bool = False,
+) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     start = time.time() + 2.0
     per = [agents // procs + (1 if i < agents % procs else 0) for i in range(procs)]
-    children = [ctx.Process(target=gen_process, args=(kind, port, task, n, start, seconds, queue, wait, chain))
-                for n in per]
+    children = [
+        ctx.Process(target=gen_process, args=(kind, port, task, n, start, seconds, queue, wait, chain))
+        for n in per
+    ]
     for ch in children:
         ch.start()
     while time.time() < start:
@@ -198,18 +262,29 @@ def load(kind: str, port: int, task: dict[str, str] | None, agents: int, procs: 
     proposals = sum(p["proposals"] for p in parts)
     requests = sum(p["requests"] for p in parts)
     return {
-        "proposals_per_s": proposals / wall, "requests_per_s": requests / wall,
+        "proposals_per_s": proposals / wall,
+        "requests_per_s": requests / wall,
         "p50_ms": 1000 * lat[len(lat) // 2] if lat else float("nan"),
         "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else float("nan"),
-        "server_cpu_s": cpu1 - cpu0, "gen_cpu_s": sum(p["cpu"] for p in parts), "wall_s": wall,
+        "server_cpu_s": cpu1 - cpu0,
+        "gen_cpu_s": sum(p["cpu"] for p in parts),
+        "wall_s": wall,
         "server_us_per_request": 1e6 * (cpu1 - cpu0) / max(1, requests),
-        "proposals": proposals, "requests": requests,
+        "proposals": proposals,
+        "requests": requests,
     }
 
 
-def start(cmd: list[str], port: int, ready: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start(
+    cmd: list[str], port: int, ready: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wait_ready(port, ready)
     return proc
 
@@ -226,25 +301,58 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 def wrk_trivial(port: int, connections: int, seconds: float) -> str | None:
     if shutil.which("wrk") is None:
         return None
-    body = json.dumps({"lease_id": "x" * 32, "block": 3, "base_version": 12, "value": [0.1, -0.2, 0.3, 0.4],
-                       "predicted_improvement": 0.01, "usage": {"calls": 1, "model": "heuristic"}})
+    body = json.dumps(
+        {
+            "lease_id": "x" * 32,
+            "block": 3,
+            "base_version": 12,
+            "value": [0.1, -0.2, 0.3, 0.4],
+            "predicted_improvement": 0.01,
+            "usage": {"calls": 1, "model": "heuristic"},
+        }
+    )
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
-                'wrk.headers["Content-Type"] = "application/json"\n')
-    done = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{int(seconds)}s", "--latency", "-s", f.name,
-                           f"http://127.0.0.1:{port}/echo"], capture_output=True, text=True)
+        f.write(
+            f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
+            'wrk.headers["Content-Type"] = "application/json"\n'
+        )
+    done = subprocess.run(
+        [
+            "wrk",
+            "-t2",
+            f"-c{connections}",
+            f"-d{int(seconds)}s",
+            "--latency",
+            "-s",
+            f.name,
+            f"http://127.0.0.1:{port}/echo",
+        ],
+        capture_output=True,
+        text=True,
+    )
     os.unlink(f.name)
-    lines = [ln.strip() for ln in done.stdout.splitlines() if "Requests/sec" in ln or ln.strip().startswith(("50%", "99%"))]
+    lines = [
+        ln.strip()
+        for ln in done.stdout.splitlines()
+        if "Requests/sec" in ln or ln.strip().startswith(("50%", "99%"))
+    ]
     return "; ".join(lines)
 
 
 def create_task(port: int, mode: str, policy: str, blocks: int) -> dict[str, str]:
-    status, created = Conn(port, ADMIN).call("POST", "/v1/tasks", {
-        "kind": "quadratic", "params": {"blocks": blocks, "dim": 4, "coupling": 0.3}, "merge_policy": policy,
-        "mode": mode, "budgets": {"rounds": 1_000_000},
-        # keep the task running for the whole measurement (it would otherwise converge and stop)
-        "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000},
-    })
+    status, created = Conn(port, ADMIN).call(
+        "POST",
+        "/v1/tasks",
+        {
+            "kind": "quadratic",
+            "params": {"blocks": blocks, "dim": 4, "coupling": 0.3},
+            "merge_policy": policy,
+            "mode": mode,
+            "budgets": {"rounds": 1_000_000},
+            # keep the task running for the whole measurement (it would otherwise converge and stop)
+            "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000},
+        },
+    )
     assert status == 201, created
     return created
 
@@ -255,12 +363,17 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--gen-procs", type=int, default=2)
-    ap.add_argument("--cases", default="rounds/independent,rounds/independent/wait,rounds/independent/next,"
-                                       "rounds/checked/next,async/independent/next",
-                    help="MODE/POLICY[/wait|/next]: plain = lease, submit ?wait=0, poll (3 requests); /wait submits "
-                         "with ?wait=5 (verdict inline, 2 requests); /next also takes the next lease with the "
-                         "verdict (?next_lease=true, 1 request; what `blockopt agent` does)")
-    ap.add_argument("--profile", metavar="DIR", help="record a py-spy profile (raw folded stacks) of each server")
+    ap.add_argument(
+        "--cases",
+        default="rounds/independent,rounds/independent/wait,rounds/independent/next,"
+        "rounds/checked/next,async/independent/next",
+        help="MODE/POLICY[/wait|/next]: plain = lease, submit ?wait=0, poll (3 requests); /wait submits "
+        "with ?wait=5 (verdict inline, 2 requests); /next also takes the next lease with the "
+        "verdict (?next_lease=true, 1 request; what `blockopt agent` does)",
+    )
+    ap.add_argument(
+        "--profile", metavar="DIR", help="record a py-spy profile (raw folded stacks) of each server"
+    )
     args = ap.parse_args()
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
@@ -268,15 +381,43 @@ def main() -> None:
     def prof(name: str) -> str | None:
         return str(Path(args.profile) / f"{name.replace('/', '-')}.txt") if args.profile else None
 
-    print(f"{args.agents} agents, quadratic n={args.blocks} d=4 coupling=0.3, {args.seconds:.0f} s per case, "
-          f"generator: {args.gen_procs} processes x threads of http.client keep-alive; {os.cpu_count()} cores")
+    print(
+        f"{args.agents} agents, quadratic n={args.blocks} d=4 coupling=0.3, {args.seconds:.0f} s per case, "
+        f"generator: {args.gen_procs} processes x threads of http.client keep-alive; {os.cpu_count()} cores"
+    )
     port = free_port()
-    trivial = start([sys.executable, "-m", "uvicorn", "benchmarks.service_trivial_app:app", "--port", str(port),
-                     "--log-level", "warning", "--no-access-log"], port, "/docs")
+    trivial = start(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "benchmarks.service_trivial_app:app",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ],
+        port,
+        "/docs",
+    )
     rows: list[tuple[str, dict[str, Any]]] = []
     try:
-        rows.append(("trivial POST", load("trivial", port, None, args.agents, args.gen_procs, args.seconds,
-                                          trivial.pid, profile=prof("trivial"))))
+        rows.append(
+            (
+                "trivial POST",
+                load(
+                    "trivial",
+                    port,
+                    None,
+                    args.agents,
+                    args.gen_procs,
+                    args.seconds,
+                    trivial.pid,
+                    profile=prof("trivial"),
+                ),
+            )
+        )
         wrk = wrk_trivial(port, args.agents, args.seconds)
     finally:
         stop(trivial)
@@ -284,32 +425,64 @@ def main() -> None:
         mode, policy, *rest = case.split("/")
         wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
         port = free_port()
-        serve = start([sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "warning",
-                       "--rate-per-agent", "100000", "--round-deadline", "1.0"], port, "/readyz",
-                      env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
+        serve = start(
+            [
+                sys.executable,
+                "-m",
+                "blockopt",
+                "serve",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                "--rate-per-agent",
+                "100000",
+                "--round-deadline",
+                "1.0",
+            ],
+            port,
+            "/readyz",
+            env={"BLOCKOPT_ADMIN_TOKEN": ADMIN},
+        )
         try:
             task = create_task(port, mode, policy, args.blocks)
-            row = load("coordinator", port, task, args.agents, args.gen_procs, args.seconds, serve.pid, wait,
-                       profile=prof(case), chain=rest == ["next"])
+            row = load(
+                "coordinator",
+                port,
+                task,
+                args.agents,
+                args.gen_procs,
+                args.seconds,
+                serve.pid,
+                wait,
+                profile=prof(case),
+                chain=rest == ["next"],
+            )
             status, view = Conn(port, ADMIN).call("GET", f"/v1/tasks/{task['id']}")
             row["rounds"] = view["round"]
             row["rel_gap"] = view["relative_gap"]
             rows.append((f"coordinator {case}", row))
         finally:
             stop(serve)
-    head = f"{'endpoint':34s} {'proposals/s':>11s} {'requests/s':>10s} {'submit p50 ms':>13s} {'p99 ms':>8s} " \
-           f"{'server cpu us/req':>17s} {'server cpu':>10s} {'gen cpu':>8s} {'rounds':>6s} {'rel gap':>9s}"
+    head = (
+        f"{'endpoint':34s} {'proposals/s':>11s} {'requests/s':>10s} {'submit p50 ms':>13s} {'p99 ms':>8s} "
+        f"{'server cpu us/req':>17s} {'server cpu':>10s} {'gen cpu':>8s} {'rounds':>6s} {'rel gap':>9s}"
+    )
     print(head)
     for name, r in rows:
-        print(f"{name:34s} {r['proposals_per_s']:11.1f} {r['requests_per_s']:10.1f} {r['p50_ms']:13.2f} "
-              f"{r['p99_ms']:8.2f} {r['server_us_per_request']:17.0f} {r['server_cpu_s']:9.1f}s "
-              f"{r['gen_cpu_s']:7.1f}s {r.get('rounds', '-')!s:>6s} "
-              f"{(format(r['rel_gap'], '.2e') if 'rel_gap' in r else '-'):>9s}")
+        print(
+            f"{name:34s} {r['proposals_per_s']:11.1f} {r['requests_per_s']:10.1f} {r['p50_ms']:13.2f} "
+            f"{r['p99_ms']:8.2f} {r['server_us_per_request']:17.0f} {r['server_cpu_s']:9.1f}s "
+            f"{r['gen_cpu_s']:7.1f}s {r.get('rounds', '-')!s:>6s} "
+            f"{(format(r['rel_gap'], '.2e') if 'rel_gap' in r else '-'):>9s}"
+        )
     base = rows[0][1]
     for name, r in rows[1:]:
-        print(f"{name}: proposals/s / trivial requests/s = {r['proposals_per_s'] / base['requests_per_s']:.2f}; "
-              f"requests/s / trivial requests/s = {r['requests_per_s'] / base['requests_per_s']:.2f}; "
-              f"server CPU per request = {r['server_us_per_request'] / base['server_us_per_request']:.2f}x trivial")
+        print(
+            f"{name}: proposals/s / trivial requests/s = {r['proposals_per_s'] / base['requests_per_s']:.2f}; "
+            f"requests/s / trivial requests/s = {r['requests_per_s'] / base['requests_per_s']:.2f}; "
+            f"server CPU per request = {r['server_us_per_request'] / base['server_us_per_request']:.2f}x trivial"
+        )
     if wrk:
         print(f"wrk -t2 -c{args.agents} on the trivial endpoint (C generator, ceiling): {wrk}")
 

@@ -35,15 +35,28 @@ from typing import Any
 
 import httpx
 import numpy as np
+
 from coordinator.status import TERMINAL
 
 REPO = Path(__file__).resolve().parent.parent
 KINDS: list[dict[str, Any]] = [
     {"kind": "quadratic", "params": {"blocks": 6, "dim": 3, "coupling": 0.6}},
-    {"kind": "routing", "params": {"map": "generated", "width": 16, "height": 16, "robots": 12, "blocks": 3,
-                                   "exact_limit": 0.0}},
-    {"kind": "sqlplan", "params": {"scale": 0.01, "blocks": 2, "baselines": False},
-     "proposer": {"name": "heuristic", "knobs": {"proposal_seconds": 1.0}}},
+    {
+        "kind": "routing",
+        "params": {
+            "map": "generated",
+            "width": 16,
+            "height": 16,
+            "robots": 12,
+            "blocks": 3,
+            "exact_limit": 0.0,
+        },
+    },
+    {
+        "kind": "sqlplan",
+        "params": {"scale": 0.01, "blocks": 2, "baselines": False},
+        "proposer": {"name": "heuristic", "knobs": {"proposal_seconds": 1.0}},
+    },
     {"kind": "quadratic", "params": {"blocks": 6, "dim": 3, "coupling": 0.3}, "mode": "async"},
 ]
 """Every installed kind, small instances; quadratic also in async mode."""
@@ -80,7 +93,9 @@ class Soak:
     next_kind: int = 0
 
     def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=60.0)
+        return httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=60.0
+        )
 
     def create(self, c: httpx.Client) -> Slot | None:
         body = dict(KINDS[self.next_kind % len(KINDS)])
@@ -100,10 +115,27 @@ class Soak:
         env = {**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_JOIN_TOKEN": slot.join_token}
         with (self.workdir / "fleets.log").open("ab") as log:
             slot.fleet = subprocess.Popen(
-                [sys.executable, "-m", "blockopt", "fleet", "--coordinator", self.url, "--task", slot.task_id,
-                 "--agents", str(self.agents), "--processes", "1", "--seed", str(self.rng.randrange(1 << 16)),
-                 "--log-level", "warning"],
-                env=env, stdout=log, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "blockopt",
+                    "fleet",
+                    "--coordinator",
+                    self.url,
+                    "--task",
+                    slot.task_id,
+                    "--agents",
+                    str(self.agents),
+                    "--processes",
+                    "1",
+                    "--seed",
+                    str(self.rng.randrange(1 << 16)),
+                    "--log-level",
+                    "warning",
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
 
     @staticmethod
@@ -161,9 +193,12 @@ def sample(pid: int, c: httpx.Client, t0: float, db: Path) -> dict[str, float]:
     held = sum(v for k, v in m.items() if k.startswith("blockopt_tasks{"))
     files = sum(p.stat().st_size for p in db.parent.glob(db.name + "*"))
     return {
-        "t": round(time.monotonic() - t0, 1), "rss_mb": rss_kb / 1024, "open_fds": fds,
+        "t": round(time.monotonic() - t0, 1),
+        "rss_mb": rss_kb / 1024,
+        "open_fds": fds,
         "asyncio_tasks": m.get("blockopt_asyncio_tasks", float("nan")),
-        "store_records": m.get("blockopt_store_records", float("nan")), "tasks_held": held,
+        "store_records": m.get("blockopt_store_records", float("nan")),
+        "tasks_held": held,
         "cached_tasks": m.get('blockopt_service_cached{cache="built"}', float("nan")),
         "cached_specs": m.get('blockopt_service_cached{cache="specs"}', float("nan")),
         "cached_agents": m.get('blockopt_service_cached{cache="agents"}', float("nan")),
@@ -184,8 +219,13 @@ def slopes(samples: list[dict[str, float]], warmup: float) -> dict[str, dict[str
         y = np.array([s[name] for s in after], dtype=float)
         slope = float(np.polyfit(t, y, 1)[0])
         mean = float(np.mean(y))
-        out[name] = {"per_hour": slope * 3600, "relative_over_run": slope * span / mean if mean else 0.0,
-                     "mean": mean, "min": float(np.min(y)), "max": float(np.max(y))}
+        out[name] = {
+            "per_hour": slope * 3600,
+            "relative_over_run": slope * span / mean if mean else 0.0,
+            "mean": mean,
+            "min": float(np.min(y)),
+            "max": float(np.max(y)),
+        }
     return out
 
 
@@ -231,10 +271,27 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_ADMIN_TOKEN": token}
     with log_path.open("ab") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--store", f"sqlite://{db}",
-             "--retain-finished", str(args.retain), "--lease-ttl", "3", "--round-deadline", "0.5",
-             "--log-level", "warning"],
-            env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "blockopt",
+                "serve",
+                "--port",
+                str(port),
+                "--store",
+                f"sqlite://{db}",
+                "--retain-finished",
+                str(args.retain),
+                "--lease-ttl",
+                "3",
+                "--round-deadline",
+                "0.5",
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
     soak = Soak(url, token, workdir, args.agents, args.task_seconds, random.Random(args.seed))
@@ -264,10 +321,13 @@ def main() -> int:
                 if now >= next_sample:
                     samples.append(sample(server.pid, c, t0, db))
                     s = samples[-1]
-                    print(f"{s['t']:7.0f}s rss {s['rss_mb']:.1f} MB fds {s['open_fds']:.0f} "
-                          f"asyncio {s['asyncio_tasks']:.0f} records {s['store_records']:.0f} "
-                          f"held {s['tasks_held']:.0f} cached {s['cached_tasks']:.0f} db {s['db_mb']:.1f} MB; "
-                          f"created {soak.created} kills {soak.kills}", flush=True)
+                    print(
+                        f"{s['t']:7.0f}s rss {s['rss_mb']:.1f} MB fds {s['open_fds']:.0f} "
+                        f"asyncio {s['asyncio_tasks']:.0f} records {s['store_records']:.0f} "
+                        f"held {s['tasks_held']:.0f} cached {s['cached_tasks']:.0f} db {s['db_mb']:.1f} MB; "
+                        f"created {soak.created} kills {soak.kills}",
+                        flush=True,
+                    )
                     next_sample += args.sample
                 if now >= next_kill:
                     soak.kill_one()
@@ -290,21 +350,30 @@ def main() -> int:
     errors = len(log_errors) + len(soak.unexpected) + soak.finished.get("failed", 0)
     result = {
         "command": "python benchmarks/soak.py " + " ".join(sys.argv[1:]),
-        "minutes": round((samples[-1]["t"] if samples else 0) / 60, 1), "settings": {
-            k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "tasks_created": soak.created, "tasks_finished": soak.finished, "fleet_kills": soak.kills,
-        "errors": errors, "error_lines": log_errors[:20], "unexpected": soak.unexpected[:20],
-        "slopes": slopes(samples, args.warmup), "samples": samples,
+        "minutes": round((samples[-1]["t"] if samples else 0) / 60, 1),
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "tasks_created": soak.created,
+        "tasks_finished": soak.finished,
+        "fleet_kills": soak.kills,
+        "errors": errors,
+        "error_lines": log_errors[:20],
+        "unexpected": soak.unexpected[:20],
+        "slopes": slopes(samples, args.warmup),
+        "samples": samples,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     plot(samples, args.warmup, args.out.with_suffix(".png"))
-    print(f"\n{result['minutes']} min; tasks created {soak.created}, finished {soak.finished}, "
-          f"fleet kills {soak.kills}, errors {errors}")
+    print(
+        f"\n{result['minutes']} min; tasks created {soak.created}, finished {soak.finished}, "
+        f"fleet kills {soak.kills}, errors {errors}"
+    )
     print(f"{'series':15} {'mean':>10} {'min':>10} {'max':>10} {'slope/h':>12} {'rel. over run':>14}")
     for name, s in result["slopes"].items():  # type: ignore[union-attr]
-        print(f"{name:15} {s['mean']:10.2f} {s['min']:10.2f} {s['max']:10.2f} {s['per_hour']:12.3f} "
-              f"{s['relative_over_run']:14.3f}")
+        print(
+            f"{name:15} {s['mean']:10.2f} {s['min']:10.2f} {s['max']:10.2f} {s['per_hour']:12.3f} "
+            f"{s['relative_over_run']:14.3f}"
+        )
     print(f"wrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.png')}")
     return 0 if errors == 0 else 1
 

@@ -18,8 +18,20 @@ from typing import Any
 
 def run(out: Path, budget: float | None, time_limit: float, agents: int) -> dict[str, Any]:
     report = out / ("nobudget.json" if budget is None else f"budget{budget:g}.json")
-    cmd = [str(Path(sys.executable).parent / "blockopt"), "run", "sqlplan", "--scale", "0.01",
-           "--agents", str(agents), "--time-limit", str(time_limit), "--quiet", "--report", str(report)]
+    cmd = [
+        str(Path(sys.executable).parent / "blockopt"),
+        "run",
+        "sqlplan",
+        "--scale",
+        "0.01",
+        "--agents",
+        str(agents),
+        "--time-limit",
+        str(time_limit),
+        "--quiet",
+        "--report",
+        str(report),
+    ]
     if budget is not None:
         cmd += ["--index-budget-mb", str(budget)]
     subprocess.run(cmd, check=True)
@@ -32,11 +44,13 @@ def row(name: str, r: dict[str, Any]) -> str:
     b = r["constants"]
     one = r["checks"]["one_step"]
     mib = sol.get("index_bytes", 0) / 2**20
-    return (f"| {name} | {t.get('default')} | {t.get('analyze')} | {t.get('expert_per_query', '-')} | "
-            f"{t.get('expert_union', '-')} | {t.get('expert_budget', '-')} | **{t.get('final')}** ({mib:.1f} MiB) | "
-            f"{r['feasible']} | {r['rounds']} | {r['wall_s']:.0f} | kappa {b['kappa']:.3g}, gamma "
-            f"[{b['gamma_min']:.3g}, {b['gamma_max']:.3g}], delta {b['delta_max']:.3g}, "
-            f"status {r['status']}, one-step forecast hit {one['hits']}/{one['rounds']} |")
+    return (
+        f"| {name} | {t.get('default')} | {t.get('analyze')} | {t.get('expert_per_query', '-')} | "
+        f"{t.get('expert_union', '-')} | {t.get('expert_budget', '-')} | **{t.get('final')}** ({mib:.1f} MiB) | "
+        f"{r['feasible']} | {r['rounds']} | {r['wall_s']:.0f} | kappa {b['kappa']:.3g}, gamma "
+        f"[{b['gamma_min']:.3g}, {b['gamma_max']:.3g}], delta {b['delta_max']:.3g}, "
+        f"status {r['status']}, one-step forecast hit {one['hits']}/{one['rounds']} |"
+    )
 
 
 def main() -> None:
@@ -48,8 +62,10 @@ def main() -> None:
     a.out.mkdir(parents=True, exist_ok=True)
     free = run(a.out, None, a.time_limit, a.agents)
     tight = run(a.out, 7.0, a.time_limit, a.agents)
-    print("| budget | default | ANALYZE | .expert per query | .expert union | .expert greedy in budget | team |"
-          " feasible | rounds | s | bound |")
+    print(
+        "| budget | default | ANALYZE | .expert per query | .expert union | .expert greedy in budget | team |"
+        " feasible | rounds | s | bound |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     print(row("none", free))
     print(row("7 MiB", tight))

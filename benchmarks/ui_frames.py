@@ -75,11 +75,29 @@ def rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
     for r in range(n):
         predicted = gap * 0.97  # the one-step bound; about one round in six misses it
         gap = gap * rng.uniform(0.85, 0.999)
-        out.append({"round": r, "version": r + 1, "objective": 1000 + gap, "gap": gap, "proposals": 64,
-                    "accepted": rng.randint(0, 64), "interfering": rng.randint(0, 40), "merge_kind": "independent",
-                    "kappa": 0.3, "gamma": 0.9, "delta": 0.0, "rhs": gap * 1.1, "held": True, "checks": 0,
-                    "engine_seconds": 0.01, "eval_seconds": 0.01, "regrouped": r % 250 == 249,
-                    "predicted_gap": predicted, "hit": gap <= predicted})
+        out.append(
+            {
+                "round": r,
+                "version": r + 1,
+                "objective": 1000 + gap,
+                "gap": gap,
+                "proposals": 64,
+                "accepted": rng.randint(0, 64),
+                "interfering": rng.randint(0, 40),
+                "merge_kind": "independent",
+                "kappa": 0.3,
+                "gamma": 0.9,
+                "delta": 0.0,
+                "rhs": gap * 1.1,
+                "held": True,
+                "checks": 0,
+                "engine_seconds": 0.01,
+                "eval_seconds": 0.01,
+                "regrouped": r % 250 == 249,
+                "predicted_gap": predicted,
+                "hit": gap <= predicted,
+            }
+        )
     return out
 
 
@@ -97,17 +115,33 @@ def main() -> int:
     settings = ServiceSettings(admin_token=SecretStr(TOKEN), lease_ttl=600.0, rate_per_agent=1000.0)
     app = create_app(settings, MemoryStore(), CollectorRegistry())
     chromium, driver = executables()
-    with EmbeddedServer(app) as server, httpx.Client(base_url=server.url, timeout=120,
-                                                     headers={"Authorization": f"Bearer {TOKEN}"}) as admin:
-        created = admin.post("/v1/tasks", json={
-            "kind": "routing", "params": {"map": "warehouse-10-20-10-2-1", "robots": args.robots,
-                                          "blocks": args.agents, "exact_limit": 0},
-            "budgets": {"seconds": 3600}}).json()
+    with (
+        EmbeddedServer(app) as server,
+        httpx.Client(base_url=server.url, timeout=120, headers={"Authorization": f"Bearer {TOKEN}"}) as admin,
+    ):
+        created = admin.post(
+            "/v1/tasks",
+            json={
+                "kind": "routing",
+                "params": {
+                    "map": "warehouse-10-20-10-2-1",
+                    "robots": args.robots,
+                    "blocks": args.agents,
+                    "exact_limit": 0,
+                },
+                "budgets": {"seconds": 3600},
+            },
+        ).json()
         tid = created["id"]
         for i in range(args.agents):  # real agents, each holding a lease
-            joined = httpx.post(f"{server.url}/v1/tasks/{tid}/agents", json={"name": f"bench-{i}"},
-                                headers={"Authorization": f"Bearer {created['join_token']}"}).json()
-            httpx.post(f"{server.url}/v1/tasks/{tid}/leases", headers={"Authorization": f"Bearer {joined['token']}"})
+            joined = httpx.post(
+                f"{server.url}/v1/tasks/{tid}/agents",
+                json={"name": f"bench-{i}"},
+                headers={"Authorization": f"Bearer {created['join_token']}"},
+            ).json()
+            httpx.post(
+                f"{server.url}/v1/tasks/{tid}/leases", headers={"Authorization": f"Bearer {joined['token']}"}
+            )
         b = Browser(chromium, driver)
         try:
             b.open(f"{server.url}/ui/#/tasks/{tid}")
@@ -118,20 +152,33 @@ def main() -> int:
             b.driver.set_script_timeout(300)
             idle = b.driver.execute_async_script(MEASURE, args.idle_ms, None)
             t0 = time.perf_counter()
-            loaded = b.driver.execute_async_script(MEASURE, 0, {"rows": rows(args.rounds), "perFrame": args.rows_per_frame})
+            loaded = b.driver.execute_async_script(
+                MEASURE, 0, {"rows": rows(args.rounds), "perFrame": args.rows_per_frame}
+            )
             wall = time.perf_counter() - t0
             if args.screenshot is not None:
                 b.screenshot(args.screenshot)
         finally:
             b.close()
-    result = {"command": " ".join(sys.argv), "rounds": args.rounds, "robots": args.robots, "agents": args.agents,
-              "rows_per_frame": args.rows_per_frame, "idle_animation": idle, "under_load": loaded,
-              "load_wall_s": round(wall, 2),
-              "ratio_p95_load_over_idle": round(loaded["p95_ms"] / idle["p95_ms"], 2) if idle["p95_ms"] else math.nan}
+    result = {
+        "command": " ".join(sys.argv),
+        "rounds": args.rounds,
+        "robots": args.robots,
+        "agents": args.agents,
+        "rows_per_frame": args.rows_per_frame,
+        "idle_animation": idle,
+        "under_load": loaded,
+        "load_wall_s": round(wall, 2),
+        "ratio_p95_load_over_idle": round(loaded["p95_ms"] / idle["p95_ms"], 2)
+        if idle["p95_ms"]
+        else math.nan,
+    }
     print(json.dumps(result, indent=2))
-    print(f"frame p50/p95/max: idle {idle['p50_ms']:.1f}/{idle['p95_ms']:.1f}/{idle['max_ms']:.1f} ms; "
-          f"under load {loaded['p50_ms']:.1f}/{loaded['p95_ms']:.1f}/{loaded['max_ms']:.1f} ms "
-          f"(p95 ratio {result['ratio_p95_load_over_idle']})")
+    print(
+        f"frame p50/p95/max: idle {idle['p50_ms']:.1f}/{idle['p95_ms']:.1f}/{idle['max_ms']:.1f} ms; "
+        f"under load {loaded['p50_ms']:.1f}/{loaded['p95_ms']:.1f}/{loaded['max_ms']:.1f} ms "
+        f"(p95 ratio {result['ratio_p95_load_over_idle']})"
+    )
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2) + "\n")

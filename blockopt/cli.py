@@ -65,7 +65,11 @@ def add_model_options(parser: argparse.ArgumentParser, model: type[BaseModel]) -
     for name, field in model.model_fields.items():
         conv, choices = _arg_type(field.annotation)
         parser.add_argument(
-            _option(name), dest=name, type=conv, choices=choices, default=argparse.SUPPRESS,
+            _option(name),
+            dest=name,
+            type=conv,
+            choices=choices,
+            default=argparse.SUPPRESS,
             help=f"{field.description or name} (default: {field.default})",
         )
 
@@ -94,14 +98,28 @@ Service section of BENCHMARKS.md."""
 
 def add_proposer_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--proposer", default="heuristic", help="heuristic | llm | simulated-llm | ...")
-    p.add_argument("--proposer-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="proposer setting (e.g. base_url=..., model=..., max_tokens=...); repeatable")
-    p.add_argument("--llm-base-url", default=None,
-                   help="OpenAI-compatible endpoint of the llm proposer, e.g. http://127.0.0.1:8000/v1 "
-                        "(API key from BLOCKOPT_LLM_API_KEY or OPENAI_API_KEY)")
-    p.add_argument("--llm-model", default=None, help="model name as the server knows it (default: openai/gpt-oss-120b)")
-    p.add_argument("--reasoning-effort", default=None, choices=["low", "medium", "high"],
-                   help="GPT-OSS reasoning level (default: low)")
+    p.add_argument(
+        "--proposer-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="proposer setting (e.g. base_url=..., model=..., max_tokens=...); repeatable",
+    )
+    p.add_argument(
+        "--llm-base-url",
+        default=None,
+        help="OpenAI-compatible endpoint of the llm proposer, e.g. http://127.0.0.1:8000/v1 "
+        "(API key from BLOCKOPT_LLM_API_KEY or OPENAI_API_KEY)",
+    )
+    p.add_argument(
+        "--llm-model", default=None, help="model name as the server knows it (default: openai/gpt-oss-120b)"
+    )
+    p.add_argument(
+        "--reasoning-effort",
+        default=None,
+        choices=["low", "medium", "high"],
+        help="GPT-OSS reasoning level (default: low)",
+    )
 
 
 def proposer_options(args: argparse.Namespace, agents: int | None = None) -> dict[str, str]:
@@ -112,28 +130,37 @@ def proposer_options(args: argparse.Namespace, agents: int | None = None) -> dic
         if not sep or not key:
             raise UsageError(f"--proposer-option must be KEY=VALUE, got '{item}'")
         options[key] = value
-    options.update({key: getattr(args, flag) for flag, key in LLM_FLAGS.items() if getattr(args, flag) is not None})
+    options.update(
+        {key: getattr(args, flag) for flag, key in LLM_FLAGS.items() if getattr(args, flag) is not None}
+    )
     if args.proposer == "llm":
         from agents.llm.settings import LLMSettings
 
         try:
             LLMSettings.from_env({}, **options)  # the key itself is read by each worker, from its environment
         except ValueError as exc:
-            raise UsageError(f"llm proposer: {str(exc).splitlines()[0]}: {' '.join(str(exc).splitlines()[1:3])}") from None
+            raise UsageError(
+                f"llm proposer: {str(exc).splitlines()[0]}: {' '.join(str(exc).splitlines()[1:3])}"
+            ) from None
     elif args.proposer == "simulated-llm":
         options.pop("base_url", None)  # no server: the latency model stands in for it
         if agents is not None:
             options.setdefault("concurrent_streams", str(agents))  # the team shares one GPU
     elif set(options) & set(LLM_FLAGS.values()) and args.proposer == "heuristic":
-        raise UsageError("--llm-base-url, --llm-model and --reasoning-effort need --proposer llm or simulated-llm")
+        raise UsageError(
+            "--llm-base-url, --llm-model and --reasoning-effort need --proposer llm or simulated-llm"
+        )
     return options
 
 
 def add_worker_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--coordinator", required=True, help="base URL, e.g. http://127.0.0.1:8765")
     p.add_argument("--task", required=True, help="task id")
-    p.add_argument("--join-token", default=None,
-                   help="the task's join token (prefer BLOCKOPT_JOIN_TOKEN or --join-token-file)")
+    p.add_argument(
+        "--join-token",
+        default=None,
+        help="the task's join token (prefer BLOCKOPT_JOIN_TOKEN or --join-token-file)",
+    )
     p.add_argument("--join-token-file", type=Path, default=None)
     add_proposer_options(p)
     p.add_argument("--name", default="agent")
@@ -148,49 +175,97 @@ def build_parser() -> argparse.ArgumentParser:
     kind_parsers = run.add_subparsers(dest="kind", required=True, parser_class=OneLineParser)
     for kind, cls in sorted(kinds().items()):
         kp = kind_parsers.add_parser(kind, help=(cls.__doc__ or kind).strip().splitlines()[0])
-        kp.add_argument("--agents", type=int, default=None,
-                        help="team size (default: one per block for kinds with a fixed block count, up to "
-                             f"{MAX_DEFAULT_AGENTS}; else 4)")
+        kp.add_argument(
+            "--agents",
+            type=int,
+            default=None,
+            help="team size (default: one per block for kinds with a fixed block count, up to "
+            f"{MAX_DEFAULT_AGENTS}; else 4)",
+        )
         kp.add_argument("--merge", choices=["independent", "checked"], default="checked")
         kp.add_argument("--max-rounds", type=int, default=500)
         kp.add_argument("--time-limit", type=float, default=None, help="wall seconds")
         kp.add_argument("--window", type=int, default=3, help="rounds used to predict the envelope")
-        kp.add_argument("--stop-gain-per-1k-tokens", type=float, default=None,
-                        help="stop as diminishing_returns when the forecast gain per 1,000 tokens falls below this")
-        kp.add_argument("--stop-gain-per-agent-second", type=float, default=None,
-                        help="stop as diminishing_returns when the forecast gain per agent-second falls below this")
-        kp.add_argument("--report", type=Path, default=None, help="write the JSON report here (PNG beside it)")
-        kp.add_argument("--inproc", action="store_true", help="engine only: no HTTP, the task's own proposers")
+        kp.add_argument(
+            "--stop-gain-per-1k-tokens",
+            type=float,
+            default=None,
+            help="stop as diminishing_returns when the forecast gain per 1,000 tokens falls below this",
+        )
+        kp.add_argument(
+            "--stop-gain-per-agent-second",
+            type=float,
+            default=None,
+            help="stop as diminishing_returns when the forecast gain per agent-second falls below this",
+        )
+        kp.add_argument(
+            "--report", type=Path, default=None, help="write the JSON report here (PNG beside it)"
+        )
+        kp.add_argument(
+            "--inproc", action="store_true", help="engine only: no HTTP, the task's own proposers"
+        )
         kp.add_argument("--quiet", action="store_true", help="no per-round progress lines")
-        kp.add_argument("--ui", action="store_true",
-                        help="print the live page's URL and keep serving it after the run until Ctrl-C")
-        kp.add_argument("--mode", choices=["rounds", "async"], default="rounds",
-                        help="service path: rounds on quorum-or-deadline, or merge on arrival")
+        kp.add_argument(
+            "--ui",
+            action="store_true",
+            help="print the live page's URL and keep serving it after the run until Ctrl-C",
+        )
+        kp.add_argument(
+            "--mode",
+            choices=["rounds", "async"],
+            default="rounds",
+            help="service path: rounds on quorum-or-deadline, or merge on arrival",
+        )
         kp.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, help="agent worker processes")
         kp.add_argument("--lease-ttl", type=float, default=10.0, help="seconds a lease lives without renewal")
-        kp.add_argument("--round-deadline", type=float, default=2.0, help="round closes this long after its first proposal")
-        kp.add_argument("--store", default="memory",
-                        help="the embedded coordinator's store: memory, or sqlite:///path/state.db to keep the run")
+        kp.add_argument(
+            "--round-deadline",
+            type=float,
+            default=2.0,
+            help="round closes this long after its first proposal",
+        )
+        kp.add_argument(
+            "--store",
+            default="memory",
+            help="the embedded coordinator's store: memory, or sqlite:///path/state.db to keep the run",
+        )
         add_proposer_options(kp)
         if cls.presets:
-            kp.add_argument("--preset", choices=sorted(cls.presets), default=None,
-                            help="a named parameter set of this kind; options given explicitly override it")
+            kp.add_argument(
+                "--preset",
+                choices=sorted(cls.presets),
+                default=None,
+                help="a named parameter set of this kind; options given explicitly override it",
+            )
         add_model_options(kp, cls.Params)
         add_model_options(kp, cls.ProposerParams)
 
     sub.add_parser("kinds", help="list the installed task kinds and the packages they come from")
 
-    serve = sub.add_parser("serve", help="run the coordinator service", allow_abbrev=False)  # no --x-token → --x-token-file
+    serve = sub.add_parser(
+        "serve", help="run the coordinator service", allow_abbrev=False
+    )  # no --x-token → --x-token-file
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument("--store", default="memory",
-                       help="sqlite:///path/state.db (one node, survives restarts), redis://HOST:PORT/DB shared by "
-                            "several replicas, or memory (tests and benchmarks: lost on exit)")
+    serve.add_argument(
+        "--store",
+        default="memory",
+        help="sqlite:///path/state.db (one node, survives restarts), redis://HOST:PORT/DB shared by "
+        "several replicas, or memory (tests and benchmarks: lost on exit)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    serve.add_argument("--http", default="auto", choices=["auto", "h11", "httptools"],
-                       help="HTTP parser (auto: httptools when installed; BENCHMARKS.md, 'HTTP stack')")
-    serve.add_argument("--loop", default="auto", choices=["auto", "asyncio", "uvloop"],
-                       help="event loop (auto: uvloop when installed)")
+    serve.add_argument(
+        "--http",
+        default="auto",
+        choices=["auto", "h11", "httptools"],
+        help="HTTP parser (auto: httptools when installed; BENCHMARKS.md, 'HTTP stack')",
+    )
+    serve.add_argument(
+        "--loop",
+        default="auto",
+        choices=["auto", "asyncio", "uvloop"],
+        help="event loop (auto: uvloop when installed)",
+    )
     add_settings_options(serve)  # one flag per ServiceSettings field
 
     agent = sub.add_parser("agent", help="run one agent worker against a coordinator")
@@ -199,8 +274,12 @@ def build_parser() -> argparse.ArgumentParser:
     fleet = sub.add_parser("fleet", help="run N agent workers against a coordinator")
     add_worker_options(fleet)
     fleet.add_argument("--agents", type=int, default=4)
-    fleet.add_argument("--processes", type=int, default=DEFAULT_PROCESSES,
-                       help="worker processes (workers are threads inside them)")
+    fleet.add_argument(
+        "--processes",
+        type=int,
+        default=DEFAULT_PROCESSES,
+        help="worker processes (workers are threads inside them)",
+    )
     fleet.add_argument("--first-index", type=int, default=0, help=argparse.SUPPRESS)
     return parser
 
@@ -239,7 +318,9 @@ def _check_run_options(args: argparse.Namespace) -> None:
     if args.inproc and args.ui:
         raise UsageError("--ui needs the service path (drop --inproc)")
     if args.inproc and args.proposer != "heuristic":
-        raise UsageError("--inproc drives the task's own proposers; --proposer needs the service path (drop --inproc)")
+        raise UsageError(
+            "--inproc drives the task's own proposers; --proposer needs the service path (drop --inproc)"
+        )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -266,8 +347,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _setup_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, level.upper()),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     if level.upper() != "DEBUG":
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns the progress
 
@@ -293,7 +377,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if settings.public_read:
         logging.getLogger("blockopt.serve").warning(
             "--public-read: anyone who can reach this coordinator can read every task's solution, report, "
-            "rounds, events and trajectories")
+            "rounds, events and trajectories"
+        )
     try:
         store = make_store(settings)
     except InvalidRequest as exc:
@@ -302,10 +387,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found: make that a no-op
     # so a clean shutdown exits 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    logging.getLogger("blockopt.ui").info("web UI at http://%s:%d/ui/ (enter a token the API accepts once)",
-                                          args.host, args.port)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
-                http=args.http, loop=args.loop)
+    logging.getLogger("blockopt.ui").info(
+        "web UI at http://%s:%d/ui/ (enter a token the API accepts once)", args.host, args.port
+    )
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=False,
+        http=args.http,
+        loop=args.loop,
+    )
     return 0
 
 
@@ -319,8 +412,15 @@ def _worker_config(args: argparse.Namespace) -> Any:
     if not token:
         raise UsageError("no join token: pass --join-token, --join-token-file or set BLOCKOPT_JOIN_TOKEN")
     options = proposer_options(args, getattr(args, "agents", None))  # children inherit the parent's options
-    return WorkerConfig(coordinator=args.coordinator, task=args.task, join_token=token, proposer=args.proposer,
-                        proposer_options=options, name=args.name, seed=args.seed)
+    return WorkerConfig(
+        coordinator=args.coordinator,
+        task=args.task,
+        join_token=token,
+        proposer=args.proposer,
+        proposer_options=options,
+        name=args.name,
+        seed=args.seed,
+    )
 
 
 def _stop_on_signals(on_signal: Any = None) -> threading.Event:
@@ -352,8 +452,14 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if args.agents < 1 or args.processes < 1:
         raise UsageError("--agents and --processes must be at least 1")
     _setup_logging(args.log_level)
-    return run_fleet(_worker_config(args), args.agents, args.processes, args.first_index,
-                     _stop_on_signals(), args.log_level)
+    return run_fleet(
+        _worker_config(args),
+        args.agents,
+        args.processes,
+        args.first_index,
+        _stop_on_signals(),
+        args.log_level,
+    )
 
 
 def cmd_kinds() -> int:
@@ -370,8 +476,10 @@ def cmd_kinds() -> int:
 
 def warn_broken_kinds() -> None:
     for source in broken_kinds():
-        sys.stderr.write(f"blockopt: warning: task kind '{source.kind}' from package {source.package} "
-                         f"not loaded: {source.error}\n")
+        sys.stderr.write(
+            f"blockopt: warning: task kind '{source.kind}' from package {source.package} "
+            f"not loaded: {source.error}\n"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,15 +19,14 @@ from agents.worker import WorkerConfig
 from coordinator.app import create_app
 from coordinator.datapaths import dirs_for
 from coordinator.embedded import EmbeddedServer
-from coordinator.ui.hint import live_view_hint, serve_until_interrupted
-from coordinator.settings import ServiceSettings
-from coordinator.store import make_store
-
 from coordinator.engine import EngineSettings, RoundOutcome
-from coordinator.inproc import RunResult, RunSettings, run_inproc
 from coordinator.forecast import StopWhen
+from coordinator.inproc import RunResult, RunSettings, run_inproc
 from coordinator.ledger import Report, RunLedger, build_report, history_fields, relative_gap
 from coordinator.plots import convergence_plot
+from coordinator.settings import ServiceSettings
+from coordinator.store import make_store
+from coordinator.ui.hint import live_view_hint, serve_until_interrupted
 from tasks.base import Reference, Task
 
 
@@ -39,8 +38,12 @@ def report_of(result: RunResult, agents: int) -> Report:
     task = result.task
     return build_report(
         result.ledger,
-        task_info={"kind": task.kind, "name": task.name, "blocks": task.n_blocks,
-                   "params": task.params.model_dump()},
+        task_info={
+            "kind": task.kind,
+            "name": task.name,
+            "blocks": task.n_blocks,
+            "params": task.params.model_dump(),
+        },
         agents=agents,
         merge_policy=result.engine.settings.merge_policy,
         status=result.status,
@@ -57,13 +60,21 @@ def _g(value: float | None, fmt: str = ".4g") -> str:
 def summary_lines(report: Report) -> list[str]:
     o, c, f = report.objective, report.constants, report.forecast
     one, env, prior = report.checks["one_step"], report.checks["envelope"], report.checks.get("a_priori")
-    constants = (f"  constants over {c.steps} steps: kappa {_g(c.kappa)}, gamma [{_g(c.gamma_min)}, {_g(c.gamma_max)}],"
-                 f" delta {_g(c.delta_max)}; " + (f"rate {_g(c.rate)}, floor {_g(c.floor)}" if c.informative
-                                                   else "no informative bound (rate 1 or floor above the gap)"))
-    checks = (f"  one-step forecast ({one['coverage_target']:.0%} target): {one['hits']}/{one['rounds']} hit, "
-              f"median tightness {_g(one['tightness_median'], '.3g')}; envelope from first {env['window']} steps: "
-              f"{env['hits']}/{env['rounds']} hit, ETA predicted {_g(env['eta_rounds_predicted'], 'd')} "
-              f"vs actual {_g(env['eta_rounds_actual'], 'd')} rounds")
+    constants = (
+        f"  constants over {c.steps} steps: kappa {_g(c.kappa)}, gamma [{_g(c.gamma_min)}, {_g(c.gamma_max)}],"
+        f" delta {_g(c.delta_max)}; "
+        + (
+            f"rate {_g(c.rate)}, floor {_g(c.floor)}"
+            if c.informative
+            else "no informative bound (rate 1 or floor above the gap)"
+        )
+    )
+    checks = (
+        f"  one-step forecast ({one['coverage_target']:.0%} target): {one['hits']}/{one['rounds']} hit, "
+        f"median tightness {_g(one['tightness_median'], '.3g')}; envelope from first {env['window']} steps: "
+        f"{env['hits']}/{env['rounds']} hit, ETA predicted {_g(env['eta_rounds_predicted'], 'd')} "
+        f"vs actual {_g(env['eta_rounds_actual'], 'd')} rounds"
+    )
     lines = [
         f"{report.task['name']}: {report.status} after {report.rounds} rounds in {report.wall_s:.2f}s "
         f"({report.agents} agents, {report.merge_policy} merging)",
@@ -77,12 +88,16 @@ def summary_lines(report: Report) -> list[str]:
     ]
     if prior is not None:
         k = prior["constants"]
-        lines.append(f"  a priori bound (mu {k['mu']:.4g}, lambda {k['lambda']:.4g}, m {k['m']:g}): held in "
-                     f"{prior['rounds_held']}/{prior['rounds_checked']} checked rounds; precondition failed in "
-                     f"{prior['rounds_precondition_failed']}")
-    lines.append(f"  forecast: limit {_g(f.limit, '.10g')}, remaining {_g(f.remaining)}, ETA {_g(f.eta_rounds, 'd')}"
-                 f" rounds / {_g(f.eta_seconds, '.3g')} s to {f.eta_target or '-'} (eps {f.epsilon:g}); gain per 1k "
-                 f"tokens {_g(f.gain_per_1k_tokens)}, per agent-second {_g(f.gain_per_agent_second)}")
+        lines.append(
+            f"  a priori bound (mu {k['mu']:.4g}, lambda {k['lambda']:.4g}, m {k['m']:g}): held in "
+            f"{prior['rounds_held']}/{prior['rounds_checked']} checked rounds; precondition failed in "
+            f"{prior['rounds_precondition_failed']}"
+        )
+    lines.append(
+        f"  forecast: limit {_g(f.limit, '.10g')}, remaining {_g(f.remaining)}, ETA {_g(f.eta_rounds, 'd')}"
+        f" rounds / {_g(f.eta_seconds, '.3g')} s to {f.eta_target or '-'} (eps {f.epsilon:g}); gain per 1k "
+        f"tokens {_g(f.gain_per_1k_tokens)}, per agent-second {_g(f.gain_per_agent_second)}"
+    )
     lines.append(usage_line(report))
     return lines
 
@@ -91,10 +106,12 @@ def usage_line(report: Report) -> str:
     u = report.usage
     per = u.get("tokens_per_unit_improvement")
     solved = u.get("tokens_per_solved_task")
-    return (f"  usage {u.get('tokens', 0)} tokens ({u.get('prompt_tokens', 0)} prompt, "
-            f"{u.get('completion_tokens', 0)} completion), {u.get('calls', 0)} calls; "
-            f"{report.proposals.get('abandoned', 0)} leases abandoned; tokens per unit improvement "
-            f"{'-' if per is None else f'{per:.4g}'}, per solved task {'-' if solved is None else solved}")
+    return (
+        f"  usage {u.get('tokens', 0)} tokens ({u.get('prompt_tokens', 0)} prompt, "
+        f"{u.get('completion_tokens', 0)} completion), {u.get('calls', 0)} calls; "
+        f"{report.proposals.get('abandoned', 0)} leases abandoned; tokens per unit improvement "
+        f"{'-' if per is None else f'{per:.4g}'}, per solved task {'-' if solved is None else solved}"
+    )
 
 
 def write_outputs(report: Report, task: Task[Any], state: Any, path: Path) -> list[str]:
@@ -109,8 +126,12 @@ def write_outputs(report: Report, task: Task[Any], state: Any, path: Path) -> li
 
 def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> Report:
     settings = RunSettings(
-        agents=args.agents, max_rounds=args.max_rounds, time_limit=args.time_limit,
-        seed=task.run_seed(), envelope_window=args.window, stop_when=stop_when_of(args),
+        agents=args.agents,
+        max_rounds=args.max_rounds,
+        time_limit=args.time_limit,
+        seed=task.run_seed(),
+        envelope_window=args.window,
+        stop_when=stop_when_of(args),
     )
     engine_settings = EngineSettings(merge_policy=args.merge)
 
@@ -188,23 +209,36 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
     """The real path: an embedded coordinator on a loopback port and a fleet of worker processes over HTTP."""
     own_token = os.environ.get("BLOCKOPT_ADMIN_TOKEN")  # the user's own: used, never printed
     admin = own_token or secrets.token_urlsafe(24)
-    settings = ServiceSettings(admin_token=SecretStr(admin), lease_ttl=args.lease_ttl,
-                               round_deadline=args.round_deadline,  # paths named on our own command line:
-                               data_dirs=dirs_for(type(task.params), task.params.model_dump()),
-                               **getattr(args, "store_settings", {"store": "memory"}))
+    settings = ServiceSettings(
+        admin_token=SecretStr(admin),
+        lease_ttl=args.lease_ttl,
+        round_deadline=args.round_deadline,  # paths named on our own command line:
+        data_dirs=dirs_for(type(task.params), task.params.model_dump()),
+        **getattr(args, "store_settings", {"store": "memory"}),
+    )
     app = create_app(settings, make_store(settings), CollectorRegistry())
-    with EmbeddedServer(app) as server, httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {admin}"}, timeout=60.0
-    ) as client:
+    with (
+        EmbeddedServer(app) as server,
+        httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {admin}"}, timeout=60.0
+        ) as client,
+    ):
         budgets: dict[str, Any] = {"rounds": args.max_rounds}
         if args.time_limit is not None:
             budgets["seconds"] = args.time_limit
-        r = client.post("/v1/tasks", json={
-            "kind": task.kind, "params": task.params.model_dump(), "merge_policy": args.merge, "mode": args.mode,
-            "budgets": budgets, "proposer": {"name": getattr(args, "proposer", "heuristic"), "knobs": knobs.model_dump()},
-            "window": args.window,
-            **({"stop_when": sw.model_dump()} if (sw := stop_when_of(args)) is not None else {}),
-        })
+        r = client.post(
+            "/v1/tasks",
+            json={
+                "kind": task.kind,
+                "params": task.params.model_dump(),
+                "merge_policy": args.merge,
+                "mode": args.mode,
+                "budgets": budgets,
+                "proposer": {"name": getattr(args, "proposer", "heuristic"), "knobs": knobs.model_dump()},
+                "window": args.window,
+                **({"stop_when": sw.model_dump()} if (sw := stop_when_of(args)) is not None else {}),
+            },
+        )
         if r.status_code != 201:
             raise RuntimeError(f"the coordinator refused the task: {r.text}")
         created = r.json()
@@ -212,12 +246,25 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
         view = client.get(f"/v1/tasks/{task_id}").json()
         reference = Reference(view["reference"], view["reference_kind"])
         if not args.quiet:
-            print(f"coordinator at {server.url}, task {task_id}; starting {args.agents} agents "
-                  f"in {min(args.processes, args.agents)} processes", file=sys.stderr, flush=True)
-        print(live_view_hint(server.url, task_id, None if own_token else admin, getattr(args, "ui", False)), file=sys.stderr, flush=True)
-        base = WorkerConfig(coordinator=server.url, task=task_id, join_token=created["join_token"],
-                            seed=task.run_seed(), proposer=getattr(args, "proposer", "heuristic"),
-                            proposer_options=getattr(args, "proposer_options", {}))
+            print(
+                f"coordinator at {server.url}, task {task_id}; starting {args.agents} agents "
+                f"in {min(args.processes, args.agents)} processes",
+                file=sys.stderr,
+                flush=True,
+            )
+        print(
+            live_view_hint(server.url, task_id, None if own_token else admin, getattr(args, "ui", False)),
+            file=sys.stderr,
+            flush=True,
+        )
+        base = WorkerConfig(
+            coordinator=server.url,
+            task=task_id,
+            join_token=created["join_token"],
+            seed=task.run_seed(),
+            proposer=getattr(args, "proposer", "heuristic"),
+            proposer_options=getattr(args, "proposer_options", {}),
+        )
         children = spawn(base, args.agents, args.processes, log_level="warning")
         try:
             _follow(client, task_id, reference, args.quiet)

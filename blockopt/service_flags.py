@@ -53,31 +53,51 @@ def add_settings_options(parser: argparse.ArgumentParser) -> None:
         flag, text = flag_of(name), field.description or name
         common: dict[str, Any] = {"dest": f"setting_{name}", "default": argparse.SUPPRESS}
         if annotation is SecretStr:
-            parser.add_argument(flag, type=Path, metavar="FILE", **common,
-                                help=f"file holding the {text} (else ${SECRET_VARIABLES[name]})")
+            parser.add_argument(
+                flag,
+                type=Path,
+                metavar="FILE",
+                **common,
+                help=f"file holding the {text} (else ${SECRET_VARIABLES[name]})",
+            )
         elif annotation is bool:
             parser.add_argument(flag, action="store_true", **common, help=text)
         elif typing.get_origin(annotation) is tuple:
             item = typing.get_args(annotation)[0]
-            parser.add_argument(flag, action="append", type=item, metavar="DIR" if item is Path else "NAME",
-                                **common, help=f"{text} (repeatable)")
+            parser.add_argument(
+                flag,
+                action="append",
+                type=item,
+                metavar="DIR" if item is Path else "NAME",
+                **common,
+                help=f"{text} (repeatable)",
+            )
         elif typing.get_origin(annotation) is typing.Literal:
             choices = list(typing.get_args(annotation))
             parser.add_argument(flag, choices=choices, **common, help=f"{text} (default: {field.default})")
         else:
-            parser.add_argument(flag, type=annotation, metavar=annotation.__name__.upper(), **common,
-                                help=f"{text} (default: {field.default})")
+            parser.add_argument(
+                flag,
+                type=annotation,
+                metavar=annotation.__name__.upper(),
+                **common,
+                help=f"{text} (default: {field.default})",
+            )
 
 
-def settings_from_args(args: argparse.Namespace, store: Mapping[str, Any],
-                       environ: Mapping[str, str] | None = None) -> ServiceSettings:
+def settings_from_args(
+    args: argparse.Namespace, store: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> ServiceSettings:
     """The settings the parsed flags describe (ValueError with one line when they do not validate)."""
-    given = {name[len("setting_"):]: value for name, value in vars(args).items() if name.startswith("setting_")}
+    given = {
+        name[len("setting_") :]: value for name, value in vars(args).items() if name.startswith("setting_")
+    }
     secret_files = {name: given.pop(name, None) for name in SECRET_VARIABLES}
     given = {name: tuple(value) if isinstance(value, list) else value for name, value in given.items()}
     try:
-        return from_env(os.environ if environ is None else environ, secret_files=secret_files,
-                        **store, **given)
+        return from_env(
+            os.environ if environ is None else environ, secret_files=secret_files, **store, **given
+        )
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

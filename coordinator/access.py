@@ -22,8 +22,9 @@ def _is_admin(admin: SecretStr | None, token: str) -> bool:
     return admin is not None and hmac.compare_digest(token.encode(), admin.get_secret_value().encode())
 
 
-async def check_read(service: CoordinatorService, settings: ServiceSettings, task_id: str | None,
-                     header: str | None) -> None:
+async def check_read(
+    service: CoordinatorService, settings: ServiceSettings, task_id: str | None, header: str | None
+) -> None:
     """Return when the bearer of ``header`` may read ``task_id`` (all tasks when None), else raise
     Unauthorized (401: no token, or one that grants nothing here) or NotFound (unknown task)."""
     if settings.public_read:
@@ -40,11 +41,15 @@ async def check_read(service: CoordinatorService, settings: ServiceSettings, tas
     agent = await service.store.agent_by_token(task_id, digest)
     if agent is not None and auth.matches(token, agent.token_hash):
         return
-    raise errors.Unauthorized("reading this task needs the admin token, its read token or one of its agent tokens")
+    raise errors.Unauthorized(
+        "reading this task needs the admin token, its read token or one of its agent tokens"
+    )
 
 
 def check_metrics(settings: ServiceSettings, header: str | None) -> None:
     if settings.metrics_token is None:
         return
-    if not hmac.compare_digest(auth.bearer(header).encode(), settings.metrics_token.get_secret_value().encode()):
+    if not hmac.compare_digest(
+        auth.bearer(header).encode(), settings.metrics_token.get_secret_value().encode()
+    ):
         raise errors.Unauthorized("the metrics token does not match")

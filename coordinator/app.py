@@ -47,39 +47,95 @@ from coordinator.wire import (
 log = logging.getLogger("blockopt.api")
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
+ASGIApp = Callable[
+    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
+]
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": desc}
-    for code, desc in {400: "invalid request", 401: "missing or wrong token", 403: "forbidden or wrong block",
-                       404: "unknown task or proposal", 409: "stale base, expired lease or finished task",
-                       405: "method not allowed on this route (the Allow header lists the allowed ones)",
-                       413: "body too large", 422: "body does not fit the model",
-                       429: "rate limit, no free block or budget exceeded",
-                       503: "the service is starting or stopping, or its store does not answer"}.items()
+    for code, desc in {
+        400: "invalid request",
+        401: "missing or wrong token",
+        403: "forbidden or wrong block",
+        404: "unknown task or proposal",
+        409: "stale base, expired lease or finished task",
+        405: "method not allowed on this route (the Allow header lists the allowed ones)",
+        413: "body too large",
+        422: "body does not fit the model",
+        429: "rate limit, no free block or budget exceeded",
+        503: "the service is starting or stopping, or its store does not answer",
+    }.items()
 }
 
 
 REPORT_EXAMPLE: dict[str, Any] = {
-    "task": {"kind": "quadratic", "name": "quadratic-n16-d4-c0.3-s0", "blocks": 16}, "agents": 4,
-    "merge_policy": "checked", "status": "optimal", "rounds": 28,
+    "task": {"kind": "quadratic", "name": "quadratic-n16-d4-c0.3-s0", "blocks": 16},
+    "agents": 4,
+    "merge_policy": "checked",
+    "status": "optimal",
+    "rounds": 28,
     "proposals": {"received": 112, "accepted": 112, "rejected": 0, "rejected_by_reason": {}},
-    "objective": {"initial": 0.0, "final": -29.0588, "reference": -29.0588, "reference_kind": "optimum",
-                  "relative_gap": 6.6e-11},
-    "feasible": True, "wall_s": 2.4, "usage": {"tokens": 0, "calls": 112},
+    "objective": {
+        "initial": 0.0,
+        "final": -29.0588,
+        "reference": -29.0588,
+        "reference_kind": "optimum",
+        "relative_gap": 6.6e-11,
+    },
+    "feasible": True,
+    "wall_s": 2.4,
+    "usage": {"tokens": 0, "calls": 112},
     "status_reason": "stopping rule met (relative gap)",
-    "constants": {"kappa": 0.158, "gamma_min": 0.87, "gamma_max": 1.13, "delta_max": 0.0, "rate": 0.86,
-                  "floor": 0.0, "informative": True, "steps": 28},
-    "checks": {"a_priori": {"constants": {"mu": 0.31, "lambda": 1.52, "m": 16.0}, "rounds_checked": 7,
-                            "rounds_held": 7, "rounds_precondition_failed": 21},
-               "one_step": {"coverage_target": 0.9, "rounds": 18, "hits": 17, "tightness_median": 1.4},
-               "envelope": {"window": 3, "rounds": 25, "hits": 25, "tightness_median": 40.0,
-                            "eta_rounds_predicted": 61, "eta_rounds_actual": 21}},
-    "forecast": {"limit": -29.0588, "remaining": 1e-9, "eta_rounds": 0, "eta_seconds": 0.0,
-                 "gain_per_1k_tokens": None},
-    "history": [{"round": 0, "objective": -12.3, "gap": 16.7, "merged": 4, "interfering": 6, "kappa": 0.2,
-                 "gamma": 0.98, "delta": 0.0, "predicted_gap": None, "hit": None, "a_priori_rhs": None,
-                 "a_priori_held": None}],
+    "constants": {
+        "kappa": 0.158,
+        "gamma_min": 0.87,
+        "gamma_max": 1.13,
+        "delta_max": 0.0,
+        "rate": 0.86,
+        "floor": 0.0,
+        "informative": True,
+        "steps": 28,
+    },
+    "checks": {
+        "a_priori": {
+            "constants": {"mu": 0.31, "lambda": 1.52, "m": 16.0},
+            "rounds_checked": 7,
+            "rounds_held": 7,
+            "rounds_precondition_failed": 21,
+        },
+        "one_step": {"coverage_target": 0.9, "rounds": 18, "hits": 17, "tightness_median": 1.4},
+        "envelope": {
+            "window": 3,
+            "rounds": 25,
+            "hits": 25,
+            "tightness_median": 40.0,
+            "eta_rounds_predicted": 61,
+            "eta_rounds_actual": 21,
+        },
+    },
+    "forecast": {
+        "limit": -29.0588,
+        "remaining": 1e-9,
+        "eta_rounds": 0,
+        "eta_seconds": 0.0,
+        "gain_per_1k_tokens": None,
+    },
+    "history": [
+        {
+            "round": 0,
+            "objective": -12.3,
+            "gap": 16.7,
+            "merged": 4,
+            "interfering": 6,
+            "kappa": 0.2,
+            "gamma": 0.98,
+            "delta": 0.0,
+            "predicted_gap": None,
+            "hit": None,
+            "a_priori_rhs": None,
+            "a_priori_held": None,
+        }
+    ],
 }
 
 
@@ -101,8 +157,12 @@ class BodyLimit:
         self.app = app
         self.limit = limit
 
-    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
-                       send: Callable[[Message], Awaitable[None]]) -> None:
+    async def __call__(
+        self,
+        scope: Scope,
+        receive: Callable[[], Awaitable[Message]],
+        send: Callable[[Message], Awaitable[None]],
+    ) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -142,8 +202,8 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
         title="blockopt coordinator",
         version="1",
         description="Coordinates a team of optimization agents: leases blocks, scores and merges proposals, "
-                    "records the measured constants of the convergence bound. Errors are always "
-                    '`{"error": {"code", "message", ...}}`.',
+        "records the measured constants of the convergence bound. Errors are always "
+        '`{"error": {"code", "message", ...}}`.',
         lifespan=lifespan,
         responses=ERROR_RESPONSES,
     )
@@ -158,8 +218,10 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        details = [{"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")}
-                   for e in exc.errors()]  # never echo the input: it may hold anything
+        details = [
+            {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]  # never echo the input: it may hold anything
         first = details[0] if details else {"loc": [], "msg": "invalid"}
         where = ".".join(first["loc"]) or "body"
         return error_response(errors.ValidationFailed(f"{where}: {first['msg']}", errors=details[:10]))
@@ -172,7 +234,9 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
             return error_response(errors.NotFound("no such route"))
         if exc.status_code == 405:
             allowed = openapi.allowed_methods(app, request.scope)
-            response = error_response(errors.MethodNotAllowed("method not allowed on this route", allowed=allowed))
+            response = error_response(
+                errors.MethodNotAllowed("method not allowed on this route", allowed=allowed)
+            )
             response.headers["Allow"] = ", ".join(allowed)
             return response
         if exc.status_code == 400:  # e.g. a body that is not JSON
@@ -192,66 +256,117 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
         auth.check_admin(settings.admin_token, authorization)
 
     async def reader(request: Request) -> None:
-        await access.check_read(service, settings, request.path_params.get("task_id"),
-                                request.headers.get("authorization"))
+        await access.check_read(
+            service, settings, request.path_params.get("task_id"), request.headers.get("authorization")
+        )
 
     read = [Depends(reader)]
 
     async def agent(request: Request) -> AgentRecord:
         # read from the request directly: this runs on every agent call, and FastAPI's per-parameter
         # resolution (a header and a second task_id) cost more than the lookup (the header is undocumented)
-        return await service.authenticate(request.path_params["task_id"], request.headers.get("authorization"))
+        return await service.authenticate(
+            request.path_params["task_id"], request.headers.get("authorization")
+        )
 
     wait_q = Query(0.0, ge=0, description="seconds to wait for the verdict (long poll)")
     next_q = Query(False, description="with the verdict, also lease the agent's next block (`next_lease`)")
 
     # -- tasks ----------------------------------------------------------------------------
-    @app.post("/v1/tasks", status_code=201, response_model=TaskCreated, dependencies=[Depends(admin)],
-              tags=["tasks"], summary="Create a task (admin)")
+    @app.post(
+        "/v1/tasks",
+        status_code=201,
+        response_model=TaskCreated,
+        dependencies=[Depends(admin)],
+        tags=["tasks"],
+        summary="Create a task (admin)",
+    )
     async def create_task(body: CreateTask) -> TaskCreated:
         spec, join_token, read_token = await service.create(body)
         return TaskCreated(id=spec.id, join_token=join_token, read_token=read_token)
 
-    @app.get("/v1/tasks", response_model=TaskList, dependencies=read, tags=["tasks"],
-             summary="List tasks (admin)")
+    @app.get(
+        "/v1/tasks", response_model=TaskList, dependencies=read, tags=["tasks"], summary="List tasks (admin)"
+    )
     async def list_tasks() -> TaskList:
         return TaskList(tasks=await service.views())
 
-    @app.get("/v1/tasks/{task_id}", response_model=TaskView, dependencies=read, tags=["tasks"],
-             summary="A task's status")
+    @app.get(
+        "/v1/tasks/{task_id}",
+        response_model=TaskView,
+        dependencies=read,
+        tags=["tasks"],
+        summary="A task's status",
+    )
     async def get_task(task_id: str) -> TaskView:
         return await service.view(task_id)
 
-    @app.post("/v1/tasks/{task_id}/stop", response_model=TaskView, dependencies=[Depends(admin)],
-              tags=["tasks"], summary="Stop a task (admin)")
+    @app.post(
+        "/v1/tasks/{task_id}/stop",
+        response_model=TaskView,
+        dependencies=[Depends(admin)],
+        tags=["tasks"],
+        summary="Stop a task (admin)",
+    )
     async def stop_task(task_id: str) -> TaskView:
         return await service.stop(task_id)
 
-    @app.get("/v1/tasks/{task_id}/rounds", response_model=RoundsView, dependencies=read, tags=["tasks"],
-             summary="Per-round history with the bound's constants")
+    @app.get(
+        "/v1/tasks/{task_id}/rounds",
+        response_model=RoundsView,
+        dependencies=read,
+        tags=["tasks"],
+        summary="Per-round history with the bound's constants",
+    )
     async def get_rounds(task_id: str, since: int = Query(0, ge=0)) -> RoundsView:
         await store.get_task(task_id)
-        return RoundsView(task=task_id, rounds=[books.history_row(e) for e in await store.rounds(task_id, since)])
+        return RoundsView(
+            task=task_id, rounds=[books.history_row(e) for e in await store.rounds(task_id, since)]
+        )
 
-    @app.get("/v1/tasks/{task_id}/report", response_model=Report, dependencies=read, tags=["tasks"],
-             summary="The run report (DESIGN §10)",
-             responses={200: {"content": {"application/json": {"example": REPORT_EXAMPLE}}}})
+    @app.get(
+        "/v1/tasks/{task_id}/report",
+        response_model=Report,
+        dependencies=read,
+        tags=["tasks"],
+        summary="The run report (DESIGN §10)",
+        responses={200: {"content": {"application/json": {"example": REPORT_EXAMPLE}}}},
+    )
     async def get_report(task_id: str) -> Report:
         return await service.report(task_id)
 
-    @app.get("/v1/tasks/{task_id}/solution", response_model=SolutionView, dependencies=read, tags=["tasks"],
-             summary="The current solution")
+    @app.get(
+        "/v1/tasks/{task_id}/solution",
+        response_model=SolutionView,
+        dependencies=read,
+        tags=["tasks"],
+        summary="The current solution",
+    )
     async def get_solution(task_id: str) -> SolutionView:
         return SolutionView(**await service.solution(task_id))
 
-    @app.get("/v1/tasks/{task_id}/events", dependencies=read, tags=["tasks"],
-             summary="Server-sent events: rounds and status",
-             response_class=StreamingResponse,
-             responses={200: {"content": {"text/event-stream": {"example":
-                        'event: round\nid: 0\ndata: {"round": 0, "objective": -20.1, "gap": 8.9}\n\n'}}}})
-    async def events(task_id: str, request: Request, since: int = Query(0, ge=0),
-                     last_event_id: str | None = Header(None, description="resume after this round (SSE reconnect)"),
-                     ) -> StreamingResponse:
+    @app.get(
+        "/v1/tasks/{task_id}/events",
+        dependencies=read,
+        tags=["tasks"],
+        summary="Server-sent events: rounds and status",
+        response_class=StreamingResponse,
+        responses={
+            200: {
+                "content": {
+                    "text/event-stream": {
+                        "example": 'event: round\nid: 0\ndata: {"round": 0, "objective": -20.1, "gap": 8.9}\n\n'
+                    }
+                }
+            }
+        },
+    )
+    async def events(
+        task_id: str,
+        request: Request,
+        since: int = Query(0, ge=0),
+        last_event_id: str | None = Header(None, description="resume after this round (SSE reconnect)"),
+    ) -> StreamingResponse:
         await store.get_task(task_id)
         if last_event_id is not None and last_event_id.strip().isdigit():  # ids are round numbers
             since = max(since, int(last_event_id) + 1)
@@ -268,7 +383,9 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
                         yield f"event: forecast\nid: {entry.record.round}\ndata: {forecast}\n\n"
                 runtime = await store.get_runtime(task_id)
                 if runtime.status in TERMINAL:
-                    data = json.dumps({"status": runtime.status, "reason": runtime.reason, "round": runtime.round})
+                    data = json.dumps(
+                        {"status": runtime.status, "reason": runtime.reason, "round": runtime.round}
+                    )
                     yield f"event: status\ndata: {data}\n\n"
                     return
                 if await request.is_disconnected():
@@ -278,53 +395,99 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
                 except TimeoutError:
                     yield ": keep-alive\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
 
     # -- agents -----------------------------------------------------------------------------
-    @app.post("/v1/tasks/{task_id}/agents", status_code=201, response_model=Joined, tags=["agents"],
-              summary="Join a task with its join token; returns this agent's own token")
-    async def join(task_id: str, body: JoinRequest,
-                   authorization: str | None = Header(None, include_in_schema=False)) -> Joined:
+    @app.post(
+        "/v1/tasks/{task_id}/agents",
+        status_code=201,
+        response_model=Joined,
+        tags=["agents"],
+        summary="Join a task with its join token; returns this agent's own token",
+    )
+    async def join(
+        task_id: str, body: JoinRequest, authorization: str | None = Header(None, include_in_schema=False)
+    ) -> Joined:
         return await service.join(task_id, auth.bearer(authorization), body)
 
-    @app.post("/v1/tasks/{task_id}/leases", status_code=201, response_model=None, tags=["agents"],
-              summary="Lease a block: block, base version, contract, expiry, budget left",
-              responses={201: {"model": LeaseGrant, "description": "the lease and its contract"}})
+    @app.post(
+        "/v1/tasks/{task_id}/leases",
+        status_code=201,
+        response_model=None,
+        tags=["agents"],
+        summary="Lease a block: block, base version, contract, expiry, budget left",
+        responses={201: {"model": LeaseGrant, "description": "the lease and its contract"}},
+    )
     async def lease(task_id: str, me: AgentRecord = Depends(agent)) -> Response:
         return model_response(await service.lease(task_id, me), 201)
 
-    @app.post("/v1/tasks/{task_id}/leases/{lease_id}/renew", response_model=LeaseRenewed, tags=["agents"],
-              summary="Extend a lease by the lease TTL")
+    @app.post(
+        "/v1/tasks/{task_id}/leases/{lease_id}/renew",
+        response_model=LeaseRenewed,
+        tags=["agents"],
+        summary="Extend a lease by the lease TTL",
+    )
     async def renew(task_id: str, lease_id: str, me: AgentRecord = Depends(agent)) -> LeaseRenewed:
         lease = await service.renew(task_id, me, lease_id)
         return LeaseRenewed(lease_id=lease.id, block=lease.block, expires_at=lease.expires_at)
 
-    @app.delete("/v1/tasks/{task_id}/leases/{lease_id}", status_code=204, tags=["agents"],
-                summary="Release a lease (the block becomes free)", response_class=Response)
+    @app.delete(
+        "/v1/tasks/{task_id}/leases/{lease_id}",
+        status_code=204,
+        tags=["agents"],
+        summary="Release a lease (the block becomes free)",
+        response_class=Response,
+    )
     async def release(task_id: str, lease_id: str, me: AgentRecord = Depends(agent)) -> Response:
         await service.release(task_id, me, lease_id)
         return Response(status_code=204)
 
-    @app.post("/v1/tasks/{task_id}/proposals", response_model=ProposalView, tags=["agents"],
-              summary="Submit a proposal for the leased block: 200 with the verdict, or 202 to poll",
-              responses={202: {"model": ProposalView, "description": "stored; the round has not closed yet"}})
-    async def submit(task_id: str, body: ProposalIn, me: AgentRecord = Depends(agent),
-                     wait: float = wait_q, next_lease: bool = next_q) -> Response:
+    @app.post(
+        "/v1/tasks/{task_id}/proposals",
+        response_model=ProposalView,
+        tags=["agents"],
+        summary="Submit a proposal for the leased block: 200 with the verdict, or 202 to poll",
+        responses={202: {"model": ProposalView, "description": "stored; the round has not closed yet"}},
+    )
+    async def submit(
+        task_id: str,
+        body: ProposalIn,
+        me: AgentRecord = Depends(agent),
+        wait: float = wait_q,
+        next_lease: bool = next_q,
+    ) -> Response:
         view, decided = await service.submit(task_id, me, body, wait, next_lease)
         return model_response(view, 200 if decided else 202)
 
-    @app.get("/v1/tasks/{task_id}/proposals/{proposal_id}", response_model=ProposalView, tags=["agents"],
-             summary="A proposal's verdict (long-poll with ?wait=)",
-             responses={202: {"model": ProposalView, "description": "still pending"}})
-    async def get_proposal(task_id: str, proposal_id: str, me: AgentRecord = Depends(agent),
-                           wait: float = wait_q, next_lease: bool = next_q) -> Response:
+    @app.get(
+        "/v1/tasks/{task_id}/proposals/{proposal_id}",
+        response_model=ProposalView,
+        tags=["agents"],
+        summary="A proposal's verdict (long-poll with ?wait=)",
+        responses={202: {"model": ProposalView, "description": "still pending"}},
+    )
+    async def get_proposal(
+        task_id: str,
+        proposal_id: str,
+        me: AgentRecord = Depends(agent),
+        wait: float = wait_q,
+        next_lease: bool = next_q,
+    ) -> Response:
         view, decided = await service.proposal(task_id, proposal_id, wait, me, next_lease)
         return model_response(view, 200 if decided else 202)
 
     # -- operations ---------------------------------------------------------------------------
-    @app.get("/metrics", tags=["operations"], summary="Prometheus metrics", response_class=Response,
-             responses={200: {"content": {"text/plain": {"example": 'blockopt_gap{task="t-3f2a9c"} 1.2e-09\n'}}}})
+    @app.get(
+        "/metrics",
+        tags=["operations"],
+        summary="Prometheus metrics",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {"example": 'blockopt_gap{task="t-3f2a9c"} 1.2e-09\n'}}}},
+    )
     async def prometheus(request: Request) -> Response:
         access.check_metrics(settings, request.headers.get("authorization"))
         await metrics.refresh(store, service.clock())
@@ -334,7 +497,12 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
     async def healthz() -> Health:
         return Health(status="ok")
 
-    @app.get("/readyz", response_model=Health, tags=["operations"], summary="Readiness: scheduler up, store reachable")
+    @app.get(
+        "/readyz",
+        response_model=Health,
+        tags=["operations"],
+        summary="Readiness: scheduler up, store reachable",
+    )
     async def readyz() -> Health:
         if not service.ready:
             raise errors.NotReady("the service is starting or stopping")

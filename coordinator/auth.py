@@ -67,7 +67,8 @@ class RateLimiter:
         if tokens < 1.0:
             self._buckets[key] = (tokens, now)
             raise errors.RateLimited(
-                "too many requests from this agent; slow down", retry_after=round((1.0 - tokens) / self.rate, 3)
+                "too many requests from this agent; slow down",
+                retry_after=round((1.0 - tokens) / self.rate, 3),
             )
         self._buckets[key] = (tokens - 1.0, now)
         while len(self._buckets) > self.max_keys:

@@ -8,7 +8,15 @@ from collections import Counter
 from dataclasses import asdict, replace
 from typing import Any
 
-from coordinator.ledger import Report, RunLedger, StopRule, TaskStatus, UsageTotals, build_report, history_fields
+from coordinator.ledger import (
+    Report,
+    RunLedger,
+    StopRule,
+    TaskStatus,
+    UsageTotals,
+    build_report,
+    history_fields,
+)
 from coordinator.store.base import Head, RoundEntry, TaskRuntime, TaskSpec, UsageRow
 from tasks.base import Reference
 
@@ -33,26 +41,41 @@ def stop_status(spec: TaskSpec, objective: float, stalled: int, proposals: int) 
     per round, a block comes back once every ceil(n_blocks / proposals) rounds;
     and a lagging proposer's empty rounds (``stop_lag_rounds``) do not count.
     """
-    ledger = RunLedger(reference_of(spec), spec.initial_objective, spec.tolerance, spec.window, stalled=stalled)
+    ledger = RunLedger(
+        reference_of(spec), spec.initial_objective, spec.tolerance, spec.window, stalled=stalled
+    )
     sweep = math.ceil(spec.n_blocks / max(1, min(proposals, spec.n_blocks)))
     rule = stop_rule(spec)
-    return ledger.stop_status(objective, replace(rule, stall_rounds=(rule.stall_rounds + spec.stop_lag_rounds) * sweep))
+    return ledger.stop_status(
+        objective, replace(rule, stall_rounds=(rule.stall_rounds + spec.stop_lag_rounds) * sweep)
+    )
 
 
 def ledger_of(
-    spec: TaskSpec, runtime: TaskRuntime, rounds: list[RoundEntry], counters: dict[str, float],
-    usage: list[UsageRow], now: float | None = None,
+    spec: TaskSpec,
+    runtime: TaskRuntime,
+    rounds: list[RoundEntry],
+    counters: dict[str, float],
+    usage: list[UsageRow],
+    now: float | None = None,
 ) -> RunLedger:
-    ledger = RunLedger(reference_of(spec), spec.initial_objective, spec.tolerance, spec.window,
-                       a_priori=spec.a_priori)
+    ledger = RunLedger(
+        reference_of(spec), spec.initial_objective, spec.tolerance, spec.window, a_priori=spec.a_priori
+    )
     ledger.records = [r.record for r in rounds]
     ledger.verdicts = Counter(
-        {k: int(v) for k, v in counters.items()
-         if k in ("accepted", "rejected", "abandoned") or k.startswith(("rejected:", "abandoned:"))}
+        {
+            k: int(v)
+            for k, v in counters.items()
+            if k in ("accepted", "rejected", "abandoned") or k.startswith(("rejected:", "abandoned:"))
+        }
     )
     for row in usage:
-        for target in (ledger.usage, ledger.usage_by_model.setdefault(row.model, UsageTotals()),
-                       ledger.usage_by_agent.setdefault(row.agent, UsageTotals())):
+        for target in (
+            ledger.usage,
+            ledger.usage_by_model.setdefault(row.model, UsageTotals()),
+            ledger.usage_by_agent.setdefault(row.agent, UsageTotals()),
+        ):
             for name, value in row.usage.model_dump().items():
                 setattr(target, name, getattr(target, name) + value)
     if ledger.records:  # the store keeps usage per agent, not per round: spread it evenly over the rounds
@@ -66,14 +89,26 @@ def ledger_of(
 
 
 def report_of(
-    spec: TaskSpec, runtime: TaskRuntime, head: Head, rounds: list[RoundEntry], counters: dict[str, float],
-    usage: list[UsageRow], agents: int, feasible: bool,
+    spec: TaskSpec,
+    runtime: TaskRuntime,
+    head: Head,
+    rounds: list[RoundEntry],
+    counters: dict[str, float],
+    usage: list[UsageRow],
+    agents: int,
+    feasible: bool,
 ) -> Report:
     status: TaskStatus = runtime.status
     return build_report(
         ledger_of(spec, runtime, rounds, counters, usage),
-        task_info={"kind": spec.kind, "name": spec.name, "blocks": spec.n_blocks, "params": spec.params,
-                   "id": spec.id, "mode": spec.mode},
+        task_info={
+            "kind": spec.kind,
+            "name": spec.name,
+            "blocks": spec.n_blocks,
+            "params": spec.params,
+            "id": spec.id,
+            "mode": spec.mode,
+        },
         agents=agents,
         merge_policy=spec.merge_policy,
         status=status,
@@ -87,6 +122,10 @@ def report_of(
 def history_row(entry: RoundEntry) -> dict[str, Any]:
     r = entry.record
     return {
-        **history_fields(r), "version": r.version, "engine_seconds": r.engine_seconds,
-        "eval_seconds": r.eval_seconds, "opened_at": entry.opened_at, "closed_at": entry.closed_at,
+        **history_fields(r),
+        "version": r.version,
+        "engine_seconds": r.engine_seconds,
+        "eval_seconds": r.eval_seconds,
+        "opened_at": entry.opened_at,
+        "closed_at": entry.closed_at,
     }

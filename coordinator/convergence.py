@@ -63,7 +63,11 @@ def round_constants(
 
 
 def check_accounting(
-    gap_before: float, gap_after: float, gamma: float | None, merged: Sequence[MergedScore], tolerance: float,
+    gap_before: float,
+    gap_after: float,
+    gamma: float | None,
+    merged: Sequence[MergedScore],
+    tolerance: float,
     separable: bool = False,
 ) -> list[str]:
     """What is wrong with one round's books ([] when they balance).
@@ -86,7 +90,9 @@ def check_accounting(
         problems.append("merged proposals without a recorded gamma")
         return problems
     if abs(gap_after - (gap_before - gamma * total)) > slack:
-        problems.append(f"g_t+1 = {gap_after:.17g} but g_t - gamma*sum(Delta) = {gap_before - gamma * total:.17g}")
+        problems.append(
+            f"g_t+1 = {gap_after:.17g} but g_t - gamma*sum(Delta) = {gap_before - gamma * total:.17g}"
+        )
     if separable and abs(gap_before - gap_after - total) > slack:
         problems.append(
             f"separable merge improved F by {gap_before - gap_after:.17g}, not by the sum of its standalone"
@@ -104,7 +110,10 @@ class APrioriCheck:
 
 
 def a_priori_check(
-    factor: float, gap_before: float, gap_after: float, tolerance: float,
+    factor: float,
+    gap_before: float,
+    gap_after: float,
+    tolerance: float,
     precondition_failed: str | None,
 ) -> APrioriCheck:
     if precondition_failed is not None:
@@ -173,8 +182,23 @@ def constants_of(steps: Sequence[RoundConstants]) -> Constants | None:
 def run_constants(steps: Sequence[RoundConstants]) -> RunConstants:
     c = constants_of(steps)
     if c is None:
-        return RunConstants(kappa=None, gamma_min=None, gamma_max=None, delta_max=None, rate=None, floor=None,
-                            informative=False, steps=len(steps))
-    return RunConstants(kappa=c.kappa, gamma_min=c.gamma_min, gamma_max=c.gamma_max, delta_max=c.delta_max,
-                        rate=c.rate, floor=c.floor, informative=c.informative(steps[0].gap_before),
-                        steps=len(steps))
+        return RunConstants(
+            kappa=None,
+            gamma_min=None,
+            gamma_max=None,
+            delta_max=None,
+            rate=None,
+            floor=None,
+            informative=False,
+            steps=len(steps),
+        )
+    return RunConstants(
+        kappa=c.kappa,
+        gamma_min=c.gamma_min,
+        gamma_max=c.gamma_max,
+        delta_max=c.delta_max,
+        rate=c.rate,
+        floor=c.floor,
+        informative=c.informative(steps[0].gap_before),
+        steps=len(steps),
+    )

@@ -31,7 +31,9 @@ def check_params(params_model: type, params: dict[str, Any], data_dirs: Iterable
             where = ", ".join(str(r) for r in roots) if roots else "none configured"
             raise errors.InvalidRequest(
                 f"params.{name}: the path '{value}' is outside the coordinator's data directories ({where}); "
-                "start the coordinator with --data-dir DIR to allow files under DIR", field=f"params.{name}")
+                "start the coordinator with --data-dir DIR to allow files under DIR",
+                field=f"params.{name}",
+            )
 
 
 def dirs_for(params_model: type, params: dict[str, Any]) -> tuple[Path, ...]:

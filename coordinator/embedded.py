@@ -25,13 +25,18 @@ def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
 class EmbeddedServer:
     """uvicorn in a daemon thread on an already bound socket, so the port is known before it starts."""
 
-    def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
+    def __init__(
+        self, app: FastAPI, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
+    ) -> None:
         self.sock = bind(host, port)
         self.host, self.port = self.sock.getsockname()[:2]
-        config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", timeout_keep_alive=30)
+        config = uvicorn.Config(
+            app, log_level=log_level, access_log=False, lifespan="on", timeout_keep_alive=30
+        )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       name="blockopt-uvicorn", daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, name="blockopt-uvicorn", daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -55,5 +60,7 @@ class EmbeddedServer:
         self.start()
         return self
 
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()

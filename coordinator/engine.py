@@ -141,7 +141,11 @@ class RoundEngine:
 
     # -- the round ----------------------------------------------------------
     def run_round(
-        self, snap: Snapshot, proposals: Sequence[Proposal], round_index: int, regroup: bool = False,
+        self,
+        snap: Snapshot,
+        proposals: Sequence[Proposal],
+        round_index: int,
+        regroup: bool = False,
         predicted_gap: float | None = None,
     ) -> RoundOutcome:
         """Score, select and commit one round; with ``regroup``, a round that merges nothing asks the task
@@ -157,8 +161,14 @@ class RoundEngine:
 
         def reject(p: Proposal, code: str, reason: str, delta: float | None = None) -> None:
             verdicts[p.id] = Verdict(
-                proposal_id=p.id, block=p.block, status="rejected", code=code, reason=reason,
-                round=round_index, predicted=p.predicted_improvement, delta=delta,
+                proposal_id=p.id,
+                block=p.block,
+                status="rejected",
+                code=code,
+                reason=reason,
+                round=round_index,
+                predicted=p.predicted_improvement,
+                delta=delta,
             )
 
         state, f0 = snap.state, snap.objective
@@ -213,13 +223,20 @@ class RoundEngine:
             if committed and i in chosen:
                 rebased = p.base_version < snap.version
                 verdicts[p.id] = Verdict(
-                    proposal_id=p.id, block=p.block, status="accepted", code="merged",
+                    proposal_id=p.id,
+                    block=p.block,
+                    status="accepted",
+                    code="merged",
                     reason="merged" + (f" (rebased from version {p.base_version})" if rebased else ""),
-                    round=round_index, predicted=p.predicted_improvement, delta=s.gain,
+                    round=round_index,
+                    predicted=p.predicted_improvement,
+                    delta=s.gain,
                 )
                 merged_scores.append(MergedScore(p.predicted_improvement, s.gain))
             elif i in chosen:
-                reject(p, "combination_worse", "the checked combination did not improve the objective", s.gain)
+                reject(
+                    p, "combination_worse", "the checked combination did not improve the objective", s.gain
+                )
             else:
                 reject(p, "not_selected", "interferes with a better combination in this round", s.gain)
 
@@ -229,8 +246,14 @@ class RoundEngine:
         if merged_set:
             interfering_merged = graph.subgraph(merged_set).number_of_edges() > 0
             merge_kind = "checked_combination" if interfering_merged else "independent"
-        problems = check_accounting(consts.gap_before, consts.gap_after, consts.gamma, merged_scores, self.tolerance,
-                                    separable=merge_kind == "independent")
+        problems = check_accounting(
+            consts.gap_before,
+            consts.gap_after,
+            consts.gamma,
+            merged_scores,
+            self.tolerance,
+            separable=merge_kind == "independent",
+        )
         if problems:
             message = f"round {round_index} of {self.task.name}: books do not balance: " + "; ".join(problems)
             if self.settings.strict_accounting:
@@ -239,10 +262,18 @@ class RoundEngine:
         prior = None
         if self.a_priori is not None:
             missing = self.task.n_blocks - len(exact_blocks)
-            failed = (None if missing == 0 else
-                      f"{missing} of {self.task.n_blocks} blocks had no exact minimizer on version {snap.version}")
-            prior = a_priori_check(self.a_priori.factor[self.settings.merge_policy], consts.gap_before,
-                                   consts.gap_after, self.tolerance, failed)
+            failed = (
+                None
+                if missing == 0
+                else f"{missing} of {self.task.n_blocks} blocks had no exact minimizer on version {snap.version}"
+            )
+            prior = a_priori_check(
+                self.a_priori.factor[self.settings.merge_policy],
+                consts.gap_before,
+                consts.gap_after,
+                self.tolerance,
+                failed,
+            )
         elapsed = time.perf_counter() - started
         record = RoundRecord(
             round=round_index,
@@ -271,23 +302,28 @@ class RoundEngine:
         return RoundOutcome(new_snap, record, ordered, consts, committed or regrouped)
 
     # -- interference ---------------------------------------------------------
-    def _interference_graph(
-        self, state: Any, f0: float, scored: list[_Scored], meter: _Meter
-    ) -> nx.Graph:
+    def _interference_graph(self, state: Any, f0: float, scored: list[_Scored], meter: _Meter) -> nx.Graph:
         graph = nx.Graph()
         for i, s in enumerate(scored):
             graph.add_node(i, gain=s.gain)
-        same_block, overlapping = candidate_pairs([s.proposal.block for s in scored], [s.footprint for s in scored])
+        same_block, overlapping = candidate_pairs(
+            [s.proposal.block for s in scored], [s.footprint for s in scored]
+        )
         graph.add_edges_from((i, j, {"exclusive": True, "c": float("inf")}) for i, j in same_block)
         if overlapping:  # all pairs in one call: a kind with a closed form batches them
             items = [(s.proposal.block, s.value) for s in scored]
             values = meter(self.task.interactions, state, items, overlapping, f0)
-            graph.add_edges_from((i, j, {"c": c}) for (i, j), c in zip(overlapping, values, strict=True)
-                                 if abs(c) > self.tolerance)
+            graph.add_edges_from(
+                (i, j, {"c": c})
+                for (i, j), c in zip(overlapping, values, strict=True)
+                if abs(c) > self.tolerance
+            )
         return graph
 
     # -- selection --------------------------------------------------------------
-    def _exact_gain(self, state: Any, f0: float, scored: list[_Scored], subset: set[int], meter: _Meter) -> float:
+    def _exact_gain(
+        self, state: Any, f0: float, scored: list[_Scored], subset: set[int], meter: _Meter
+    ) -> float:
         changes = {scored[i].proposal.block: scored[i].value for i in subset}
         return f0 - meter(self.task.evaluate_change, state, changes)
 
@@ -295,7 +331,13 @@ class RoundEngine:
         return abs(predicted - exact) <= self.tolerance + self.settings.model_agreement * abs(predicted)
 
     def _greedy_checked(
-        self, state: Any, f0: float, scored: list[_Scored], groups: list[set[int]], gains: list[float], meter: _Meter
+        self,
+        state: Any,
+        f0: float,
+        scored: list[_Scored],
+        groups: list[set[int]],
+        gains: list[float],
+        meter: _Meter,
     ) -> tuple[set[int], float, int]:
         """Add groups best-first, keeping each addition only if the exact objective improves."""
         order = sorted(range(len(groups)), key=lambda k: -gains[k])
@@ -349,7 +391,11 @@ class RoundEngine:
             return {best_single}, scored[best_single].gain, 0
         subset = best_pairwise_combination(sub)
         predicted = pairwise_model_value(sub, subset)
-        exact = self._exact_gain(state, f0, scored, subset, meter) if len(subset) > 1 else scored[best_single].gain
+        exact = (
+            self._exact_gain(state, f0, scored, subset, meter)
+            if len(subset) > 1
+            else scored[best_single].gain
+        )
         checks = 1 if len(subset) > 1 else 0
         if not self._agrees(predicted, exact):
             greedy, greedy_gain, used = self._greedy_checked(
@@ -361,4 +407,3 @@ class RoundEngine:
         if exact < scored[best_single].gain:
             return {best_single}, scored[best_single].gain, checks
         return subset, exact, checks
-

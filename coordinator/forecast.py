@@ -30,7 +30,10 @@ def target_gap(reference: float, g0: float, epsilon: float) -> float:
 
 
 def one_step(
-    gaps: Sequence[float], window: int = DEFAULT_WINDOW, coverage: float = DEFAULT_COVERAGE, tolerance: float = 0.0
+    gaps: Sequence[float],
+    window: int = DEFAULT_WINDOW,
+    coverage: float = DEFAULT_COVERAGE,
+    tolerance: float = 0.0,
 ) -> float | None:
     """B_{t+1} from g_0..g_t only: g_t times the conformal quantile of the last ``window`` ratios g_{s+1}/g_s.
 
@@ -73,8 +76,13 @@ def one_step_summary(
     pairs = [(p, g) for p, g in zip(predicted, gaps_after, strict=True) if p is not None]
     hits = sum(1 for p, g in pairs if g <= p + tolerance)
     tight = [t for p, g in pairs if (t := tightness(p, g, tolerance)) is not None]
-    return OneStepSummary(coverage_target=coverage, rounds=len(pairs), hits=hits,
-                          tightness_median=statistics.median(tight) if tight else None, tightness=tight)
+    return OneStepSummary(
+        coverage_target=coverage,
+        rounds=len(pairs),
+        hits=hits,
+        tightness_median=statistics.median(tight) if tight else None,
+        tightness=tight,
+    )
 
 
 class EnvelopeSummary(BaseModel):
@@ -98,12 +106,22 @@ def envelope_summary(
     actual = next((t for t, g in enumerate(gaps) if g <= target), None)
     c = constants_of(steps[:window]) if len(steps) >= window else None
     if c is None:
-        return EnvelopeSummary(window=window, rounds=0, hits=0, tightness_median=None, eta_rounds_predicted=None,
-                               eta_rounds_actual=actual, informative=False, envelope=[])
+        return EnvelopeSummary(
+            window=window,
+            rounds=0,
+            hits=0,
+            tightness_median=None,
+            eta_rounds_predicted=None,
+            eta_rounds_actual=actual,
+            informative=False,
+            envelope=[],
+        )
     later = len(gaps) - 1 - window
     env = c.envelope(gaps[window], later)
     hits = sum(1 for k in range(1, later + 1) if gaps[window + k] <= env[k] + tolerance)
-    tight = [t for k in range(1, later + 1) if (t := tightness(env[k], gaps[window + k], tolerance)) is not None]
+    tight = [
+        t for k in range(1, later + 1) if (t := tightness(env[k], gaps[window + k], tolerance)) is not None
+    ]
     predicted: int | None = None
     if gaps[window] <= target:
         predicted = window
@@ -113,8 +131,13 @@ def envelope_summary(
             b, k = c.rate * b + c.gamma_max * c.delta_max, k + 1
         predicted = window + k if b <= target else None
     return EnvelopeSummary(
-        window=window, rounds=later, hits=hits, tightness_median=statistics.median(tight) if tight else None,
-        eta_rounds_predicted=predicted, eta_rounds_actual=actual, informative=c.informative(gaps[window]),
+        window=window,
+        rounds=later,
+        hits=hits,
+        tightness_median=statistics.median(tight) if tight else None,
+        eta_rounds_predicted=predicted,
+        eta_rounds_actual=actual,
+        informative=c.informative(gaps[window]),
         envelope=env,
     )
 
@@ -150,8 +173,15 @@ class Pace:
 
 
 def forecast(
-    objectives: Sequence[float], reference: float, *, window: int = DEFAULT_WINDOW, epsilon: float = DEFAULT_EPSILON,
-    horizon: int = 5, pace: Pace = Pace(), tolerance: float = 0.0, optimum: bool = False,
+    objectives: Sequence[float],
+    reference: float,
+    *,
+    window: int = DEFAULT_WINDOW,
+    epsilon: float = DEFAULT_EPSILON,
+    horizon: int = 5,
+    pace: Pace = Pace(),
+    tolerance: float = 0.0,
+    optimum: bool = False,
 ) -> Forecast:
     """Extrapolate F_0..F_t. Decreases over the last h rounds (D₁) and the h before (D₀) give the ratio q = D₁/D₀
     per h rounds; if they keep shrinking geometrically, what is left is D₁·q/(1−q) (Aitken's Δ² when h = 1).
@@ -182,7 +212,9 @@ def forecast(
     gap_now = f[t] - reference if f else 0.0
     if f and gap_now <= target:
         eta, eta_target = 0, "relative_gap"
-    elif optimum and t >= 1:  # the gap is known: its own rate says how far ε is (a floor shows as a slow rate)
+    elif (
+        optimum and t >= 1
+    ):  # the gap is known: its own rate says how far ε is (a floor shows as a slow rate)
         k = min(window, t)
         base = f[t - k] - reference
         ratio = (gap_now / base) ** (1.0 / k) if base > tolerance and gap_now > 0 else None
@@ -192,15 +224,25 @@ def forecast(
         reachable = limit - reference < target
         allowed = target - (limit - reference) if reachable else target  # else: to within ε of the limit
         eta_target = "relative_gap" if reachable else "limit"
-        eta = 0 if remaining <= allowed else (1 if rho <= 0.0 else
-                                              max(1, math.ceil(math.log(allowed / remaining) / math.log(rho))))
+        eta = (
+            0
+            if remaining <= allowed
+            else (1 if rho <= 0.0 else max(1, math.ceil(math.log(allowed / remaining) / math.log(rho))))
+        )
     per_tokens = (gain / (horizon * pace.tokens / 1000.0)) if pace.tokens and gain is not None else None
     per_agent_s = (gain / (horizon * pace.agent_seconds)) if pace.agent_seconds and gain is not None else None
     return Forecast(
-        limit=limit, remaining=remaining, eta_rounds=eta,
+        limit=limit,
+        remaining=remaining,
+        eta_rounds=eta,
         eta_seconds=eta * pace.seconds if (pace.seconds is not None and eta is not None) else None,
-        eta_target=eta_target, epsilon=epsilon, rate=rho, horizon_rounds=horizon, gain_next_rounds=gain,
-        gain_per_1k_tokens=per_tokens, gain_per_agent_second=per_agent_s,
+        eta_target=eta_target,
+        epsilon=epsilon,
+        rate=rho,
+        horizon_rounds=horizon,
+        gain_next_rounds=gain,
+        gain_per_1k_tokens=per_tokens,
+        gain_per_agent_second=per_agent_s,
     )
 
 
@@ -225,9 +267,13 @@ class StopWhen(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     gain_per_1k_tokens: float | None = Field(None, gt=0, description="minimum forecast gain per 1,000 tokens")
-    gain_per_agent_second: float | None = Field(None, gt=0, description="minimum forecast gain per agent-second")
+    gain_per_agent_second: float | None = Field(
+        None, gt=0, description="minimum forecast gain per agent-second"
+    )
     horizon_rounds: int = Field(5, ge=1, le=1000, description="rounds the forecast gain is summed over")
-    min_rounds: int = Field(6, ge=2, description="rounds before the rule may stop a task (the forecast needs some)")
+    min_rounds: int = Field(
+        6, ge=2, description="rounds before the rule may stop a task (the forecast needs some)"
+    )
 
     @model_validator(mode="after")
     def _one_threshold(self) -> StopWhen:
@@ -239,9 +285,13 @@ class StopWhen(BaseModel):
         """Why the task should stop now (None: keep going)."""
         if rounds < self.min_rounds:
             return None
-        for name, limit, value in (("1,000 tokens", self.gain_per_1k_tokens, fc.gain_per_1k_tokens),
-                                   ("agent-second", self.gain_per_agent_second, fc.gain_per_agent_second)):
+        for name, limit, value in (
+            ("1,000 tokens", self.gain_per_1k_tokens, fc.gain_per_1k_tokens),
+            ("agent-second", self.gain_per_agent_second, fc.gain_per_agent_second),
+        ):
             if limit is not None and value is not None and value < limit:
-                return (f"forecast gain over the next {fc.horizon_rounds} rounds is {value:.4g} per {name}, below"
-                        f" the threshold {limit:.4g} (limit {fc.limit}, remaining {fc.remaining})")
+                return (
+                    f"forecast gain over the next {fc.horizon_rounds} rounds is {value:.4g} per {name}, below"
+                    f" the threshold {limit:.4g} (limit {fc.limit}, remaining {fc.remaining})"
+                )
         return None

@@ -71,8 +71,13 @@ def run_inproc(
 ) -> RunResult:
     engine = RoundEngine(task, engine_settings)
     snap = engine.initial_snapshot()
-    ledger = RunLedger(engine.reference, snap.objective, engine.tolerance, settings.envelope_window,
-                       a_priori=engine.a_priori.constants if engine.a_priori else None)
+    ledger = RunLedger(
+        engine.reference,
+        snap.objective,
+        engine.tolerance,
+        settings.envelope_window,
+        a_priori=engine.a_priori.constants if engine.a_priori else None,
+    )
     proposers: list[Proposer] = [
         task.make_proposer(knobs, seed=settings.seed * 1000 + a) for a in range(settings.agents)
     ]
@@ -109,18 +114,24 @@ def run_inproc(
             )
         # Regroup once a whole sweep found nothing: every block has had its chance with this grouping.
         predicted = ledger.predict_next()  # before the round's proposals are scored
-        outcome = engine.run_round(snap, proposals, round_index, regroup=(ledger.stalled + 1) % sweep == 0,
-                                   predicted_gap=predicted)
+        outcome = engine.run_round(
+            snap, proposals, round_index, regroup=(ledger.stalled + 1) % sweep == 0, predicted_gap=predicted
+        )
         snap = outcome.snapshot
         ledger.add_round(outcome.record, proposals, outcome.verdicts)
         if on_round is not None:
             on_round(outcome, ledger)
         ended = ledger.stop_status(snap.objective, stop)
         if ended is not None:
-            status, reason = ended, "stopping rule met (" + ("relative gap)" if ended == "optimal" else "stalled rounds)")
+            status, reason = (
+                ended,
+                "stopping rule met (" + ("relative gap)" if ended == "optimal" else "stalled rounds)"),
+            )
             break
         if settings.stop_when is not None:
-            why = settings.stop_when.verdict(len(ledger.records), ledger.forecast(settings.stop_when.horizon_rounds))
+            why = settings.stop_when.verdict(
+                len(ledger.records), ledger.forecast(settings.stop_when.horizon_rounds)
+            )
             if why is not None:
                 status, reason = TaskStatus.DIMINISHING_RETURNS, why
                 break

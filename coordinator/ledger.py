@@ -73,9 +73,7 @@ class RunLedger:
     round_tokens: list[float] = field(default_factory=list)
     round_agent_seconds: list[float] = field(default_factory=list)
 
-    def add_round(
-        self, record: RoundRecord, proposals: list[Proposal], verdicts: list[Verdict]
-    ) -> None:
+    def add_round(self, record: RoundRecord, proposals: list[Proposal], verdicts: list[Verdict]) -> None:
         self.records.append(record)
         self.round_tokens.append(float(sum(p.usage.tokens for p in proposals)))
         self.round_agent_seconds.append(sum(p.usage.seconds for p in proposals))
@@ -102,27 +100,41 @@ class RunLedger:
 
     def steps(self) -> list[RoundConstants]:
         gaps = self.gaps
-        return [RoundConstants(gaps[k], r.gap, r.kappa if r.kappa is not None else 0.0, r.gamma,
-                               r.delta or 0.0, r.accepted) for k, r in enumerate(self.records)]
+        return [
+            RoundConstants(
+                gaps[k], r.gap, r.kappa if r.kappa is not None else 0.0, r.gamma, r.delta or 0.0, r.accepted
+            )
+            for k, r in enumerate(self.records)
+        ]
 
     def predict_next(self) -> float | None:
         """The one-step forecast for the next round (call before it is scored)."""
         return fc.one_step(self.gaps, self.forecast_window, self.coverage, self.tolerance)
 
     def pace(self) -> fc.Pace:
-        recent = self.records[-self.forecast_window:]
+        recent = self.records[-self.forecast_window :]
         if not recent:
             return fc.Pace()
         n = len(recent)
         seconds = self.wall_s / max(1, len(self.records))
-        return fc.Pace(seconds=seconds, tokens=sum(self.round_tokens[-n:]) / n if self.round_tokens else None,
-                       agent_seconds=sum(self.round_agent_seconds[-n:]) / n if self.round_agent_seconds else None)
+        return fc.Pace(
+            seconds=seconds,
+            tokens=sum(self.round_tokens[-n:]) / n if self.round_tokens else None,
+            agent_seconds=sum(self.round_agent_seconds[-n:]) / n if self.round_agent_seconds else None,
+        )
 
     def forecast(self, horizon: int = 5) -> fc.Forecast:
         objectives = [self.initial_objective] + [r.objective for r in self.records]
-        return fc.forecast(objectives, self.reference.value, window=self.forecast_window, epsilon=self.epsilon,
-                           horizon=horizon, pace=self.pace(), tolerance=self.tolerance,
-                           optimum=self.reference.kind == "optimum")
+        return fc.forecast(
+            objectives,
+            self.reference.value,
+            window=self.forecast_window,
+            epsilon=self.epsilon,
+            horizon=horizon,
+            pace=self.pace(),
+            tolerance=self.tolerance,
+            optimum=self.reference.kind == "optimum",
+        )
 
     def constants(self) -> RunConstants:
         return run_constants(self.steps())
@@ -135,11 +147,19 @@ class RunLedger:
                 "constants": self.a_priori,
                 "rounds_checked": sum(1 for r in self.records if r.a_priori_held is not None),
                 "rounds_held": sum(1 for r in self.records if r.a_priori_held),
-                "rounds_precondition_failed": sum(1 for r in self.records if r.a_priori_precondition is not None),
+                "rounds_precondition_failed": sum(
+                    1 for r in self.records if r.a_priori_precondition is not None
+                ),
             }
-        one = fc.one_step_summary([r.predicted_gap for r in self.records], gaps[1:], self.coverage, self.tolerance)
-        env = fc.envelope_summary(self.steps(), self.window,
-                                  fc.target_gap(self.reference.value, gaps[0], self.epsilon), self.tolerance)
+        one = fc.one_step_summary(
+            [r.predicted_gap for r in self.records], gaps[1:], self.coverage, self.tolerance
+        )
+        env = fc.envelope_summary(
+            self.steps(),
+            self.window,
+            fc.target_gap(self.reference.value, gaps[0], self.epsilon),
+            self.tolerance,
+        )
         return {"a_priori": a_priori, "one_step": one.model_dump(), "envelope": env.model_dump()}
 
     @property

@@ -20,15 +20,24 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from coordinator import forecast as fc
-from coordinator.status import TaskStatus
 from coordinator.records import RoundRecord
+from coordinator.status import TaskStatus
 from coordinator.store.base import TERMINAL, Store, TaskRuntime, TaskSpec, UsageRow
 from tasks.registry import rejection_codes
 
-ENGINE_REASONS = frozenset({
-    "invalid_proposal", "wrong_block", "future_base", "stale_base", "stale_footprint", "not_improving",
-    "not_selected", "combination_worse", "task_finished",
-})
+ENGINE_REASONS = frozenset(
+    {
+        "invalid_proposal",
+        "wrong_block",
+        "future_base",
+        "stale_base",
+        "stale_footprint",
+        "not_improving",
+        "not_selected",
+        "combination_worse",
+        "task_finished",
+    }
+)
 """Rejections the coordinator itself makes; each installed kind declares its own (``Task.rejection_codes``)."""
 REASONS = ENGINE_REASONS | rejection_codes()
 STATUSES = tuple(s.value for s in TaskStatus)
@@ -90,19 +99,32 @@ class TaskStateCollector(Collector):
 
         yield counter("blockopt_proposals_received", "Proposals stored (acknowledged)", "received")
         yield counter("blockopt_proposals_accepted", "Proposals merged", "accepted")
-        yield counter("blockopt_interference_edges", "Interference-graph edges among improving proposals", "edges")
+        yield counter(
+            "blockopt_interference_edges", "Interference-graph edges among improving proposals", "edges"
+        )
         yield counter("blockopt_rounds", "Rounds recorded", "rounds")
-        yield counter("blockopt_regroups", "Empty rounds after which the task regrouped its blocks", "regroups")
+        yield counter(
+            "blockopt_regroups", "Empty rounds after which the task regrouped its blocks", "regroups"
+        )
         yield counter("blockopt_leases_granted", "Leases granted", "leases_granted")
-        yield counter("blockopt_leases_expired", "Leases that lapsed because the agent went silent", "leases_expired")
+        yield counter(
+            "blockopt_leases_expired", "Leases that lapsed because the agent went silent", "leases_expired"
+        )
 
-        rejected = CounterMetricFamily("blockopt_proposals_rejected", "Proposals rejected, by reason",
-                                       labels=["task", "reason"])
+        rejected = CounterMetricFamily(
+            "blockopt_proposals_rejected", "Proposals rejected, by reason", labels=["task", "reason"]
+        )
         merges = CounterMetricFamily("blockopt_merges", "Merges by kind", labels=["task", "kind"])
-        prior = CounterMetricFamily("blockopt_a_priori_checks", "Rounds checked against the kind's a priori bound",
-                                    labels=["task", "result"])
-        one_step = CounterMetricFamily("blockopt_forecast_checks", "Rounds scored against their one-step forecast",
-                                       labels=["task", "result"])
+        prior = CounterMetricFamily(
+            "blockopt_a_priori_checks",
+            "Rounds checked against the kind's a priori bound",
+            labels=["task", "result"],
+        )
+        one_step = CounterMetricFamily(
+            "blockopt_forecast_checks",
+            "Rounds scored against their one-step forecast",
+            labels=["task", "result"],
+        )
         for t in snap.tasks:
             by_reason: dict[str, float] = {}
             for key, value in t.counters.items():
@@ -122,8 +144,11 @@ class TaskStateCollector(Collector):
         yield merges
         yield prior
         yield one_step
-        yield counter("blockopt_accounting_violations", "Rounds whose books did not balance (a bug: see the log)",
-                      "accounting_violations")
+        yield counter(
+            "blockopt_accounting_violations",
+            "Rounds whose books did not balance (a bug: see the log)",
+            "accounting_violations",
+        )
         for name, doc in FORECAST_GAUGES.items():
             fam = GaugeMetricFamily(f"blockopt_forecast_{name}", doc, labels=["task"])
             for t in snap.tasks:
@@ -135,19 +160,29 @@ class TaskStateCollector(Collector):
         gauges = {
             "objective": GaugeMetricFamily("blockopt_objective", "Current objective F", labels=["task"]),
             "gap": GaugeMetricFamily("blockopt_gap", "Current gap F - F_ref", labels=["task"]),
-            "kappa": GaugeMetricFamily("blockopt_kappa", "Block progress kappa of the last merging round",
-                                       labels=["task"]),
-            "gamma": GaugeMetricFamily("blockopt_gamma", "Combination efficiency gamma of the last merging round",
-                                       labels=["task"]),
-            "delta": GaugeMetricFamily("blockopt_delta", "Correction error delta of the last merging round",
-                                       labels=["task"]),
+            "kappa": GaugeMetricFamily(
+                "blockopt_kappa", "Block progress kappa of the last merging round", labels=["task"]
+            ),
+            "gamma": GaugeMetricFamily(
+                "blockopt_gamma", "Combination efficiency gamma of the last merging round", labels=["task"]
+            ),
+            "delta": GaugeMetricFamily(
+                "blockopt_delta", "Correction error delta of the last merging round", labels=["task"]
+            ),
             "leases": GaugeMetricFamily("blockopt_leases_active", "Leases currently held", labels=["task"]),
         }
-        info = GaugeMetricFamily("blockopt_task_info", "Task labels (value 1)",
-                                 labels=["task", "kind", "status", "mode"])
+        info = GaugeMetricFamily(
+            "blockopt_task_info", "Task labels (value 1)", labels=["task", "kind", "status", "mode"]
+        )
         for t in snap.tasks:
-            values = {"objective": t.objective, "gap": t.gap, "kappa": t.kappa, "gamma": t.gamma,
-                      "delta": t.delta, "leases": float(t.leases_active)}
+            values = {
+                "objective": t.objective,
+                "gap": t.gap,
+                "kappa": t.kappa,
+                "gamma": t.gamma,
+                "delta": t.delta,
+                "leases": float(t.leases_active),
+            }
             for key, fam in gauges.items():
                 v = values[key]
                 if v is not None and math.isfinite(v):
@@ -156,16 +191,22 @@ class TaskStateCollector(Collector):
         yield from gauges.values()
         yield info
 
-        budget = GaugeMetricFamily("blockopt_budget_used_ratio", "Fraction of each task budget spent (1 = spent)",
-                                   labels=["task", "budget"])
+        budget = GaugeMetricFamily(
+            "blockopt_budget_used_ratio",
+            "Fraction of each task budget spent (1 = spent)",
+            labels=["task", "budget"],
+        )
         for t in snap.tasks:
             for name, used in sorted(t.budget_used.items()):
                 budget.add_metric([t.task, name], used)
         yield budget
 
-        tokens = CounterMetricFamily("blockopt_agent_tokens", "Tokens reported by agents", labels=["agent", "model"])
-        calls = CounterMetricFamily("blockopt_agent_calls", "Proposer calls reported by agents",
-                                    labels=["agent", "model"])
+        tokens = CounterMetricFamily(
+            "blockopt_agent_tokens", "Tokens reported by agents", labels=["agent", "model"]
+        )
+        calls = CounterMetricFamily(
+            "blockopt_agent_calls", "Proposer calls reported by agents", labels=["agent", "model"]
+        )
         for (agent, model), (tok, cal) in sorted(snap.usage.items()):
             tokens.add_metric([agent, model], tok)
             calls.add_metric([agent, model], cal)
@@ -176,32 +217,47 @@ class TaskStateCollector(Collector):
 class ServiceMetrics:
     """Everything the service exports; built on the registry it is given."""
 
-    def __init__(self, registry: CollectorRegistry, max_tasks: int = 50, max_agents: int = 100,
-                 max_models: int = 20) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, max_tasks: int = 50, max_agents: int = 100, max_models: int = 20
+    ) -> None:
         self.registry = registry
         self.max_tasks = max_tasks
         self.max_agents = max_agents
         self.max_models = max_models
         buckets = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
         self.round_seconds = Histogram(
-            "blockopt_round_duration_seconds", "Wall time of one round (engine + store commit), this process",
-            ["mode"], buckets=buckets, registry=registry,
+            "blockopt_round_duration_seconds",
+            "Wall time of one round (engine + store commit), this process",
+            ["mode"],
+            buckets=buckets,
+            registry=registry,
         )
         self.scoring_seconds = Histogram(
-            "blockopt_scoring_duration_seconds", "Objective evaluations inside a round, this process",
-            ["mode"], buckets=buckets, registry=registry,
+            "blockopt_scoring_duration_seconds",
+            "Objective evaluations inside a round, this process",
+            ["mode"],
+            buckets=buckets,
+            registry=registry,
         )
         self.state = TaskStateCollector()
         registry.register(self.state)
         self.cache_sizes: Callable[[], dict[str, int]] | None = None
         """Set by the service: its per-task caches, by name."""
-        self.asyncio_tasks = Gauge("blockopt_asyncio_tasks", "asyncio tasks alive in this process (at scrape)",
-                                   registry=registry)
-        self.store_records = Gauge("blockopt_store_records",
-                                   "Records the store holds (SQLite rows, Redis keys under the prefix, memory "
-                                   "records); -1 when the store cannot count them", registry=registry)
-        self.cached = Gauge("blockopt_service_cached", "Entries in this process's per-task caches",
-                            ["cache"], registry=registry)
+        self.asyncio_tasks = Gauge(
+            "blockopt_asyncio_tasks", "asyncio tasks alive in this process (at scrape)", registry=registry
+        )
+        self.store_records = Gauge(
+            "blockopt_store_records",
+            "Records the store holds (SQLite rows, Redis keys under the prefix, memory "
+            "records); -1 when the store cannot count them",
+            registry=registry,
+        )
+        self.cached = Gauge(
+            "blockopt_service_cached",
+            "Entries in this process's per-task caches",
+            ["cache"],
+            registry=registry,
+        )
 
     async def refresh(self, store: Store, now: float) -> None:
         """Read task state from the store (called by /metrics right before rendering)."""
@@ -228,18 +284,30 @@ class ServiceMetrics:
             last = await store.rounds(spec.id, since=max(0, rt.round - 2 * fc.DEFAULT_WINDOW - 2))
             merging = [r.record for r in last if r.record.accepted]
             rec = merging[-1] if merging else None
-            samples.append(TaskSample(
-                task=spec.id, kind=spec.kind, status=rt.status, mode=spec.mode,
-                counters=await store.counters(spec.id), objective=head.objective,
-                gap=head.objective - spec.reference,
-                kappa=rec.kappa if rec else None, gamma=rec.gamma if rec else None, delta=rec.delta if rec else None,
-                leases_active=len(await store.active_leases(spec.id, now)),
-                budget_used=_budget_used(spec, rt, rows, now),
-                forecast=_forecast(spec, rt, [r.record for r in last], rows, now),
-            ))
+            samples.append(
+                TaskSample(
+                    task=spec.id,
+                    kind=spec.kind,
+                    status=rt.status,
+                    mode=spec.mode,
+                    counters=await store.counters(spec.id),
+                    objective=head.objective,
+                    gap=head.objective - spec.reference,
+                    kappa=rec.kappa if rec else None,
+                    gamma=rec.gamma if rec else None,
+                    delta=rec.delta if rec else None,
+                    leases_active=len(await store.active_leases(spec.id, now)),
+                    budget_used=_budget_used(spec, rt, rows, now),
+                    forecast=_forecast(spec, rt, [r.record for r in last], rows, now),
+                )
+            )
             for row in rows:
-                agent = row.agent if (row.agent in agents_seen or len(agents_seen) < self.max_agents) else "other"
-                model = row.model if (row.model in models_seen or len(models_seen) < self.max_models) else "other"
+                agent = (
+                    row.agent if (row.agent in agents_seen or len(agents_seen) < self.max_agents) else "other"
+                )
+                model = (
+                    row.model if (row.model in models_seen or len(models_seen) < self.max_models) else "other"
+                )
                 agents_seen.add(agent)
                 models_seen.add(model)
                 tok, cal = usage.get((agent, model), (0.0, 0.0))
@@ -247,17 +315,27 @@ class ServiceMetrics:
         self.state.snapshot = Snapshot(samples, status_counts, usage)
 
 
-def _forecast(spec: TaskSpec, rt: TaskRuntime, recent: list[RoundRecord], rows: list[UsageRow],
-              now: float) -> dict[str, float | None]:
+def _forecast(
+    spec: TaskSpec, rt: TaskRuntime, recent: list[RoundRecord], rows: list[UsageRow], now: float
+) -> dict[str, float | None]:
     """The forecast gauges from the task's recent rounds (the same functions the report uses)."""
     start = [spec.initial_objective] if (not recent or recent[0].round == 0) else []
     objectives = start + [r.objective for r in recent]
     rounds = max(1, rt.round)
     elapsed = (rt.finished_at if rt.finished_at is not None else now) - spec.created_at
-    pace = fc.Pace(seconds=elapsed / rounds, tokens=sum(r.usage.tokens for r in rows) / rounds or None,
-                   agent_seconds=sum(r.usage.seconds for r in rows) / rounds or None)
-    f = fc.forecast(objectives, spec.reference, horizon=spec.stop_when.horizon_rounds if spec.stop_when else 5,
-                    pace=pace, tolerance=spec.tolerance, optimum=spec.reference_kind == "optimum")
+    pace = fc.Pace(
+        seconds=elapsed / rounds,
+        tokens=sum(r.usage.tokens for r in rows) / rounds or None,
+        agent_seconds=sum(r.usage.seconds for r in rows) / rounds or None,
+    )
+    f = fc.forecast(
+        objectives,
+        spec.reference,
+        horizon=spec.stop_when.horizon_rounds if spec.stop_when else 5,
+        pace=pace,
+        tolerance=spec.tolerance,
+        optimum=spec.reference_kind == "optimum",
+    )
     out: dict[str, float | None] = {k: v for k, v in f.model_dump().items() if k in FORECAST_GAUGES}
     out["predicted_gap"] = fc.one_step([o - spec.reference for o in objectives], tolerance=spec.tolerance)
     out["consecutive_misses"] = float(fc.consecutive_misses([r.hit for r in recent]))
@@ -268,7 +346,12 @@ def _budget_used(spec: TaskSpec, rt: TaskRuntime, rows: list[UsageRow], now: flo
     """Fraction spent of each task-level budget that is set (per-agent budgets are not exported)."""
     b = spec.budgets
     elapsed = (rt.finished_at if rt.finished_at is not None else now) - spec.created_at
-    spent = {"rounds": (rt.round, b.rounds), "seconds": (elapsed, b.seconds),
-             "tokens": (sum(r.usage.tokens for r in rows), b.tokens),
-             "calls": (sum(r.usage.calls for r in rows), b.calls)}
-    return {name: (used / limit if limit else 1.0) for name, (used, limit) in spent.items() if limit is not None}
+    spent = {
+        "rounds": (rt.round, b.rounds),
+        "seconds": (elapsed, b.seconds),
+        "tokens": (sum(r.usage.tokens for r in rows), b.tokens),
+        "calls": (sum(r.usage.calls for r in rows), b.calls),
+    }
+    return {
+        name: (used / limit if limit else 1.0) for name, (used, limit) in spent.items() if limit is not None
+    }

@@ -31,9 +31,16 @@ POLL = ("/v1/tasks/{task_id}/proposals/{proposal_id}", "get")
 RENEW = ("/v1/tasks/{task_id}/leases/{lease_id}/renew", "post")
 RELEASE = ("/v1/tasks/{task_id}/leases/{lease_id}", "delete")
 ABANDON = ("/v1/tasks/{task_id}/leases/{lease_id}/abandon", "post")
-TASK_ROUTES = [(p, "get") for p in ("/v1/tasks/{task_id}", "/v1/tasks/{task_id}/rounds",
-                                    "/v1/tasks/{task_id}/report", "/v1/tasks/{task_id}/solution",
-                                    "/v1/tasks/{task_id}/trajectories")]
+TASK_ROUTES = [
+    (p, "get")
+    for p in (
+        "/v1/tasks/{task_id}",
+        "/v1/tasks/{task_id}/rounds",
+        "/v1/tasks/{task_id}/report",
+        "/v1/tasks/{task_id}/solution",
+        "/v1/tasks/{task_id}/trajectories",
+    )
+]
 TASK_ID = {"task_id": "$request.path.task_id"}
 
 
@@ -41,7 +48,9 @@ def allowed_methods(app: FastAPI, scope: dict[str, Any] | Any) -> list[str]:
     """Every method some route of this path accepts (a 405's ``Allow`` header, RFC 9110 §15.5.6)."""
     methods: set[str] = set()
     for route in app.router.routes:
-        match, _ = route.matches({**scope, "method": "GET"}) if hasattr(route, "matches") else (Match.NONE, {})
+        match, _ = (
+            route.matches({**scope, "method": "GET"}) if hasattr(route, "matches") else (Match.NONE, {})
+        )
         if match == Match.NONE:
             match, _ = route.matches({**scope, "method": "POST"})
         route_methods = getattr(route, "methods", None)
@@ -62,8 +71,9 @@ def example_params(params_model: type) -> dict[str, Any]:
     return {k: v for k, v in params_model().model_dump(mode="json").items() if v is not None}
 
 
-def add_kind_union(schema: dict[str, Any], installed: dict[str, type[Task[Any]]] | None = None,
-                   served: Iterable[str] = ()) -> None:
+def add_kind_union(
+    schema: dict[str, Any], installed: dict[str, type[Task[Any]]] | None = None, served: Iterable[str] = ()
+) -> None:
     """Replace ``CreateTask`` with a ``oneOf`` over the kinds, discriminated by ``kind``."""
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     base = components.get("CreateTask")
@@ -93,8 +103,10 @@ def add_kind_union(schema: dict[str, Any], installed: dict[str, type[Task[Any]]]
         variants.append({"$ref": f"#/components/schemas/CreateTask.{name}"})
         mapping[kind] = f"#/components/schemas/CreateTask.{name}"
     components["CreateTask"] = {
-        "title": "CreateTask", "description": "A task of one installed kind; `params` follows that kind's schema.",
-        "oneOf": variants, "discriminator": {"propertyName": "kind", "mapping": mapping},
+        "title": "CreateTask",
+        "description": "A task of one installed kind; `params` follows that kind's schema.",
+        "oneOf": variants,
+        "discriminator": {"propertyName": "kind", "mapping": mapping},
     }
 
 
@@ -103,8 +115,16 @@ def _operation(schema: dict[str, Any], route: tuple[str, str]) -> dict[str, Any]
     return schema.get("paths", {}).get(path, {}).get(method)
 
 
-def _link(schema: dict[str, Any], source: tuple[str, str], status: str, name: str, target: tuple[str, str],
-          parameters: dict[str, str], body: dict[str, Any] | None = None, description: str = "") -> None:
+def _link(
+    schema: dict[str, Any],
+    source: tuple[str, str],
+    status: str,
+    name: str,
+    target: tuple[str, str],
+    parameters: dict[str, str],
+    body: dict[str, Any] | None = None,
+    description: str = "",
+) -> None:
     src, dst = _operation(schema, source), _operation(schema, target)
     if src is None or dst is None or status not in src.get("responses", {}):
         return
@@ -120,31 +140,84 @@ def add_links(schema: dict[str, Any]) -> None:
     """create → join → lease → submit → poll; the task's reads from creation and join; lease upkeep;
     a stopped task's events (stop is administration, so no link leads to it)."""
     created = {"task_id": "$response.body#/id"}
-    _link(schema, CREATE, "201", "Join", JOIN, created,
-          description="join with this response's join_token as the bearer token")
-    for source, params, routes in ((CREATE, created, TASK_ROUTES[:1]),
-                                   (JOIN, TASK_ID, TASK_ROUTES[1:-1])):
+    _link(
+        schema,
+        CREATE,
+        "201",
+        "Join",
+        JOIN,
+        created,
+        description="join with this response's join_token as the bearer token",
+    )
+    for source, params, routes in ((CREATE, created, TASK_ROUTES[:1]), (JOIN, TASK_ID, TASK_ROUTES[1:-1])):
         for route in routes:
             last = route[0].rsplit("/", 1)[-1]
             name = "Read" + last.replace("{task_id}", "Task").capitalize()
-            _link(schema, source, "201", name, route, params,
-                  description="with the task's read token, an agent token or the admin token")
-    _link(schema, JOIN, "201", "Lease", LEASE, TASK_ID,
-          description="with this response's agent token as the bearer token")
-    lease_body = {"lease_id": "$response.body#/lease_id", "block": "$response.body#/block",
-                  "base_version": "$response.body#/version"}
+            _link(
+                schema,
+                source,
+                "201",
+                name,
+                route,
+                params,
+                description="with the task's read token, an agent token or the admin token",
+            )
+    _link(
+        schema,
+        JOIN,
+        "201",
+        "Lease",
+        LEASE,
+        TASK_ID,
+        description="with this response's agent token as the bearer token",
+    )
+    lease_body = {
+        "lease_id": "$response.body#/lease_id",
+        "block": "$response.body#/block",
+        "base_version": "$response.body#/version",
+    }
     lease_id = {**TASK_ID, "lease_id": "$response.body#/lease_id"}
-    _link(schema, LEASE, "201", "Submit", SUBMIT, TASK_ID, body=lease_body,
-          description="a proposal for the leased block, on the leased version")
+    _link(
+        schema,
+        LEASE,
+        "201",
+        "Submit",
+        SUBMIT,
+        TASK_ID,
+        body=lease_body,
+        description="a proposal for the leased block, on the leased version",
+    )
     _link(schema, LEASE, "201", "Renew", RENEW, lease_id)
     _link(schema, LEASE, "201", "Release", RELEASE, lease_id)
-    _link(schema, LEASE, "201", "Abandon", ABANDON, lease_id,
-          body={"block": "$response.body#/block", "base_version": "$response.body#/version"})
-    _link(schema, ("/v1/tasks/{task_id}/stop", "post"), "200", "Events", ("/v1/tasks/{task_id}/events", "get"),
-          TASK_ID, description="the finished task's rounds and final status as server-sent events")
+    _link(
+        schema,
+        LEASE,
+        "201",
+        "Abandon",
+        ABANDON,
+        lease_id,
+        body={"block": "$response.body#/block", "base_version": "$response.body#/version"},
+    )
+    _link(
+        schema,
+        ("/v1/tasks/{task_id}/stop", "post"),
+        "200",
+        "Events",
+        ("/v1/tasks/{task_id}/events", "get"),
+        TASK_ID,
+        description="the finished task's rounds and final status as server-sent events",
+    )
     poll = {**TASK_ID, "proposal_id": "$response.body#/id"}
     for status in ("200", "202"):
-        _link(schema, SUBMIT, status, "Poll", POLL, poll, description="the proposal's verdict (long-poll ?wait=)")
+        _link(
+            schema,
+            SUBMIT,
+            status,
+            "Poll",
+            POLL,
+            poll,
+            description="the proposal's verdict (long-poll ?wait=)",
+        )
         _link(schema, SUBMIT, status, "NextLease", LEASE, TASK_ID)
 
 

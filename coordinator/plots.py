@@ -36,11 +36,23 @@ def convergence_plot(report: Report, path: str) -> str:
     if fx:
         lower = [max(h["gap"], _FLOOR) for h in hist if h.get("predicted_gap") is not None]
         ax.fill_between(fx, lower, fy, step=None, color="#2ca02c", alpha=0.15, lw=0)
-        ax.plot(fx, fy, "_", ms=8, color="#2ca02c",
-                label=f"one-step forecast ({one['coverage_target']:.0%}): hit {one['hits']}/{one['rounds']}")
+        ax.plot(
+            fx,
+            fy,
+            "_",
+            ms=8,
+            color="#2ca02c",
+            label=f"one-step forecast ({one['coverage_target']:.0%}): hit {one['hits']}/{one['rounds']}",
+        )
         misses = [(h["round"] + 1, max(h["gap"], _FLOOR)) for h in hist if h.get("hit") is False]
         if misses:
-            ax.plot(*zip(*misses, strict=True), "x", color="#d62728", ms=7, label=f"missed forecast ({len(misses)})")
+            ax.plot(
+                *zip(*misses, strict=True),
+                "x",
+                color="#d62728",
+                ms=7,
+                label=f"missed forecast ({len(misses)})",
+            )
     failed = [(h["round"] + 1, max(h["gap"], _FLOOR)) for h in hist if h.get("a_priori_held") is False]
     prior = report.checks.get("a_priori")
     if prior:
@@ -52,11 +64,20 @@ def convergence_plot(report: Report, path: str) -> str:
     if env["envelope"] and env["informative"] and (env["tightness_median"] or 0) <= VACUOUS:
         w = env["window"]
         ex = list(range(w, w + len(env["envelope"])))
-        ax.semilogy(ex, [max(v, _FLOOR) for v in env["envelope"]], ":", color="#9467bd", lw=1.5,
-                    label=f"envelope from first {w} steps: hit {env['hits']}/{env['rounds']}")
+        ax.semilogy(
+            ex,
+            [max(v, _FLOOR) for v in env["envelope"]],
+            ":",
+            color="#9467bd",
+            lw=1.5,
+            label=f"envelope from first {w} steps: hit {env['hits']}/{env['rounds']}",
+        )
     elif env["envelope"]:
-        why = ("no contraction or a floor above the gap" if not env["informative"]
-               else f"median B/g {env['tightness_median']:.3g}")
+        why = (
+            "no contraction or a floor above the gap"
+            if not env["informative"]
+            else f"median B/g {env['tightness_median']:.3g}"
+        )
         ax.plot([], [], " ", label=f"envelope from first {env['window']} steps: vacuous ({why}), not drawn")
     f = report.forecast
     if f.limit is not None and f.rate is not None and f.remaining and f.remaining > 0:
@@ -65,12 +86,24 @@ def convergence_plot(report: Report, path: str) -> str:
         px = [xs[-1] + k for k in range(ahead + 1)]
         py = [max(f.limit - ref + f.remaining * f.rate**k, _FLOOR) for k in range(ahead + 1)]
         py[0] = max(last_gap, _FLOOR)
-        ax.semilogy(px, py, "--", color="#7f7f7f", lw=1.2,
-                    label=f"forecast: limit {f.limit:.6g}, ETA {f.eta_rounds} rounds")
+        ax.semilogy(
+            px,
+            py,
+            "--",
+            color="#7f7f7f",
+            lw=1.2,
+            label=f"forecast: limit {f.limit:.6g}, ETA {f.eta_rounds} rounds",
+        )
     regrouped = [h["round"] + 1 for h in hist if h.get("regrouped")]
     for k, x in enumerate(regrouped):  # empty rounds after which the blocks were re-partitioned
-        ax.axvline(x, color="#8c564b", lw=0.8, ls=":", alpha=0.7,
-                   label=f"blocks regrouped ({len(regrouped)}x)" if k == 0 else None)
+        ax.axvline(
+            x,
+            color="#8c564b",
+            lw=0.8,
+            ls=":",
+            alpha=0.7,
+            label=f"blocks regrouped ({len(regrouped)}x)" if k == 0 else None,
+        )
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     positive = [g for g in gaps if g > _FLOOR]
     if positive:

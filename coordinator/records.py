@@ -26,8 +26,12 @@ class Usage(BaseModel):
     calls: int = Field(0, ge=0)
     seconds: float = Field(0.0, ge=0.0)
     model: str = Field("heuristic", max_length=200)
-    prompt_chars: int = Field(0, ge=0, description="characters of the prompt the model read, first turn (trajectory export)")
-    response_chars: int = Field(0, ge=0, description="characters the model wrote, all turns (trajectory export)")
+    prompt_chars: int = Field(
+        0, ge=0, description="characters of the prompt the model read, first turn (trajectory export)"
+    )
+    response_chars: int = Field(
+        0, ge=0, description="characters the model wrote, all turns (trajectory export)"
+    )
 
     @property
     def tokens(self) -> int:

@@ -26,18 +26,16 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-
-from coordinator import books, errors, paramcheck
+from coordinator import auth, books, errors, paramcheck
 from coordinator import forecast as fc
 from coordinator.convergence import MergedScore, check_accounting, round_constants
 from coordinator.engine import EngineSettings, RoundEngine, RoundOutcome
 from coordinator.inproc import contract_envelope
 from coordinator.ledger import Report, relative_gap
-from coordinator.status import TaskStatus
 from coordinator.metrics import ServiceMetrics
 from coordinator.records import Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.settings import ServiceSettings
+from coordinator.status import TaskStatus
 from coordinator.store.base import (
     TERMINAL,
     AbandonedLease,
@@ -45,7 +43,6 @@ from coordinator.store.base import (
     Commit,
     Head,
     Lease,
-    QueuedProposal,
     RoundEntry,
     Store,
     TaskRuntime,
@@ -53,7 +50,6 @@ from coordinator.store.base import (
     WindowState,
 )
 from coordinator.wire import CreateTask, Joined, JoinRequest, LeaseGrant, ProposalIn, ProposalView, TaskView
-from coordinator import auth
 from tasks.base import Task
 from tasks.registry import InvalidParams, UnknownKind, create_task, kind_class
 
@@ -78,7 +74,10 @@ class CoordinatorService:
     """Verified agents cached per process (cleared when full)."""
 
     def __init__(
-        self, settings: ServiceSettings, store: Store, metrics: ServiceMetrics,
+        self,
+        settings: ServiceSettings,
+        store: Store,
+        metrics: ServiceMetrics,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
@@ -140,10 +139,12 @@ class CoordinatorService:
     async def _build(self, spec: TaskSpec, head: Head) -> _Built:
         built = self._built.get(spec.id)
         if built is None:
+
             def make() -> _Built:
                 task = create_task(spec.kind, spec.params)
                 engine = RoundEngine(task, EngineSettings(merge_policy=spec.merge_policy))
                 return _Built(task, engine, self._snapshot_of(task, head))
+
             built = await asyncio.to_thread(make)
             self._built[spec.id] = built
         elif built.snapshot.version != head.version:
@@ -158,15 +159,19 @@ class CoordinatorService:
     async def create(self, req: CreateTask) -> tuple[TaskSpec, str, str]:
         """The stored spec, the join token and the read token (both shown once, stored as digests)."""
         if self.settings.kinds and req.kind not in self.settings.kinds:
-            raise errors.InvalidRequest(f"this coordinator serves only {', '.join(self.settings.kinds)}; "
-                                        f"not '{req.kind}'", field="kind")
+            raise errors.InvalidRequest(
+                f"this coordinator serves only {', '.join(self.settings.kinds)}; not '{req.kind}'",
+                field="kind",
+            )
         try:
             cls = kind_class(req.kind)
             knobs = cls.ProposerParams.model_validate(req.proposer.knobs)
         except UnknownKind as exc:
             raise errors.InvalidRequest(str(exc), field="kind") from None
         except ValueError as exc:
-            raise errors.InvalidRequest(f"proposer knobs: {str(exc).splitlines()[0]}", field="proposer.knobs") from None
+            raise errors.InvalidRequest(
+                f"proposer knobs: {str(exc).splitlines()[0]}", field="proposer.knobs"
+            ) from None
         paramcheck.check(req.kind, cls.Params, req.params, self.settings.data_dirs)
         try:
             task = await asyncio.to_thread(create_task, req.kind, req.params)
@@ -179,18 +184,35 @@ class CoordinatorService:
         if budgets.rounds is None:
             budgets = budgets.model_copy(update={"rounds": self.settings.default_max_rounds})
         spec = TaskSpec(
-            id=_new_id("t"), kind=task.kind, name=task.name, n_blocks=task.n_blocks,
-            params=task.params.model_dump(), merge_policy=req.merge_policy, mode=req.mode, budgets=budgets,
-            proposer=req.proposer.model_dump(), reference=engine.reference.value,
-            reference_kind=engine.reference.kind, initial_objective=snap.objective, tolerance=engine.tolerance,
-            window=req.window, stop_relative_gap=req.stop.relative_gap, stop_stall_rounds=req.stop.stall_rounds,
+            id=_new_id("t"),
+            kind=task.kind,
+            name=task.name,
+            n_blocks=task.n_blocks,
+            params=task.params.model_dump(),
+            merge_policy=req.merge_policy,
+            mode=req.mode,
+            budgets=budgets,
+            proposer=req.proposer.model_dump(),
+            reference=engine.reference.value,
+            reference_kind=engine.reference.kind,
+            initial_objective=snap.objective,
+            tolerance=engine.tolerance,
+            window=req.window,
+            stop_relative_gap=req.stop.relative_gap,
+            stop_stall_rounds=req.stop.stall_rounds,
             stop_lag_rounds=task.make_proposer(knobs).lag_rounds,
-            a_priori=engine.a_priori.constants if engine.a_priori else None, stop_when=req.stop_when,
-            join_token_hash=auth.token_hash(join_token), read_token_hash=auth.token_hash(read_token),
+            a_priori=engine.a_priori.constants if engine.a_priori else None,
+            stop_when=req.stop_when,
+            join_token_hash=auth.token_hash(join_token),
+            read_token_hash=auth.token_hash(read_token),
             created_at=self.clock(),
         )
-        head = Head(version=0, objective=snap.objective, block_versions=list(snap.block_versions),
-                    state=task.dump_state(snap.state))
+        head = Head(
+            version=0,
+            objective=snap.objective,
+            block_versions=list(snap.block_versions),
+            state=task.dump_state(snap.state),
+        )
         await self.store.create_task(spec, head)
         self._built[spec.id] = _Built(task, engine, snap)
         log.info("task %s created: %s (%s, %s)", spec.id, spec.name, spec.merge_policy, spec.mode)
@@ -205,15 +227,31 @@ class CoordinatorService:
         agents = await self.store.list_agents(task_id)
         ref = books.reference_of(spec)
         return TaskView(
-            id=spec.id, kind=spec.kind, name=spec.name, status=runtime.status, reason=runtime.reason,
-            round=runtime.round, version=head.version, objective=head.objective, gap=head.objective - spec.reference,
-            relative_gap=relative_gap(head.objective, ref), feasible=built.task.feasible(built.snapshot.state),
-            reference=spec.reference, reference_kind=spec.reference_kind, merge_policy=spec.merge_policy,
-            mode=spec.mode, blocks=spec.n_blocks, agents=len(agents),
-            leases=len(await self.store.active_leases(task_id, self.clock())), budgets=spec.budgets,
-            usage={"tokens": float(sum(r.usage.tokens for r in usage)),
-                   "calls": float(sum(r.usage.calls for r in usage))},
-            created_at=spec.created_at, finished_at=runtime.finished_at,
+            id=spec.id,
+            kind=spec.kind,
+            name=spec.name,
+            status=runtime.status,
+            reason=runtime.reason,
+            round=runtime.round,
+            version=head.version,
+            objective=head.objective,
+            gap=head.objective - spec.reference,
+            relative_gap=relative_gap(head.objective, ref),
+            feasible=built.task.feasible(built.snapshot.state),
+            reference=spec.reference,
+            reference_kind=spec.reference_kind,
+            merge_policy=spec.merge_policy,
+            mode=spec.mode,
+            blocks=spec.n_blocks,
+            agents=len(agents),
+            leases=len(await self.store.active_leases(task_id, self.clock())),
+            budgets=spec.budgets,
+            usage={
+                "tokens": float(sum(r.usage.tokens for r in usage)),
+                "calls": float(sum(r.usage.calls for r in usage)),
+            },
+            created_at=spec.created_at,
+            finished_at=runtime.finished_at,
             forecast=await self.forecast(task_id),
         )
 
@@ -227,8 +265,14 @@ class CoordinatorService:
 
     async def _ledger(self, task_id: str) -> Any:
         spec = await self.spec(task_id)
-        return books.ledger_of(spec, await self.store.get_runtime(task_id), await self.store.rounds(task_id),
-                               {}, await self.store.usage(task_id), self.clock())
+        return books.ledger_of(
+            spec,
+            await self.store.get_runtime(task_id),
+            await self.store.rounds(task_id),
+            {},
+            await self.store.usage(task_id),
+            self.clock(),
+        )
 
     async def views(self) -> list[TaskView]:
         return [await self.view(spec.id) for spec in await self.store.list_tasks()]
@@ -248,8 +292,13 @@ class CoordinatorService:
         head = await self.store.get_head(task_id)
         built = await self._build(spec, head)
         return books.report_of(
-            spec, runtime, head, await self.store.rounds(task_id), await self.store.counters(task_id),
-            await self.store.usage(task_id), len(await self.store.list_agents(task_id)),
+            spec,
+            runtime,
+            head,
+            await self.store.rounds(task_id),
+            await self.store.counters(task_id),
+            await self.store.usage(task_id),
+            len(await self.store.list_agents(task_id)),
             built.task.feasible(built.snapshot.state),
         )
 
@@ -258,8 +307,14 @@ class CoordinatorService:
         head = await self.store.get_head(task_id)
         built = await self._build(spec, head)
         task, state = built.task, built.snapshot.state
-        return {"task": task_id, "version": head.version, "objective": head.objective,
-                "feasible": task.feasible(state), "solution": task.solution(state), "state": head.state}
+        return {
+            "task": task_id,
+            "version": head.version,
+            "objective": head.objective,
+            "feasible": task.feasible(state),
+            "solution": task.solution(state),
+            "state": head.state,
+        }
 
     async def current(self, task_id: str) -> tuple[Task[Any], Any, int]:
         """The task object, its state at the head and the head's version (read-only views, e.g. the web UI)."""
@@ -275,14 +330,27 @@ class CoordinatorService:
         await self._ensure_running(task_id)
         token = auth.new_token("agent")
         agent = AgentRecord(
-            id=_new_id("a"), task_id=task_id, name=req.name or "agent", token_hash=auth.token_hash(token),
-            proposer=req.proposer, model=req.model, joined_at=self.clock(),
+            id=_new_id("a"),
+            task_id=task_id,
+            name=req.name or "agent",
+            token_hash=auth.token_hash(token),
+            proposer=req.proposer,
+            model=req.model,
+            joined_at=self.clock(),
         )
         await self.store.add_agent(agent)
         return Joined(
-            agent_id=agent.id, token=token, lease_ttl=self.settings.lease_ttl,
-            task={"id": spec.id, "kind": spec.kind, "params": spec.params, "mode": spec.mode,
-                  "proposer": spec.proposer, "blocks": spec.n_blocks},
+            agent_id=agent.id,
+            token=token,
+            lease_ttl=self.settings.lease_ttl,
+            task={
+                "id": spec.id,
+                "kind": spec.kind,
+                "params": spec.params,
+                "mode": spec.mode,
+                "proposer": spec.proposer,
+                "blocks": spec.n_blocks,
+            },
         )
 
     async def authenticate(self, task_id: str, header: str | None) -> AgentRecord:
@@ -310,8 +378,9 @@ class CoordinatorService:
         if runtime.status == "budget_exhausted":
             raise errors.BudgetExceeded(f"the task's budget is spent: {runtime.reason}", task_id=task_id)
         if runtime.status in TERMINAL:
-            raise errors.TaskFinished(f"the task has ended ({runtime.status})", task_id=task_id,
-                                      status=runtime.status)
+            raise errors.TaskFinished(
+                f"the task has ended ({runtime.status})", task_id=task_id, status=runtime.status
+            )
         return runtime
 
     async def _budget_left(self, spec: TaskSpec, runtime: TaskRuntime, agent: str | None) -> dict[str, Any]:
@@ -350,20 +419,36 @@ class CoordinatorService:
         runtime = await self._ensure_running(task_id)
         left = await self._check_budget(spec, runtime, agent.id)
         head = await self.store.get_head(task_id)
-        lease = await self.store.acquire_lease(task_id, agent.id, head.version, self.settings.lease_ttl, self.clock())
+        lease = await self.store.acquire_lease(
+            task_id, agent.id, head.version, self.settings.lease_ttl, self.clock()
+        )
         if lease is None:
-            raise errors.NoBlockAvailable("every block is leased or awaiting its round; retry shortly",
-                                          retry_after=self.settings.retry_after, agent_id=agent.id)
+            raise errors.NoBlockAvailable(
+                "every block is leased or awaiting its round; retry shortly",
+                retry_after=self.settings.retry_after,
+                agent_id=agent.id,
+            )
         built = await self._build(spec, head)
-        if lease.version != built.snapshot.version:  # an older lease handed back: show it the head it is on now
+        if (
+            lease.version != built.snapshot.version
+        ):  # an older lease handed back: show it the head it is on now
             lease = lease.model_copy(update={"version": built.snapshot.version})
         contract = contract_envelope(built.task, built.snapshot, lease.block, left)
-        return LeaseGrant(lease_id=lease.id, agent_id=agent.id, block=lease.block, version=built.snapshot.version,
-                          expires_at=lease.expires_at, ttl=self.settings.lease_ttl, contract=contract)
+        return LeaseGrant(
+            lease_id=lease.id,
+            agent_id=agent.id,
+            block=lease.block,
+            version=built.snapshot.version,
+            expires_at=lease.expires_at,
+            ttl=self.settings.lease_ttl,
+            contract=contract,
+        )
 
     async def renew(self, task_id: str, agent: AgentRecord, lease_id: str) -> Lease:
         await self._ensure_running(task_id)
-        return await self.store.renew_lease(task_id, lease_id, agent.id, self.settings.lease_ttl, self.clock())
+        return await self.store.renew_lease(
+            task_id, lease_id, agent.id, self.settings.lease_ttl, self.clock()
+        )
 
     async def release(self, task_id: str, agent: AgentRecord, lease_id: str) -> None:
         await self.store.release_lease(task_id, lease_id, agent.id)
@@ -381,8 +466,13 @@ class CoordinatorService:
         runtime = await self._ensure_running(task_id)
         await self._check_budget(spec, runtime, agent.id)
         proposal = Proposal(
-            id=body.id or uuid.uuid4().hex, agent=agent.id, block=body.block, value=body.value,
-            base_version=body.base_version, predicted_improvement=body.predicted_improvement, usage=body.usage,
+            id=body.id or uuid.uuid4().hex,
+            agent=agent.id,
+            block=body.block,
+            value=body.value,
+            base_version=body.base_version,
+            predicted_improvement=body.predicted_improvement,
+            usage=body.usage,
             exact_minimizer=body.exact_minimizer,
         )
         queued, created = await self.store.enqueue_proposal(task_id, body.lease_id, proposal, self.clock())
@@ -404,7 +494,11 @@ class CoordinatorService:
         return view.model_copy(update={"next_lease": grant})
 
     async def proposal(
-        self, task_id: str, proposal_id: str, wait: float, agent: AgentRecord | None = None,
+        self,
+        task_id: str,
+        proposal_id: str,
+        wait: float,
+        agent: AgentRecord | None = None,
         next_lease: bool = False,
     ) -> tuple[ProposalView, bool]:
         deadline = self.clock() + min(max(wait, 0.0), self.settings.max_wait)
@@ -419,12 +513,20 @@ class CoordinatorService:
             runtime = await self.store.get_runtime(task_id)
             if runtime.status in TERMINAL:
                 break
-            with contextlib.suppress(TimeoutError):  # asyncio.timeout: no extra task per waiter, unlike wait_for
+            with contextlib.suppress(
+                TimeoutError
+            ):  # asyncio.timeout: no extra task per waiter, unlike wait_for
                 async with asyncio.timeout(min(remaining, 1.0)):
                     await event.wait()
         p = queued.proposal
-        view = ProposalView(id=p.id, agent_id=p.agent, block=p.block, base_version=p.base_version,
-                            status=verdict.status if verdict else "pending", verdict=verdict)
+        view = ProposalView(
+            id=p.id,
+            agent_id=p.agent,
+            block=p.block,
+            base_version=p.base_version,
+            status=verdict.status if verdict else "pending",
+            verdict=verdict,
+        )
         if next_lease and verdict is not None and agent is not None:
             view = await self.with_next_lease(task_id, agent, view)
         return view, verdict is not None
@@ -513,7 +615,9 @@ class CoordinatorService:
                 ran = False
             except Exception as exc:  # an engine or task bug: the task fails, the service lives on
                 log.exception("task %s: round failed", task_id)
-                await self._finish(task_id, TaskStatus.FAILED, f"round failed: {type(exc).__name__}: {exc}"[:300])
+                await self._finish(
+                    task_id, TaskStatus.FAILED, f"round failed: {type(exc).__name__}: {exc}"[:300]
+                )
                 ran = False
         if ran:
             await self._maybe_close(task_id)
@@ -546,40 +650,65 @@ class CoordinatorService:
             # Regroup only when every leased block has answered: a slower agent's work (an LLM call, say)
             # would otherwise turn stale because a round closed on its deadline without it.
             answered = {p.block for p in proposals} | {a.block for a in idle}
-            busy = [lease for lease in await self.store.active_leases(task_id, self.clock())
-                    if lease.block not in answered]
+            busy = [
+                lease
+                for lease in await self.store.active_leases(task_id, self.clock())
+                if lease.block not in answered
+            ]
             predicted = (await self._ledger(task_id)).predict_next()  # from earlier rounds, before scoring
             outcome, state_json = await asyncio.to_thread(
                 self._engine_round, built, proposals, runtime.round, not busy, predicted
             )
             rec = outcome.record
-            new_runtime = runtime.model_copy(update={
-                "round": runtime.round + 1, "stalled": 0 if rec.accepted else runtime.stalled + 1,
-            })
+            new_runtime = runtime.model_copy(
+                update={
+                    "round": runtime.round + 1,
+                    "stalled": 0 if rec.accepted else runtime.stalled + 1,
+                }
+            )
             new_head = None
             if outcome.committed:
                 snap = outcome.snapshot
-                new_head = Head(version=snap.version, objective=snap.objective,
-                                block_versions=list(snap.block_versions), state=state_json)
-            entry = RoundEntry(record=rec, bound=books.bound_dict(outcome.constants),
-                               opened_at=min([q.received_at for q in pending] + [a.at for a in idle]),
-                               closed_at=self.clock())
-            await self.store.commit(task_id, Commit(
-                expected_version=head.version, fence=fence, runtime=new_runtime, head=new_head,
-                verdicts=outcome.verdicts, round=entry, counters=self._counters(outcome.verdicts, rec),
-            ))
+                new_head = Head(
+                    version=snap.version,
+                    objective=snap.objective,
+                    block_versions=list(snap.block_versions),
+                    state=state_json,
+                )
+            entry = RoundEntry(
+                record=rec,
+                bound=books.bound_dict(outcome.constants),
+                opened_at=min([q.received_at for q in pending] + [a.at for a in idle]),
+                closed_at=self.clock(),
+            )
+            await self.store.commit(
+                task_id,
+                Commit(
+                    expected_version=head.version,
+                    fence=fence,
+                    runtime=new_runtime,
+                    head=new_head,
+                    verdicts=outcome.verdicts,
+                    round=entry,
+                    counters=self._counters(outcome.verdicts, rec),
+                ),
+            )
             built.snapshot = outcome.snapshot
             self.metrics.round_seconds.labels("rounds").observe(time.perf_counter() - started)
             self.metrics.scoring_seconds.labels("rounds").observe(rec.eval_seconds)
         self._notify(task_id)
-        await self._after_round(spec, new_runtime, rec.objective, rec.proposals + len({a.block for a in idle}))
+        await self._after_round(
+            spec, new_runtime, rec.objective, rec.proposals + len({a.block for a in idle})
+        )
         return True
 
     @staticmethod
     def _engine_round(
         built: _Built, proposals: list[Proposal], index: int, regroup: bool, predicted: float | None
     ) -> tuple[RoundOutcome, Any]:
-        outcome = built.engine.run_round(built.snapshot, proposals, index, regroup=regroup, predicted_gap=predicted)
+        outcome = built.engine.run_round(
+            built.snapshot, proposals, index, regroup=regroup, predicted_gap=predicted
+        )
         state_json = built.task.dump_state(outcome.snapshot.state) if outcome.committed else None
         return outcome, state_json
 
@@ -607,15 +736,21 @@ class CoordinatorService:
                 out["accounting_violations"] = rec.accounting_violations
         return out
 
-    async def _after_round(self, spec: TaskSpec, runtime: TaskRuntime, objective: float, proposals: int) -> None:
+    async def _after_round(
+        self, spec: TaskSpec, runtime: TaskRuntime, objective: float, proposals: int
+    ) -> None:
         ended = books.stop_status(spec, objective, runtime.stalled, proposals)
         why = None
         if ended is None and spec.stop_when is not None:
             ledger = await self._ledger(spec.id)
             why = spec.stop_when.verdict(len(ledger.records), ledger.forecast(spec.stop_when.horizon_rounds))
         if ended is not None:
-            await self._finish(spec.id, ended, "stopping rule met ("
-                               + ("relative gap)" if ended == TaskStatus.OPTIMAL else "stalled rounds)"))
+            await self._finish(
+                spec.id,
+                ended,
+                "stopping rule met ("
+                + ("relative gap)" if ended == TaskStatus.OPTIMAL else "stalled rounds)"),
+            )
         elif why is not None:
             await self._finish(spec.id, TaskStatus.DIMINISHING_RETURNS, why)
         elif spec.budgets.rounds is not None and runtime.round >= spec.budgets.rounds:
@@ -636,7 +771,9 @@ class CoordinatorService:
                 self._built.pop(task_id, None)
             except Exception as exc:
                 log.exception("task %s: async merge failed", task_id)
-                await self._finish(task_id, TaskStatus.FAILED, f"merge failed: {type(exc).__name__}: {exc}"[:300])
+                await self._finish(
+                    task_id, TaskStatus.FAILED, f"merge failed: {type(exc).__name__}: {exc}"[:300]
+                )
 
     async def _async_locked(self, task_id: str) -> None:
         spec = await self.spec(task_id)
@@ -654,7 +791,9 @@ class CoordinatorService:
                     self._arrival, built, queued.proposal, runtime.round
                 )
                 window = runtime.window.model_copy(update={"merged": list(runtime.window.merged)})  # tuples
-                if window.opened_at is None:  # the window's forecast is made when it opens, before any scoring
+                if (
+                    window.opened_at is None
+                ):  # the window's forecast is made when it opens, before any scoring
                     window.opened_at, window.start_objective = self.clock(), head.objective
                     window.predicted_gap = (await self._ledger(task_id)).predict_next()
                 rec = outcome.record
@@ -670,21 +809,35 @@ class CoordinatorService:
                 new_head = None
                 if outcome.committed:
                     snap = outcome.snapshot
-                    new_head = Head(version=snap.version, objective=snap.objective,
-                                    block_versions=list(snap.block_versions), state=state_json)
+                    new_head = Head(
+                        version=snap.version,
+                        objective=snap.objective,
+                        block_versions=list(snap.block_versions),
+                        state=state_json,
+                    )
                 counters = self._counters(outcome.verdicts, None)
                 if rec.merge_kind != "none":
                     counters["merges:independent"] = 1
-                await self.store.commit(task_id, Commit(
-                    expected_version=head.version, fence=fence, head=new_head, verdicts=outcome.verdicts,
-                    runtime=runtime.model_copy(update={"window": window}), counters=counters,
-                ))
+                await self.store.commit(
+                    task_id,
+                    Commit(
+                        expected_version=head.version,
+                        fence=fence,
+                        head=new_head,
+                        verdicts=outcome.verdicts,
+                        runtime=runtime.model_copy(update={"window": window}),
+                        counters=counters,
+                    ),
+                )
                 built.snapshot = outcome.snapshot
                 self.metrics.scoring_seconds.labels("async").observe(rec.eval_seconds)
                 self.metrics.round_seconds.labels("async").observe(time.perf_counter() - started)
                 self._notify(task_id)
                 ref = books.reference_of(spec)
-                if ref.kind == "optimum" and relative_gap(outcome.snapshot.objective, ref) <= spec.stop_relative_gap:
+                if (
+                    ref.kind == "optimum"
+                    and relative_gap(outcome.snapshot.objective, ref) <= spec.stop_relative_gap
+                ):
                     await self._close_window(task_id, fence, force=True)
                     await self._finish(task_id, TaskStatus.OPTIMAL, "stopping rule met (relative gap)")
                     return
@@ -704,9 +857,13 @@ class CoordinatorService:
                 for b in since:
                     if mine & task.footprint(snap.state, b, task.block_value(snap.state, b)):
                         verdict = Verdict(
-                            proposal_id=p.id, block=p.block, status="rejected", code="stale_footprint",
+                            proposal_id=p.id,
+                            block=p.block,
+                            status="rejected",
+                            code="stale_footprint",
                             reason=f"its footprint meets block {b}, committed after base version {p.base_version}",
-                            round=index, predicted=p.predicted_improvement,
+                            round=index,
+                            predicted=p.predicted_improvement,
                         )
                         empty = engine.run_round(snap, [], index)
                         return RoundOutcome(snap, empty.record, [verdict], empty.constants, False), None
@@ -727,31 +884,53 @@ class CoordinatorService:
         merged = [MergedScore(pred, act) for pred, act in w.merged]
         consts = round_constants(w.start_objective, head.objective, spec.reference, merged, spec.tolerance)
         # Arrivals merged one at a time, each on the head it was scored on: γ = 1 exactly when the books balance.
-        problems = check_accounting(consts.gap_before, consts.gap_after, consts.gamma, merged, spec.tolerance,
-                                    separable=True)
+        problems = check_accounting(
+            consts.gap_before, consts.gap_after, consts.gamma, merged, spec.tolerance, separable=True
+        )
         if problems:
-            log.error("task %s window %d: books do not balance: %s", task_id, runtime.round, "; ".join(problems))
+            log.error(
+                "task %s window %d: books do not balance: %s", task_id, runtime.round, "; ".join(problems)
+            )
         predicted = w.predicted_gap
         rec = RoundRecord(
-            round=runtime.round, version=head.version, objective=head.objective,
-            gap=head.objective - spec.reference, proposals=w.proposals, accepted=w.accepted,
-            interfering=w.interfering, merge_kind="independent" if w.accepted else "none",
-            kappa=consts.kappa, gamma=consts.gamma, delta=consts.delta, predicted_gap=predicted,
+            round=runtime.round,
+            version=head.version,
+            objective=head.objective,
+            gap=head.objective - spec.reference,
+            proposals=w.proposals,
+            accepted=w.accepted,
+            interfering=w.interfering,
+            merge_kind="independent" if w.accepted else "none",
+            kappa=consts.kappa,
+            gamma=consts.gamma,
+            delta=consts.delta,
+            predicted_gap=predicted,
             hit=None if predicted is None else consts.gap_after <= predicted + spec.tolerance,
-            accounting_violations=len(problems), checks=w.checks, engine_seconds=w.engine_seconds,
+            accounting_violations=len(problems),
+            checks=w.checks,
+            engine_seconds=w.engine_seconds,
             eval_seconds=w.eval_seconds,
         )
-        new_runtime = runtime.model_copy(update={
-            "round": runtime.round + 1, "stalled": 0 if w.accepted else runtime.stalled + 1,
-            "window": WindowState(),
-        })
+        new_runtime = runtime.model_copy(
+            update={
+                "round": runtime.round + 1,
+                "stalled": 0 if w.accepted else runtime.stalled + 1,
+                "window": WindowState(),
+            }
+        )
         counters = {k: v for k, v in self._counters([], rec).items() if not k.startswith("merges:")}
-        await self.store.commit(task_id, Commit(
-            expected_version=head.version, fence=fence, runtime=new_runtime,
-            round=RoundEntry(record=rec, bound=books.bound_dict(consts), opened_at=w.opened_at,
-                             closed_at=self.clock()),
-            counters=counters,
-        ))
+        await self.store.commit(
+            task_id,
+            Commit(
+                expected_version=head.version,
+                fence=fence,
+                runtime=new_runtime,
+                round=RoundEntry(
+                    record=rec, bound=books.bound_dict(consts), opened_at=w.opened_at, closed_at=self.clock()
+                ),
+                counters=counters,
+            ),
+        )
         self._notify(task_id)
         if not force:
             await self._after_round(spec, new_runtime, head.objective, w.proposals)
@@ -780,8 +959,12 @@ class CoordinatorService:
             return
         try:
             if await self.store.delete_task(task_id):
-                log.info("task %s evicted: finished %.0f s ago (%s)", task_id, now - runtime.finished_at,
-                         runtime.status)
+                log.info(
+                    "task %s evicted: finished %.0f s ago (%s)",
+                    task_id,
+                    now - runtime.finished_at,
+                    runtime.status,
+                )
         except errors.NotSupported:
             log.warning("the store cannot delete tasks: --retain-finished has no effect")
             self.settings = self.settings.model_copy(update={"retain_finished": None})
@@ -799,8 +982,14 @@ class CoordinatorService:
 
     def cache_sizes(self) -> dict[str, int]:
         """What this process holds per task (the soak benchmark watches these stay bounded)."""
-        return {"built": len(self._built), "specs": len(self._specs), "locks": len(self._locks),
-                "events": len(self._events), "agents": len(self._agents), "background": len(self._background)}
+        return {
+            "built": len(self._built),
+            "specs": len(self._specs),
+            "locks": len(self._locks),
+            "events": len(self._events),
+            "agents": len(self._agents),
+            "background": len(self._background),
+        }
 
     # -- scheduler ---------------------------------------------------------------------
     async def _schedule_forever(self) -> None:
@@ -824,7 +1013,9 @@ class CoordinatorService:
                 continue
             expired = await self.store.expire_leases(spec.id, now)
             for lease in expired:
-                log.info("task %s: lease on block %d expired (agent %s silent)", spec.id, lease.block, lease.agent)
+                log.info(
+                    "task %s: lease on block %d expired (agent %s silent)", spec.id, lease.block, lease.agent
+                )
             if spec.budgets.seconds is not None and now - spec.created_at >= spec.budgets.seconds:
                 await self._finish(spec.id, TaskStatus.BUDGET_EXHAUSTED, "seconds budget spent")
                 continue

@@ -17,8 +17,24 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 StoreKind = Literal["memory", "sqlite", "redis"]
 
 MIN_ADMIN_TOKEN = 24
-PLACEHOLDERS = ("replace", "changeme", "change-me", "change_me", "s3cret", "secret", "password", "passw0rd",
-                "example", "placeholder", "xxxx", "todo", "fixme", "dummy", "default", "admin-token-here")
+PLACEHOLDERS = (
+    "replace",
+    "changeme",
+    "change-me",
+    "change_me",
+    "s3cret",
+    "secret",
+    "password",
+    "passw0rd",
+    "example",
+    "placeholder",
+    "xxxx",
+    "todo",
+    "fixme",
+    "dummy",
+    "default",
+    "admin-token-here",
+)
 """Substrings (case-insensitive) that mark a token copied from a README or manifest rather than generated."""
 
 
@@ -42,20 +58,30 @@ class ServiceSettings(BaseModel):
         None, description="bearer token for task administration; None refuses every admin call"
     )
     store: StoreKind = "memory"
-    sqlite_path: str | None = Field(None, description="the SQLite file when store='sqlite' (WAL mode, durable)")
+    sqlite_path: str | None = Field(
+        None, description="the SQLite file when store='sqlite' (WAL mode, durable)"
+    )
     retain_finished: float | None = Field(
-        None, gt=0, description="seconds a finished task is kept before it is deleted from the store; None keeps it"
+        None,
+        gt=0,
+        description="seconds a finished task is kept before it is deleted from the store; None keeps it",
     )
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="the shared Redis when store='redis'")
     redis_prefix: str = Field("blockopt:", min_length=1, description="every Redis key starts with this")
-    redis_commit: Literal["lua", "watch"] = Field("lua", description="commit as one Lua script or WATCH/MULTI")
+    redis_commit: Literal["lua", "watch"] = Field(
+        "lua", description="commit as one Lua script or WATCH/MULTI"
+    )
     round_lock_ttl: float = Field(
-        5.0, gt=0, description="seconds a replica's round lock lives without renewal (renewed every third of it "
-                               "while a round runs); how long a task waits when the lock holder dies"
+        5.0,
+        gt=0,
+        description="seconds a replica's round lock lives without renewal (renewed every third of it "
+        "while a round runs); how long a task waits when the lock holder dies",
     )
     lease_ttl: float = Field(10.0, gt=0, description="seconds a lease lives without a renew")
     round_deadline: float = Field(
-        2.0, gt=0, description="seconds after a round's first proposal at which it closes regardless of quorum"
+        2.0,
+        gt=0,
+        description="seconds after a round's first proposal at which it closes regardless of quorum",
     )
     quorum: float = Field(
         1.0, gt=0, le=1.0, description="fraction of leased blocks that must have submitted to close a round"
@@ -73,20 +99,23 @@ class ServiceSettings(BaseModel):
         False, description="accept a short or placeholder-looking admin token (local development only)"
     )
     public_read: bool = Field(
-        False, description="anyone may read every task (status, solution, report, rounds, events, "
-                           "trajectories); by default reads need the admin token, the task's read token or "
-                           "an agent token of the task"
+        False,
+        description="anyone may read every task (status, solution, report, rounds, events, "
+        "trajectories); by default reads need the admin token, the task's read token or "
+        "an agent token of the task",
     )
     metrics_token: SecretStr | None = Field(
         None, description="bearer token /metrics requires; None leaves /metrics open"
     )
     data_dirs: tuple[Path, ...] = Field(
-        (), description="directories task params may name files in (maps, scenarios, databases, query "
-                        "folders); a path outside them gets 400. Empty: tasks may name no files",
+        (),
+        description="directories task params may name files in (maps, scenarios, databases, query "
+        "folders); a path outside them gets 400. Empty: tasks may name no files",
         json_schema_extra={"flag": "data-dir"},
     )
     kinds: tuple[str, ...] = Field(
-        (), description="kinds this coordinator accepts tasks of (default: every installed kind)",
+        (),
+        description="kinds this coordinator accepts tasks of (default: every installed kind)",
         json_schema_extra={"flag": "kind"},
     )
 
@@ -120,8 +149,10 @@ SECRET_VARIABLES = {"admin_token": "BLOCKOPT_ADMIN_TOKEN", "metrics_token": "BLO
 
 
 def from_env(
-    environ: Mapping[str, str] | None = None, admin_token_file: Path | None = None,
-    secret_files: Mapping[str, Path | None] | None = None, **overrides: object
+    environ: Mapping[str, str] | None = None,
+    admin_token_file: Path | None = None,
+    secret_files: Mapping[str, Path | None] | None = None,
+    **overrides: object,
 ) -> ServiceSettings:
     env = os.environ if environ is None else environ
     files = {"admin_token": admin_token_file, **(secret_files or {})}

@@ -29,12 +29,35 @@ MEDIA_TYPE = "application/x-ndjson"
 
 
 class AbandonIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
-        {"id": "d00d01", "block": 3, "base_version": 12, "outcome": "failed", "failure": "malformed_json",
-         "reason": "could not read a JSON object from your reply",
-         "usage": {"prompt_tokens": 1200, "completion_tokens": 410, "calls": 2, "model": "openai/gpt-oss-120b"}}]})
-    id: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[\w\-]+$",
-                           description="client-chosen id: re-sending it is idempotent (usage counted once)")
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "d00d01",
+                    "block": 3,
+                    "base_version": 12,
+                    "outcome": "failed",
+                    "failure": "malformed_json",
+                    "reason": "could not read a JSON object from your reply",
+                    "usage": {
+                        "prompt_tokens": 1200,
+                        "completion_tokens": 410,
+                        "calls": 2,
+                        "model": "openai/gpt-oss-120b",
+                    },
+                }
+            ]
+        },
+    )
+    id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        pattern=r"^[\w\-]+$",
+        description="client-chosen id: re-sending it is idempotent (usage counted once)",
+    )
     block: int = Field(..., ge=0)
     base_version: int = Field(..., ge=0)
     outcome: Literal["declined", "failed"] = "failed"
@@ -54,13 +77,26 @@ def proposal_line(q: QueuedProposal, v: Verdict | None, names: dict[str, str]) -
     p, u = q.proposal, q.proposal.usage
     predicted, delta = p.predicted_improvement, (v.delta if v is not None else None)
     return {
-        "type": "proposal", "id": p.id, "agent": p.agent, "agent_name": names.get(p.agent), "model": u.model,
-        "block": p.block, "base_version": p.base_version, "at": q.received_at,
-        "prompt_tokens": u.prompt_tokens, "response_tokens": u.completion_tokens,
-        "reasoning_tokens": u.reasoning_tokens, "prompt_chars": u.prompt_chars, "response_chars": u.response_chars,
-        "verdict": v.status if v is not None else "pending", "code": v.code if v is not None else None,
-        "reason": v.reason if v is not None else None, "round": v.round if v is not None else None,
-        "predicted": predicted, "delta": delta, "error": abs(predicted - delta) if delta is not None else None,
+        "type": "proposal",
+        "id": p.id,
+        "agent": p.agent,
+        "agent_name": names.get(p.agent),
+        "model": u.model,
+        "block": p.block,
+        "base_version": p.base_version,
+        "at": q.received_at,
+        "prompt_tokens": u.prompt_tokens,
+        "response_tokens": u.completion_tokens,
+        "reasoning_tokens": u.reasoning_tokens,
+        "prompt_chars": u.prompt_chars,
+        "response_chars": u.response_chars,
+        "verdict": v.status if v is not None else "pending",
+        "code": v.code if v is not None else None,
+        "reason": v.reason if v is not None else None,
+        "round": v.round if v is not None else None,
+        "predicted": predicted,
+        "delta": delta,
+        "error": abs(predicted - delta) if delta is not None else None,
         "usage": u.model_dump(),
     }
 
@@ -68,41 +104,100 @@ def proposal_line(q: QueuedProposal, v: Verdict | None, names: dict[str, str]) -
 def abandoned_line(a: AbandonedLease, names: dict[str, str]) -> dict[str, Any]:
     u = a.usage
     return {
-        "type": "abandoned", "id": a.id, "agent": a.agent, "agent_name": names.get(a.agent), "model": u.model,
-        "block": a.block, "base_version": a.base_version, "at": a.at,
-        "prompt_tokens": u.prompt_tokens, "response_tokens": u.completion_tokens,
-        "reasoning_tokens": u.reasoning_tokens, "prompt_chars": u.prompt_chars, "response_chars": u.response_chars,
-        "verdict": a.outcome, "code": a.failure or a.outcome, "reason": a.reason, "round": None,
-        "predicted": None, "delta": None, "error": None, "usage": u.model_dump(),
+        "type": "abandoned",
+        "id": a.id,
+        "agent": a.agent,
+        "agent_name": names.get(a.agent),
+        "model": u.model,
+        "block": a.block,
+        "base_version": a.base_version,
+        "at": a.at,
+        "prompt_tokens": u.prompt_tokens,
+        "response_tokens": u.completion_tokens,
+        "reasoning_tokens": u.reasoning_tokens,
+        "prompt_chars": u.prompt_chars,
+        "response_chars": u.response_chars,
+        "verdict": a.outcome,
+        "code": a.failure or a.outcome,
+        "reason": a.reason,
+        "round": None,
+        "predicted": None,
+        "delta": None,
+        "error": None,
+        "usage": u.model_dump(),
     }
 
 
 def router(service: CoordinatorService, store: Store) -> APIRouter:
     api = APIRouter(tags=["trajectories"])
 
-    async def agent(task_id: str, authorization: str | None = Header(None, include_in_schema=False)) -> AgentRecord:
+    async def agent(
+        task_id: str, authorization: str | None = Header(None, include_in_schema=False)
+    ) -> AgentRecord:
         return await service.authenticate(task_id, authorization)
 
-    @api.post("/v1/tasks/{task_id}/leases/{lease_id}/abandon", response_model=AbandonOut, tags=["agents"],
-              summary="End a lease without a proposal, reporting what it cost (counted in usage and budgets)")
-    async def abandon(task_id: str, lease_id: str, body: AbandonIn, me: AgentRecord = Depends(agent)) -> AbandonOut:
+    @api.post(
+        "/v1/tasks/{task_id}/leases/{lease_id}/abandon",
+        response_model=AbandonOut,
+        tags=["agents"],
+        summary="End a lease without a proposal, reporting what it cost (counted in usage and budgets)",
+    )
+    async def abandon(
+        task_id: str, lease_id: str, body: AbandonIn, me: AgentRecord = Depends(agent)
+    ) -> AbandonOut:
         record = AbandonedLease(
-            id=body.id or uuid.uuid4().hex, agent=me.id, block=body.block, base_version=body.base_version,
-            outcome=body.outcome, failure=body.failure, reason=body.reason, usage=body.usage,
+            id=body.id or uuid.uuid4().hex,
+            agent=me.id,
+            block=body.block,
+            base_version=body.base_version,
+            outcome=body.outcome,
+            failure=body.failure,
+            reason=body.reason,
+            usage=body.usage,
             at=service.clock(),
         )
         created = await store.record_abandoned(task_id, record)  # even on a finished task: the cost was real
         await service.release(task_id, me, lease_id)
         return AbandonOut(id=record.id, recorded=created)
 
-    @api.get("/v1/tasks/{task_id}/trajectories", response_class=StreamingResponse,
-             summary="JSON Lines, one per proposal or abandoned lease: sizes, verdict, Δ̂, Δ, δ, usage",
-             responses={200: {"content": {MEDIA_TYPE: {"example": json.dumps({
-                 "type": "proposal", "id": "c0ffee01", "agent": "a-91c2", "agent_name": "gpt-oss-0",
-                 "model": "openai/gpt-oss-120b", "block": 3, "base_version": 12, "at": 1764478810.2,
-                 "prompt_tokens": 1180, "response_tokens": 402, "reasoning_tokens": 190, "prompt_chars": 3900,
-                 "response_chars": 610, "verdict": "accepted", "code": "merged", "reason": "merged", "round": 12,
-                 "predicted": 0.042, "delta": 0.041, "error": 0.001, "usage": {"calls": 1}})}}}})
+    @api.get(
+        "/v1/tasks/{task_id}/trajectories",
+        response_class=StreamingResponse,
+        summary="JSON Lines, one per proposal or abandoned lease: sizes, verdict, Δ̂, Δ, δ, usage",
+        responses={
+            200: {
+                "content": {
+                    MEDIA_TYPE: {
+                        "example": json.dumps(
+                            {
+                                "type": "proposal",
+                                "id": "c0ffee01",
+                                "agent": "a-91c2",
+                                "agent_name": "gpt-oss-0",
+                                "model": "openai/gpt-oss-120b",
+                                "block": 3,
+                                "base_version": 12,
+                                "at": 1764478810.2,
+                                "prompt_tokens": 1180,
+                                "response_tokens": 402,
+                                "reasoning_tokens": 190,
+                                "prompt_chars": 3900,
+                                "response_chars": 610,
+                                "verdict": "accepted",
+                                "code": "merged",
+                                "reason": "merged",
+                                "round": 12,
+                                "predicted": 0.042,
+                                "delta": 0.041,
+                                "error": 0.001,
+                                "usage": {"calls": 1},
+                            }
+                        )
+                    }
+                }
+            }
+        },
+    )
     async def trajectories(task_id: str) -> StreamingResponse:
         await store.get_task(task_id)  # 404 before the stream starts
         proposals = await store.proposal_log(task_id)

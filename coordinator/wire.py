@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.forecast import Forecast, StopWhen
-from coordinator.status import TaskStatus
 from coordinator.records import MergePolicy, Usage, Verdict
+from coordinator.status import TaskStatus
 from coordinator.store.base import Budgets, TaskMode
 
 
@@ -36,8 +36,14 @@ class StopSpec(BaseModel):
 
 class CreateTask(BaseModel):
     model_config = _example(
-        {"kind": "quadratic", "params": {"blocks": 16, "dim": 4}, "merge_policy": "checked", "mode": "rounds",
-         "budgets": {"rounds": 500, "seconds": 600}, "proposer": {"name": "heuristic", "knobs": {"noise": 0.0}}},
+        {
+            "kind": "quadratic",
+            "params": {"blocks": 16, "dim": 4},
+            "merge_policy": "checked",
+            "mode": "rounds",
+            "budgets": {"rounds": 500, "seconds": 600},
+            "proposer": {"name": "heuristic", "knobs": {"noise": 0.0}},
+        },
         forbid=True,
     )
     kind: str = Field(..., max_length=64)
@@ -48,26 +54,55 @@ class CreateTask(BaseModel):
     proposer: ProposerHints = Field(default_factory=ProposerHints)
     window: int = Field(3, ge=1, description="rounds used to predict the envelope")
     stop: StopSpec = Field(default_factory=StopSpec)
-    stop_when: StopWhen | None = Field(None, description="stop as diminishing_returns when the forecast gain per "
-                                       "1,000 tokens or per agent-second falls below a threshold")
+    stop_when: StopWhen | None = Field(
+        None,
+        description="stop as diminishing_returns when the forecast gain per "
+        "1,000 tokens or per agent-second falls below a threshold",
+    )
 
 
 class TaskCreated(BaseModel):
-    model_config = _example({"id": "t-3f2a9c", "join_token": "<join token: give it to your agents>",
-                             "read_token": "<read token: lets its holder read this task>"})
+    model_config = _example(
+        {
+            "id": "t-3f2a9c",
+            "join_token": "<join token: give it to your agents>",
+            "read_token": "<read token: lets its holder read this task>",
+        }
+    )
     id: str
     join_token: str
-    read_token: str = Field(description="reads this task (status, rounds, report, solution, events, "
-                                        "trajectories) and nothing else; shown once")
+    read_token: str = Field(
+        description="reads this task (status, rounds, report, solution, events, "
+        "trajectories) and nothing else; shown once"
+    )
 
 
 class TaskView(BaseModel):
     model_config = _example(
-        {"id": "t-3f2a9c", "kind": "quadratic", "name": "quadratic-n16-d4-c0.3-s0", "status": "running",
-         "reason": None, "round": 12, "version": 12, "objective": -29.05, "gap": 0.0088, "relative_gap": 3e-4,
-         "feasible": True, "reference": -29.0588, "reference_kind": "optimum", "merge_policy": "checked",
-         "mode": "rounds", "blocks": 16, "agents": 4, "leases": 4, "budgets": {"rounds": 500},
-         "usage": {"tokens": 0, "calls": 48}, "created_at": 1764478800.0, "finished_at": None}
+        {
+            "id": "t-3f2a9c",
+            "kind": "quadratic",
+            "name": "quadratic-n16-d4-c0.3-s0",
+            "status": "running",
+            "reason": None,
+            "round": 12,
+            "version": 12,
+            "objective": -29.05,
+            "gap": 0.0088,
+            "relative_gap": 3e-4,
+            "feasible": True,
+            "reference": -29.0588,
+            "reference_kind": "optimum",
+            "merge_policy": "checked",
+            "mode": "rounds",
+            "blocks": 16,
+            "agents": 4,
+            "leases": 4,
+            "budgets": {"rounds": 500},
+            "usage": {"tokens": 0, "calls": 48},
+            "created_at": 1764478800.0,
+            "finished_at": None,
+        }
     )
     id: str
     kind: str
@@ -110,9 +145,18 @@ class JoinRequest(BaseModel):
 
 class Joined(BaseModel):
     model_config = _example(
-        {"agent_id": "a-91c2", "token": "<agent token>", "task": {"id": "t-3f2a9c", "kind": "quadratic",
-         "params": {"blocks": 16, "dim": 4}, "mode": "rounds", "proposer": {"name": "heuristic", "knobs": {}}},
-         "lease_ttl": 10.0}
+        {
+            "agent_id": "a-91c2",
+            "token": "<agent token>",
+            "task": {
+                "id": "t-3f2a9c",
+                "kind": "quadratic",
+                "params": {"blocks": 16, "dim": 4},
+                "mode": "rounds",
+                "proposer": {"name": "heuristic", "knobs": {}},
+            },
+            "lease_ttl": 10.0,
+        }
     )
     agent_id: str
     token: str
@@ -122,9 +166,20 @@ class Joined(BaseModel):
 
 class LeaseGrant(BaseModel):
     model_config = _example(
-        {"lease_id": "5d1e", "agent_id": "a-91c2", "block": 3, "version": 12, "expires_at": 1764478810.0,
-         "ttl": 10.0, "contract": {"block": 3, "version": 12, "budget": {"rounds": 488},
-                                   "data": {"kind": "quadratic", "x": [0.1, 0.2, 0.3, 0.4]}}}
+        {
+            "lease_id": "5d1e",
+            "agent_id": "a-91c2",
+            "block": 3,
+            "version": 12,
+            "expires_at": 1764478810.0,
+            "ttl": 10.0,
+            "contract": {
+                "block": 3,
+                "version": 12,
+                "budget": {"rounds": 488},
+                "data": {"kind": "quadratic", "x": [0.1, 0.2, 0.3, 0.4]},
+            },
+        }
     )
     lease_id: str
     agent_id: str
@@ -144,27 +199,56 @@ class LeaseRenewed(BaseModel):
 
 class ProposalIn(BaseModel):
     model_config = _example(
-        {"id": "c0ffee01", "lease_id": "5d1e", "block": 3, "base_version": 12, "value": [0.5, -0.1, 0.2, 0.0],
-         "predicted_improvement": 0.042, "usage": {"calls": 1, "seconds": 0.001, "model": "heuristic"}},
+        {
+            "id": "c0ffee01",
+            "lease_id": "5d1e",
+            "block": 3,
+            "base_version": 12,
+            "value": [0.5, -0.1, 0.2, 0.0],
+            "predicted_improvement": 0.042,
+            "usage": {"calls": 1, "seconds": 0.001, "model": "heuristic"},
+        },
         forbid=True,
     )
-    id: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[\w\-]+$",
-                           description="client-chosen id: re-sending it is idempotent")
+    id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        pattern=r"^[\w\-]+$",
+        description="client-chosen id: re-sending it is idempotent",
+    )
     lease_id: str = Field(..., max_length=64)
     block: int = Field(..., ge=0)
     base_version: int = Field(..., ge=0)
     value: Any
     predicted_improvement: float
     usage: Usage = Field(default_factory=Usage)
-    exact_minimizer: bool = Field(False, description="the value exactly minimizes the block's local objective plus "
-                                  "correction on base_version (precondition of the kind's a priori bound)")
+    exact_minimizer: bool = Field(
+        False,
+        description="the value exactly minimizes the block's local objective plus "
+        "correction on base_version (precondition of the kind's a priori bound)",
+    )
 
 
 class ProposalView(BaseModel):
     model_config = _example(
-        {"id": "c0ffee01", "agent_id": "a-91c2", "block": 3, "base_version": 12, "status": "accepted",
-         "verdict": {"proposal_id": "c0ffee01", "block": 3, "status": "accepted", "code": "merged",
-                     "reason": "merged", "round": 12, "predicted": 0.042, "delta": 0.042}}
+        {
+            "id": "c0ffee01",
+            "agent_id": "a-91c2",
+            "block": 3,
+            "base_version": 12,
+            "status": "accepted",
+            "verdict": {
+                "proposal_id": "c0ffee01",
+                "block": 3,
+                "status": "accepted",
+                "code": "merged",
+                "reason": "merged",
+                "round": 12,
+                "predicted": 0.042,
+                "delta": 0.042,
+            },
+        }
     )
     id: str
     agent_id: str
@@ -173,16 +257,33 @@ class ProposalView(BaseModel):
     status: Literal["accepted", "rejected", "pending"]
     verdict: Verdict | None = None
     next_lease: LeaseGrant | None = Field(
-        None, description="with ?next_lease=true and a verdict: the agent's next lease, so a steady agent loop "
-                          "costs one request per proposal (null: lease with POST /leases, which says why)")
+        None,
+        description="with ?next_lease=true and a verdict: the agent's next lease, so a steady agent loop "
+        "costs one request per proposal (null: lease with POST /leases, which says why)",
+    )
 
 
 class RoundsView(BaseModel):
     model_config = _example(
-        {"task": "t-3f2a9c", "rounds": [{"round": 0, "objective": -20.1, "gap": 8.9, "accepted": 4,
-                                         "interfering": 6, "kappa": 0.17, "gamma": 0.98, "delta": 0.0,
-                                         "predicted_gap": 9.6, "hit": True, "a_priori_rhs": 9.1,
-                                         "a_priori_held": True}]}
+        {
+            "task": "t-3f2a9c",
+            "rounds": [
+                {
+                    "round": 0,
+                    "objective": -20.1,
+                    "gap": 8.9,
+                    "accepted": 4,
+                    "interfering": 6,
+                    "kappa": 0.17,
+                    "gamma": 0.98,
+                    "delta": 0.0,
+                    "predicted_gap": 9.6,
+                    "hit": True,
+                    "a_priori_rhs": 9.1,
+                    "a_priori_held": True,
+                }
+            ],
+        }
     )
     task: str
     rounds: list[dict[str, Any]]
@@ -190,8 +291,14 @@ class RoundsView(BaseModel):
 
 class SolutionView(BaseModel):
     model_config = _example(
-        {"task": "t-3f2a9c", "version": 40, "objective": -29.0588, "feasible": True,
-         "solution": {"x": [0.1, 0.2]}, "state": {"x": [0.1, 0.2]}}
+        {
+            "task": "t-3f2a9c",
+            "version": 40,
+            "objective": -29.0588,
+            "feasible": True,
+            "solution": {"x": [0.1, 0.2]},
+            "state": {"x": [0.1, 0.2]},
+        }
     )
     task: str
     version: int
@@ -210,5 +317,7 @@ class Health(BaseModel):
 class ErrorBody(BaseModel):
     """Every error: ``{"error": {"code", "message", ...context}}``."""
 
-    model_config = _example({"error": {"code": "lease_expired", "message": "the lease expired or was released"}})
+    model_config = _example(
+        {"error": {"code": "lease_expired", "message": "the lease expired or was released"}}
+    )
     error: dict[str, Any]

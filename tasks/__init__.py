@@ -31,7 +31,21 @@ from tasks.registry import (
 )
 
 __all__ = [
-    "COMMON_REJECTION_CODES", "RUNNER_OPTIONS", "Draft", "InvalidParams", "InvalidProposal", "KindPrompt",
-    "KindRefused", "NoKnobs", "Proposer", "Reference", "Task", "UnknownKind", "broken_kinds", "create_task",
-    "kind_class", "kind_sources", "kinds",
+    "COMMON_REJECTION_CODES",
+    "RUNNER_OPTIONS",
+    "Draft",
+    "InvalidParams",
+    "InvalidProposal",
+    "KindPrompt",
+    "KindRefused",
+    "NoKnobs",
+    "Proposer",
+    "Reference",
+    "Task",
+    "UnknownKind",
+    "broken_kinds",
+    "create_task",
+    "kind_class",
+    "kind_sources",
+    "kinds",
 ]

@@ -11,9 +11,9 @@ valid (the engine keeps it for rollback and for stale-correction bookkeeping).
 from __future__ import annotations
 
 import abc
+import typing
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-import typing
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal
 
@@ -35,11 +35,32 @@ ReferenceKind = Literal["optimum", "lower_bound"]
 COMMON_REJECTION_CODES = frozenset({"invalid_proposal", "wrong_block", "bad_shape", "bad_value"})
 """Codes any kind's ``validate`` may raise without declaring them."""
 
-RUNNER_OPTIONS = frozenset({
-    "agents", "merge", "max_rounds", "time_limit", "report", "inproc", "window", "quiet", "mode", "processes",
-    "round_deadline", "lease_ttl", "proposer", "proposer_option", "llm_base_url", "llm_model",
-    "reasoning_effort", "preset", "store", "stop_gain_per_1k_tokens", "stop_gain_per_agent_second", "ui",
-})
+RUNNER_OPTIONS = frozenset(
+    {
+        "agents",
+        "merge",
+        "max_rounds",
+        "time_limit",
+        "report",
+        "inproc",
+        "window",
+        "quiet",
+        "mode",
+        "processes",
+        "round_deadline",
+        "lease_ttl",
+        "proposer",
+        "proposer_option",
+        "llm_base_url",
+        "llm_model",
+        "reasoning_effort",
+        "preset",
+        "store",
+        "stop_gain_per_1k_tokens",
+        "stop_gain_per_agent_second",
+        "ui",
+    }
+)
 """Options of ``blockopt run`` itself: a kind's parameter with one of these names is refused at registration
 (``blockopt run KIND --NAME`` could not mean both)."""
 
@@ -198,7 +219,10 @@ class Task(abc.ABC, Generic[State, P]):
         return d_p + d_q - d_pq
 
     def interactions(
-        self, state: State, items: Sequence[tuple[int, Value]], pairs: Sequence[tuple[int, int]],
+        self,
+        state: State,
+        items: Sequence[tuple[int, Value]],
+        pairs: Sequence[tuple[int, int]],
         f0: float | None = None,
     ) -> list[float]:
         """``interaction`` for each ``(a, b)`` index pair into ``items``; a round asks for all its pairs at

@@ -13,8 +13,13 @@ import numpy as np
 
 
 class BlockMatrix:
-    def __init__(self, n: int, d: int, dense: np.ndarray | None = None,
-                 blocks: Mapping[tuple[int, int], np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        n: int,
+        d: int,
+        dense: np.ndarray | None = None,
+        blocks: Mapping[tuple[int, int], np.ndarray] | None = None,
+    ) -> None:
         """Either ``dense`` (n·d × n·d) or ``blocks`` {(i, j): A_ij}, both orientations of every nonzero block."""
         self.n, self.d = n, d
         self._dense = dense
@@ -51,10 +56,15 @@ class BlockMatrix:
     def matvec(self, x: np.ndarray) -> np.ndarray:
         if self._dense is not None:
             return self._dense @ x
-        if not hasattr(self, "_stacked"):  # (rows, cols, blocks) of every stored block, for one vectorized pass
+        if not hasattr(
+            self, "_stacked"
+        ):  # (rows, cols, blocks) of every stored block, for one vectorized pass
             keys = list(self._blocks)
-            self._stacked = (np.array([i for i, _ in keys], dtype=np.intp), np.array([j for _, j in keys], dtype=np.intp),
-                             np.stack([self._blocks[k] for k in keys]))
+            self._stacked = (
+                np.array([i for i, _ in keys], dtype=np.intp),
+                np.array([j for _, j in keys], dtype=np.intp),
+                np.stack([self._blocks[k] for k in keys]),
+            )
         rows, cols, stacked = self._stacked
         out = np.zeros((self.n, self.d))
         np.add.at(out, rows, np.einsum("kij,kj->ki", stacked, x.reshape(self.n, self.d)[cols]))
@@ -66,7 +76,7 @@ class BlockMatrix:
         d = self.d
         a = np.zeros((self.n * d, self.n * d))
         for (i, j), a_ij in self._blocks.items():
-            a[i * d:(i + 1) * d, j * d:(j + 1) * d] = a_ij
+            a[i * d : (i + 1) * d, j * d : (j + 1) * d] = a_ij
         return a
 
     def minimizer(self, b: np.ndarray) -> np.ndarray:

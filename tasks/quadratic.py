@@ -8,7 +8,6 @@ exact optimum is F* = −½bᵀA⁻¹b, the exact correction for block i is
 from __future__ import annotations
 
 import pathlib
-
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,9 @@ class QuadraticParams(BaseModel):
     ridge: float = Field(0.1, gt=0.0, le=100.0, description="diagonal shift; larger = better conditioned")
     seed: int = Field(0, ge=0, description="instance seed")
     neighbours: int | None = Field(
-        None, ge=1, le=64,
+        None,
+        ge=1,
+        le=64,
         description="sparse coupling: each block is coupled to about this many random others (none: all pairs)",
     )
 
@@ -60,7 +61,9 @@ def coupling_graph(p: QuadraticParams) -> list[tuple[int, int]]:
     draws = max(1, p.neighbours // 2)
     pairs: set[tuple[int, int]] = set()
     for i in range(p.blocks):
-        others: Any = rng.choice(p.blocks - 1, size=min(draws, p.blocks - 1), replace=False) if p.blocks > 1 else []
+        others: Any = (
+            rng.choice(p.blocks - 1, size=min(draws, p.blocks - 1), replace=False) if p.blocks > 1 else []
+        )
         for o in others:
             j = int(o) + (int(o) >= i)
             pairs.add((min(i, j), max(i, j)))
@@ -243,7 +246,10 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         return float(di @ self.matrix.block(i, j) @ dj)
 
     def interactions(
-        self, state: QuadState, items: Sequence[tuple[int, Any]], pairs: Sequence[tuple[int, int]],
+        self,
+        state: QuadState,
+        items: Sequence[tuple[int, Any]],
+        pairs: Sequence[tuple[int, int]],
         f0: float | None = None,
     ) -> list[float]:
         """Every asked c_ij of a round in one vectorized pass over the pairs' blocks A_ij: linear in the
@@ -257,8 +263,10 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         right = np.fromiter((b for _, b in pairs), dtype=np.intp, count=len(pairs))
         coupling = self.matrix.blocks_of(blocks[left], blocks[right])  # (pairs, d, d)
         c = np.einsum("pi,pij,pj->p", steps[left], coupling, steps[right])
-        return [float(c[k]) if blocks[a] != blocks[b] else self.interaction(state, items[a], items[b], f0)
-                for k, (a, b) in enumerate(pairs)]
+        return [
+            float(c[k]) if blocks[a] != blocks[b] else self.interaction(state, items[a], items[b], f0)
+            for k, (a, b) in enumerate(pairs)
+        ]
 
     A_PRIORI_MAX_SIZE = 2048
     """Above this many coordinates the eigenvalues are not computed (no a priori bound is stated)."""
@@ -314,9 +322,7 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         except (TypeError, ValueError):
             raise InvalidProposal("block value must be a list of numbers", "bad_shape") from None
         if arr.shape != (self.d,):
-            raise InvalidProposal(
-                f"block value must have shape ({self.d},), got {arr.shape}", "bad_shape"
-            )
+            raise InvalidProposal(f"block value must have shape ({self.d},), got {arr.shape}", "bad_shape")
         if not np.all(np.isfinite(arr)):
             raise InvalidProposal("block value must be finite", "bad_value")
         return arr
@@ -403,8 +409,12 @@ class QuadraticProposer(Proposer):
         predicted = surrogate(x) - surrogate(y)
         # It solved its surrogate exactly; whether the correction it was given is exact is what the a priori
         # bound then tests (noise and staleness are inexact corrections the agent cannot see).
-        return Draft(block=int(contract["block"]), value=y.tolist(), predicted_improvement=predicted,
-                     info={"exact_minimizer": True})
+        return Draft(
+            block=int(contract["block"]),
+            value=y.tolist(),
+            predicted_improvement=predicted,
+            info={"exact_minimizer": True},
+        )
 
 
 TASK = QuadraticTask

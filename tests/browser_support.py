@@ -15,17 +15,31 @@ from typing import Any
 import pytest
 
 INSTALL_HINT = "apt-get install -y chromium chromium-driver"
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--window-size=1400,1500",
-         # no route out: every host but the loopback one fails to resolve
-         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1400,1500",
+    # no route out: every host but the loopback one fails to resolve
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
 
 
 def executables() -> tuple[str, str]:
-    chromium = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-    driver = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None)
+    chromium = shutil.which("chromium") or (
+        "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+    )
+    driver = shutil.which("chromedriver") or (
+        "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None
+    )
     if chromium is None or driver is None:
-        missing = " and ".join(n for n, p in (("chromium", chromium), ("chromium-driver", driver)) if p is None)
+        missing = " and ".join(
+            n for n, p in (("chromium", chromium), ("chromium-driver", driver)) if p is None
+        )
         message = f"no headless browser: install the Debian package(s) {missing} ({INSTALL_HINT})"
         if os.environ.get("BLOCKOPT_REQUIRE_BROWSER") == "1":
             pytest.fail(message)
@@ -56,18 +70,30 @@ class Browser:
         return self.driver.execute_script(script, *args)
 
     def text(self, selector: str) -> str:
-        return str(self.js("const n = document.querySelector(arguments[0]); return n ? n.textContent : '';", selector))
+        return str(
+            self.js(
+                "const n = document.querySelector(arguments[0]); return n ? n.textContent : '';", selector
+            )
+        )
 
     def count(self, selector: str) -> int:
         return int(self.js("return document.querySelectorAll(arguments[0]).length;", selector))
 
     def visible(self, selector: str) -> bool:
-        return bool(self.js("const n = document.querySelector(arguments[0]); return !!n && !n.hidden && "
-                            "n.offsetParent !== null;", selector))
+        return bool(
+            self.js(
+                "const n = document.querySelector(arguments[0]); return !!n && !n.hidden && "
+                "n.offsetParent !== null;",
+                selector,
+            )
+        )
 
     def set_token(self, token: str) -> None:
-        self.js("const i = document.getElementById('token-input'); i.value = arguments[0];"
-                "document.getElementById('token-form').requestSubmit();", token)
+        self.js(
+            "const i = document.getElementById('token-input'); i.value = arguments[0];"
+            "document.getElementById('token-form').requestSubmit();",
+            token,
+        )
 
     def wait(self, pred: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
         deadline = time.monotonic() + timeout

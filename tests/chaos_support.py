@@ -24,8 +24,8 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import ADMIN, REPO
 from coordinator.status import TERMINAL
+from tests.conftest import ADMIN, REPO
 
 ACK = re.compile(r"proposal ([0-9a-f]{32}) acknowledged")
 RESULTS_ENV = "BLOCKOPT_CHAOS_RESULTS"
@@ -44,10 +44,29 @@ class Agents:
         env = {**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_JOIN_TOKEN": task["join_token"]}
         with log.open("ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "blockopt", "fleet", "--coordinator", url, "--task", task["id"],
-                 "--agents", str(agents), "--processes", "1", "--seed", str(seed), "--name", f"f{seed}",
-                 "--log-level", "debug"],
-                env=env, stdout=out, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "blockopt",
+                    "fleet",
+                    "--coordinator",
+                    url,
+                    "--task",
+                    task["id"],
+                    "--agents",
+                    str(agents),
+                    "--processes",
+                    "1",
+                    "--seed",
+                    str(seed),
+                    "--name",
+                    f"f{seed}",
+                    "--log-level",
+                    "debug",
+                ],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
         self.procs.append((proc, log))
         return proc
@@ -118,8 +137,10 @@ class Losses:
         if path:
             with open(path, "a") as out:
                 out.write(json.dumps(self.__dict__) + "\n")
-        print(f"{self.scenario}: {self.status}; acknowledged {self.acknowledged}, stored {self.stored}, "
-              f"with a verdict {self.with_verdict}, lost {self.lost}, unjudged {self.unjudged}")
+        print(
+            f"{self.scenario}: {self.status}; acknowledged {self.acknowledged}, stored {self.stored}, "
+            f"with a verdict {self.with_verdict}, lost {self.lost}, unjudged {self.unjudged}"
+        )
 
 
 def count_losses(scenario: str, url: str, task_id: str, acknowledged: set[str], started: float) -> Losses:
@@ -128,9 +149,13 @@ def count_losses(scenario: str, url: str, task_id: str, acknowledged: set[str], 
     status = view["status"] if view else "unknown"
     acked_in_books = [books[pid] for pid in acknowledged if pid in books]
     result = Losses(
-        scenario=scenario, status=status, acknowledged=len(acknowledged), stored=len(books),
+        scenario=scenario,
+        status=status,
+        acknowledged=len(acknowledged),
+        stored=len(books),
         with_verdict=sum(1 for v in books.values() if v != "pending"),
-        lost=len(acknowledged - books.keys()), unjudged=sum(1 for v in acked_in_books if v == "pending"),
+        lost=len(acknowledged - books.keys()),
+        unjudged=sum(1 for v in acked_in_books if v == "pending"),
         seconds=round(time.monotonic() - started, 1),
     )
     result.record()

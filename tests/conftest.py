@@ -56,7 +56,9 @@ class Coordinator:
         joined = r.json()
         return self.client(joined["token"]), joined
 
-    def wait_for(self, task_id: str, pred: Callable[[dict[str, Any]], bool], timeout: float = 60.0) -> dict[str, Any]:
+    def wait_for(
+        self, task_id: str, pred: Callable[[dict[str, Any]], bool], timeout: float = 60.0
+    ) -> dict[str, Any]:
         """Poll the task view until ``pred`` holds (no fixed sleeps: returns as soon as it does)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -106,10 +108,21 @@ def anyio_backend() -> str:
 def blockopt_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """A real ``blockopt`` CLI process (``python -m blockopt``) with this checkout on its path."""
     full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "blockopt", *args], env=full_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "blockopt", *args],
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def agent_process(coord: Coordinator, task: dict[str, Any], *extra: str) -> subprocess.Popen[bytes]:
-    return blockopt_process("agent", "--coordinator", coord.url, "--task", task["id"], *extra,
-                            env={"BLOCKOPT_JOIN_TOKEN": task["join_token"]})
+    return blockopt_process(
+        "agent",
+        "--coordinator",
+        coord.url,
+        "--task",
+        task["id"],
+        *extra,
+        env={"BLOCKOPT_JOIN_TOKEN": task["join_token"]},
+    )

@@ -39,8 +39,10 @@ APT_HINT = {
 
 def in_ci() -> bool:
     """CI (CI=true, or BLOCKOPT_REQUIRE_DEPLOY_TOOLS=1 as .ci/run sets it): a missing tool is a failure."""
-    return (os.environ.get("CI", "").lower() in ("1", "true", "yes")
-            or os.environ.get("BLOCKOPT_REQUIRE_DEPLOY_TOOLS", "") == "1")
+    return (
+        os.environ.get("CI", "").lower() in ("1", "true", "yes")
+        or os.environ.get("BLOCKOPT_REQUIRE_DEPLOY_TOOLS", "") == "1"
+    )
 
 
 def missing_tool(what: str) -> None:
@@ -79,7 +81,12 @@ def free_port() -> int:
 
 # -- the expressions in the dashboard and the alert rules --------------------------------------------
 
-GRAFANA_SUBSTITUTIONS = {"$__rate_interval": "30s", "${__rate_interval}": "30s", "$task": ".*", "${task}": ".*"}
+GRAFANA_SUBSTITUTIONS = {
+    "$__rate_interval": "30s",
+    "${__rate_interval}": "30s",
+    "$task": ".*",
+    "${task}": ".*",
+}
 """What Grafana would put in place of the dashboard's variables, for querying Prometheus directly."""
 
 _VARIABLE = re.compile(r"\$\{?([A-Za-z_]\w*)")
@@ -102,7 +109,9 @@ def dashboard_expressions(dash: dict[str, Any]) -> list[tuple[str, str]]:
         for target in panel.get("targets", []):
             expr = target.get("expr")
             if expr:
-                found.append((f"panel {panel.get('title')!r} target {target.get('refId')}", grafana_to_promql(expr)))
+                found.append(
+                    (f"panel {panel.get('title')!r} target {target.get('refId')}", grafana_to_promql(expr))
+                )
     return found
 
 
@@ -111,8 +120,10 @@ def grafana_to_promql(expr: str) -> str:
         expr = expr.replace(var, value)
     leftover = _VARIABLE.findall(expr)
     if leftover:
-        raise AssertionError(f"dashboard variable(s) {leftover} have no test substitution: add them to "
-                             f"GRAFANA_SUBSTITUTIONS in tests/deploy_support.py ({expr})")
+        raise AssertionError(
+            f"dashboard variable(s) {leftover} have no test substitution: add them to "
+            f"GRAFANA_SUBSTITUTIONS in tests/deploy_support.py ({expr})"
+        )
     return expr
 
 
@@ -184,13 +195,14 @@ def alert_operands(expr: str) -> list[str]:
     """
     operands = []
     for part in _split_top_level(expr):
-        part = part[_MODIFIERS.match(part).end():].strip()  # type: ignore[union-attr]
+        part = part[_MODIFIERS.match(part).end() :].strip()  # type: ignore[union-attr]
         if part and not _NUMBER.match(part):
             operands.append(part)
     return operands
 
 
 # -- the Kubernetes manifests ------------------------------------------------------------------------
+
 
 def k8s_documents() -> list[dict[str, Any]]:
     docs = []

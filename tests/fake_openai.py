@@ -50,11 +50,23 @@ CONTENT_FAULTS = ("prose", "fence", "malformed", "truncated", "wrong_block", "il
 TRANSPORT_FAULTS = ("rate_limit", "server_error")
 SLOW_FAULTS = ("hang", "slow_stream")
 HOSTILE_REASONS: dict[str, str | None] = {
-    "oversized": "oversized", "prose_only": "malformed_json", "refusal": "refusal", "refusal_text": "refusal",
-    "empty_choices": "empty_choices", "body_shape": "wrong_shape", "not_object": "malformed_json",
-    "value_shape": "bad_shape", "nan": "non_finite", "infinity": "non_finite", "huge_number": "non_finite",
-    "deep_nesting": "malformed_json", "truncated": "truncated", "wrong_block": "wrong_block",
-    "negative_usage": None, "absurd_usage": None, "string_usage": None,
+    "oversized": "oversized",
+    "prose_only": "malformed_json",
+    "refusal": "refusal",
+    "refusal_text": "refusal",
+    "empty_choices": "empty_choices",
+    "body_shape": "wrong_shape",
+    "not_object": "malformed_json",
+    "value_shape": "bad_shape",
+    "nan": "non_finite",
+    "infinity": "non_finite",
+    "huge_number": "non_finite",
+    "deep_nesting": "malformed_json",
+    "truncated": "truncated",
+    "wrong_block": "wrong_block",
+    "negative_usage": None,
+    "absurd_usage": None,
+    "string_usage": None,
 }
 """Each hostile mode and the failure the LLM proposer records for it (None: a usable answer whose usage is
 flagged and replaced by the estimate)."""
@@ -74,7 +86,9 @@ class FakeConfig(BaseModel):
     model: str = "openai/gpt-oss-120b"
     api_key: str | None = None
     retry_after_s: int = Field(1, ge=0, description="Retry-After header of a 429")
-    retry_after_ms: int | None = Field(None, ge=0, description="retry-after-ms header of a 429 (None: absent)")
+    retry_after_ms: int | None = Field(
+        None, ge=0, description="retry-after-ms header of a 429 (None: absent)"
+    )
     hang_s: float = Field(30.0, ge=0.0)
     slow_chunk_s: float = Field(0.5, ge=0.0)
     reject_response_format: bool = Field(False, description="answer 400 to json_schema requests")
@@ -154,8 +168,11 @@ def render_reply(answer: dict[str, Any], fault: str) -> tuple[str, str]:
         answer = {**answer, "value": _illegal(answer["value"])}
     text = json.dumps(answer)
     if fault == "prose":
-        return ("I solved the block's surrogate exactly. Here is my proposal:\n"
-                f"{text}\nThis should lower the objective.", "stop")
+        return (
+            "I solved the block's surrogate exactly. Here is my proposal:\n"
+            f"{text}\nThis should lower the objective.",
+            "stop",
+        )
     if fault == "fence":
         return f"Proposal for the block:\n```json\n{json.dumps(answer, indent=2)}\n```\n", "stop"
     if fault == "malformed":
@@ -197,7 +214,9 @@ def hostile_usage(usage: dict[str, Any], fault: str) -> dict[str, Any]:
 
 
 def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status, headers=headers)
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "code": status}}, status, headers=headers
+    )
 
 
 def create_app(fake: FakeLLM) -> FastAPI:
@@ -205,7 +224,10 @@ def create_app(fake: FakeLLM) -> FastAPI:
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": fake.config.model, "object": "model", "owned_by": "blockopt-tests"}]}
+        return {
+            "object": "list",
+            "data": [{"id": fake.config.model, "object": "model", "owned_by": "blockopt-tests"}],
+        }
 
     @app.post("/admin/faults")
     async def set_faults(config: FakeConfig) -> Any:
@@ -229,7 +251,9 @@ def create_app(fake: FakeLLM) -> FastAPI:
             messages = body["messages"]
             assert isinstance(messages, list) and messages
         except Exception:  # noqa: BLE001 - any malformed request is a 400, as on a real server
-            return _error(400, "the body must be JSON with a non-empty 'messages' list", "invalid_request_error")
+            return _error(
+                400, "the body must be JSON with a non-empty 'messages' list", "invalid_request_error"
+            )
         if body.get("model") != cfg.model:
             return _error(404, f"The model `{body.get('model')}` does not exist.", "NotFoundError")
         if cfg.reject_response_format and body.get("response_format"):
@@ -267,7 +291,9 @@ def create_app(fake: FakeLLM) -> FastAPI:
             "completion_tokens_details": {"reasoning_tokens": reasoning},
         }
         usage = hostile_usage(usage, fault)
-        thought = f"Block {answer['block']}: minimize the block objective given the correction; answer as JSON."
+        thought = (
+            f"Block {answer['block']}: minimize the block objective given the correction; answer as JSON."
+        )
         rid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -286,22 +312,42 @@ def create_app(fake: FakeLLM) -> FastAPI:
             choices = []
         elif fault == "body_shape":
             choices = [{"index": 0, "finish_reason": finish, "message": text}]
-        return JSONResponse({
-            "id": rid, "object": "chat.completion", "created": int(time.time()), "model": cfg.model,
-            "choices": choices, "usage": usage,
-        })
+        return JSONResponse(
+            {
+                "id": rid,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": cfg.model,
+                "choices": choices,
+                "usage": usage,
+            }
+        )
 
     return app
 
 
 async def _sse(
-    rid: str, model: str, thought: str, text: str, finish: str, usage: dict[str, Any] | None, delay: float,
+    rid: str,
+    model: str,
+    thought: str,
+    text: str,
+    finish: str,
+    usage: dict[str, Any] | None,
+    delay: float,
     fault: str = "none",
 ) -> AsyncIterator[bytes]:
     def chunk(delta: Any, finish_reason: str | None = None, **extra: Any) -> bytes:
-        choices = [] if fault == "empty_choices" else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
-        payload = {"id": rid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-                   "choices": choices, **extra}
+        choices = (
+            [] if fault == "empty_choices" else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+        )
+        payload = {
+            "id": rid,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": choices,
+            **extra,
+        }
         return f"data: {json.dumps(payload)}\n\n".encode()
 
     yield chunk({"role": "assistant", "reasoning_content": thought})
@@ -318,8 +364,14 @@ async def _sse(
         yield chunk({"content": text[i : i + step]})
     yield chunk({}, finish)
     if usage is not None:
-        body = {"id": rid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-                "choices": [], "usage": usage}
+        body = {
+            "id": rid,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [],
+            "usage": usage,
+        }
         yield f"data: {json.dumps(body)}\n\n".encode()
     yield b"data: [DONE]\n\n"
 
@@ -329,8 +381,14 @@ class ServerThread:
 
     def __init__(self, fake: FakeLLM, host: str = "127.0.0.1", port: int = 0) -> None:
         self.fake = fake
-        config = uvicorn.Config(create_app(fake), host=host, port=port, log_level="warning",
-                                timeout_graceful_shutdown=1, lifespan="off")
+        config = uvicorn.Config(
+            create_app(fake),
+            host=host,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+            lifespan="off",
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="fake-openai", daemon=True)
         self.host = host
@@ -373,15 +431,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="openai/gpt-oss-120b")
     parser.add_argument("--api-key", default=None, help="require this bearer token")
     parser.add_argument("--hang-s", type=float, default=30.0)
-    parser.add_argument("--task", action="append", default=[], metavar="KIND[=JSON]",
-                        help="task whose heuristic answers (repeatable; default: quadratic)")
+    parser.add_argument(
+        "--task",
+        action="append",
+        default=[],
+        metavar="KIND[=JSON]",
+        help="task whose heuristic answers (repeatable; default: quadratic)",
+    )
     args = parser.parse_args(argv)
     tasks = dict(_parse_task(s) for s in (args.task or ["quadratic"]))
-    config = FakeConfig(faults=args.faults, seed=args.seed, mix_sound=args.mix_sound, mix_slow=args.mix_slow,
-                        model=args.model, api_key=args.api_key, hang_s=args.hang_s)
+    config = FakeConfig(
+        faults=args.faults,
+        seed=args.seed,
+        mix_sound=args.mix_sound,
+        mix_slow=args.mix_slow,
+        model=args.model,
+        api_key=args.api_key,
+        hang_s=args.hang_s,
+    )
     fake = FakeLLM(tasks, config)
-    print(f"fake OpenAI server on http://{args.host}:{args.port}/v1 serving {args.model} "
-          f"for {', '.join(tasks)}; faults: {args.faults}", flush=True)
+    print(
+        f"fake OpenAI server on http://{args.host}:{args.port}/v1 serving {args.model} "
+        f"for {', '.join(tasks)}; faults: {args.faults}",
+        flush=True,
+    )
     uvicorn.run(create_app(fake), host=args.host, port=args.port, log_level="warning")
     return 0
 

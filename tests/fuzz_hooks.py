@@ -31,8 +31,14 @@ READ: dict[str, str] = {}
 AGENT: dict[str, str] = {}
 
 AGENT_ROUTES = ("/leases", "/proposals")
-READ_ROUTES = ("/v1/tasks/{task_id}", "/v1/tasks/{task_id}/rounds", "/v1/tasks/{task_id}/report",
-               "/v1/tasks/{task_id}/solution", "/v1/tasks/{task_id}/events", "/v1/tasks/{task_id}/trajectories")
+READ_ROUTES = (
+    "/v1/tasks/{task_id}",
+    "/v1/tasks/{task_id}/rounds",
+    "/v1/tasks/{task_id}/report",
+    "/v1/tasks/{task_id}/solution",
+    "/v1/tasks/{task_id}/events",
+    "/v1/tasks/{task_id}/trajectories",
+)
 
 
 def credential(path: str, method: str, task_id: Any) -> str | None:
@@ -60,8 +66,12 @@ def agent_token(task: str) -> str | None:
         join = JOIN.get(task)
     if join is None or not URL:
         return None
-    r = httpx.post(f"{URL}/v1/tasks/{task}/agents", json={"name": "fuzz"}, timeout=30,
-                   headers={"Authorization": f"Bearer {join}"})
+    r = httpx.post(
+        f"{URL}/v1/tasks/{task}/agents",
+        json={"name": "fuzz"},
+        timeout=30,
+        headers={"Authorization": f"Bearer {join}"},
+    )
     if r.status_code != 201:
         return None
     with _lock:
@@ -100,7 +110,12 @@ def after_call(context: Any, case: Any, response: Any) -> None:
 def _small(params: dict[str, Any]) -> None:
     for name, cap in MAX_SIZE.items():
         value = params.get(name)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value == int(value) and 1 <= value:
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and value == int(value)
+            and 1 <= value
+        ):
             params[name] = min(int(value), cap)
 
 
@@ -115,7 +130,9 @@ def bounded_task(body: Any) -> Any:
     budgets = body.get("budgets", {})
     if isinstance(budgets, dict):
         seconds = budgets.get("seconds")
-        if seconds is None or (isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0):
+        if seconds is None or (
+            isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0
+        ):
             budgets = {**budgets, "seconds": min(float(seconds or TASK_SECONDS), TASK_SECONDS)}
             body = {**body, "budgets": budgets}
     return body

@@ -42,8 +42,14 @@ def quad_llm_server() -> Iterator[ServerThread]:
 def fast_settings(base_url: str, **overrides: Any) -> LLMSettings:
     """Short timeouts and backoffs so fault tests take milliseconds, not minutes."""
     values: dict[str, Any] = {
-        "base_url": base_url, "connect_timeout_s": 2.0, "read_timeout_s": 5.0, "call_deadline_s": 10.0,
-        "total_deadline_s": 20.0, "max_retries": 3, "backoff_base_s": 0.01, "backoff_max_s": 0.05,
+        "base_url": base_url,
+        "connect_timeout_s": 2.0,
+        "read_timeout_s": 5.0,
+        "call_deadline_s": 10.0,
+        "total_deadline_s": 20.0,
+        "max_retries": 3,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.05,
     }
     values.update(overrides)
     return LLMSettings.from_env({}, **values)

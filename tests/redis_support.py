@@ -109,9 +109,25 @@ class PrivateRedis:
                 pytest.fail(message)
             pytest.skip(message)
         self.proc = subprocess.Popen(
-            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.workdir), "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always", "--logfile", str(self.workdir / "redis.log")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                exe,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.workdir),
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--logfile",
+                str(self.workdir / "redis.log"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         wait_until(self.ping, 20, f"private redis on port {self.port}")
 
@@ -166,10 +182,29 @@ class Replica:
         env = {**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_ADMIN_TOKEN": ADMIN}
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "blockopt", "serve", "--port", str(self.port), "--store", self.store_url,
-                 "--redis-prefix", self.prefix, "--round-lock-ttl", str(self.lock_ttl), "--lease-ttl", "3",
-                 "--round-deadline", "0.5", "--log-level", "info"],
-                env=env, stdout=log, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "blockopt",
+                    "serve",
+                    "--port",
+                    str(self.port),
+                    "--store",
+                    self.store_url,
+                    "--redis-prefix",
+                    self.prefix,
+                    "--round-lock-ttl",
+                    str(self.lock_ttl),
+                    "--lease-ttl",
+                    "3",
+                    "--round-deadline",
+                    "0.5",
+                    "--log-level",
+                    "info",
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
 
     def ready(self) -> bool:
@@ -201,14 +236,35 @@ class Fleet:
     proc: subprocess.Popen[bytes]
 
     @classmethod
-    def start(cls, replica: Replica, task: dict[str, Any], agents: int, log_path: Path, seed: int = 0) -> Fleet:
+    def start(
+        cls, replica: Replica, task: dict[str, Any], agents: int, log_path: Path, seed: int = 0
+    ) -> Fleet:
         env = {**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_JOIN_TOKEN": task["join_token"]}
         with log_path.open("ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "blockopt", "fleet", "--coordinator", replica.url, "--task", task["id"],
-                 "--agents", str(agents), "--processes", "1", "--seed", str(seed), "--name", f"fleet{seed}",
-                 "--log-level", "warning"],
-                env=env, stdout=log, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "blockopt",
+                    "fleet",
+                    "--coordinator",
+                    replica.url,
+                    "--task",
+                    task["id"],
+                    "--agents",
+                    str(agents),
+                    "--processes",
+                    "1",
+                    "--seed",
+                    str(seed),
+                    "--name",
+                    f"fleet{seed}",
+                    "--log-level",
+                    "warning",
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         return cls(proc)
 
@@ -232,8 +288,9 @@ def create_task(replica: Replica, **body: Any) -> dict[str, Any]:
 def view(replica: Replica, task_id: str) -> dict[str, Any] | None:
     """The task's view from this replica, or None when it does not answer."""
     try:
-        r = httpx.get(f"{replica.url}/v1/tasks/{task_id}", timeout=10.0,
-                      headers={"Authorization": f"Bearer {ADMIN}"})
+        r = httpx.get(
+            f"{replica.url}/v1/tasks/{task_id}", timeout=10.0, headers={"Authorization": f"Bearer {ADMIN}"}
+        )
     except httpx.HTTPError:
         return None
     return dict(r.json()) if r.status_code == 200 else None

@@ -36,32 +36,74 @@ TTL = 10.0
 
 def spec(task_id: str = "t-1", blocks: int = 3) -> TaskSpec:
     return TaskSpec(
-        id=task_id, kind="quadratic", name="q", n_blocks=blocks, params={"blocks": blocks, "dim": 2},
-        merge_policy="checked", mode="rounds", budgets=Budgets(rounds=10), proposer={"name": "heuristic"},
-        reference=-1.0, reference_kind="optimum", initial_objective=0.0, tolerance=1e-12, window=3,
-        stop_relative_gap=1e-10, stop_stall_rounds=3, join_token_hash="h" * 64, created_at=T0,
+        id=task_id,
+        kind="quadratic",
+        name="q",
+        n_blocks=blocks,
+        params={"blocks": blocks, "dim": 2},
+        merge_policy="checked",
+        mode="rounds",
+        budgets=Budgets(rounds=10),
+        proposer={"name": "heuristic"},
+        reference=-1.0,
+        reference_kind="optimum",
+        initial_objective=0.0,
+        tolerance=1e-12,
+        window=3,
+        stop_relative_gap=1e-10,
+        stop_stall_rounds=3,
+        join_token_hash="h" * 64,
+        created_at=T0,
     )
 
 
 def head(version: int = 0, blocks: int = 3, objective: float = 0.0) -> Head:
-    return Head(version=version, objective=objective, block_versions=[version] * blocks,
-                state={"x": [float(version)] * (2 * blocks)})
+    return Head(
+        version=version,
+        objective=objective,
+        block_versions=[version] * blocks,
+        state={"x": [float(version)] * (2 * blocks)},
+    )
 
 
 def proposal(pid: str, block: int, agent: str = "a-1", base: int = 0, tokens: int = 0) -> Proposal:
-    return Proposal(id=pid, agent=agent, block=block, value=[1.0, 2.0], base_version=base,
-                    predicted_improvement=0.5, usage=Usage(prompt_tokens=tokens, calls=1, model="m"))
+    return Proposal(
+        id=pid,
+        agent=agent,
+        block=block,
+        value=[1.0, 2.0],
+        base_version=base,
+        predicted_improvement=0.5,
+        usage=Usage(prompt_tokens=tokens, calls=1, model="m"),
+    )
 
 
 def record(index: int, version: int, accepted: int = 1) -> RoundRecord:
-    return RoundRecord(round=index, version=version, objective=-0.5, gap=0.5, proposals=1, accepted=accepted,
-                       interfering=0, merge_kind="independent" if accepted else "none", kappa=0.5, gamma=1.0,
-                       delta=0.0, rhs=0.5, held=True)
+    return RoundRecord(
+        round=index,
+        version=version,
+        objective=-0.5,
+        gap=0.5,
+        proposals=1,
+        accepted=accepted,
+        interfering=0,
+        merge_kind="independent" if accepted else "none",
+        kappa=0.5,
+        gamma=1.0,
+        delta=0.0,
+        rhs=0.5,
+        held=True,
+    )
 
 
 def verdict(pid: str, block: int, status: Any = "accepted") -> Verdict:
-    return Verdict(proposal_id=pid, block=block, status=status, code="merged" if status == "accepted" else "stale_base",
-                   reason="r")
+    return Verdict(
+        proposal_id=pid,
+        block=block,
+        status=status,
+        code="merged" if status == "accepted" else "stale_base",
+        reason="r",
+    )
 
 
 class StoreContract:
@@ -109,14 +151,27 @@ class StoreContract:
         assert await ready.acquire_round_lock("t-1", "r2", 5.0, T0 + 1) is None
         f2 = await ready.acquire_round_lock("t-1", "r2", 5.0, T0 + 6)  # r1's lock lapsed
         assert f2 is not None and f2 > f1
-        stale = Commit(expected_version=0, fence=f1, runtime=TaskRuntime(round=1), head=head(1),
-                       round=RoundEntry(record=record(0, 1), closed_at=T0 + 7))
+        stale = Commit(
+            expected_version=0,
+            fence=f1,
+            runtime=TaskRuntime(round=1),
+            head=head(1),
+            round=RoundEntry(record=record(0, 1), closed_at=T0 + 7),
+        )
         with pytest.raises(errors.StaleFence):
             await ready.commit("t-1", stale)
         assert (await ready.get_head("t-1")).version == 0
         assert await ready.rounds("t-1") == []
-        await ready.commit("t-1", Commit(expected_version=0, fence=f2, runtime=TaskRuntime(round=1), head=head(1),
-                                         round=RoundEntry(record=record(0, 1), closed_at=T0 + 7)))
+        await ready.commit(
+            "t-1",
+            Commit(
+                expected_version=0,
+                fence=f2,
+                runtime=TaskRuntime(round=1),
+                head=head(1),
+                round=RoundEntry(record=record(0, 1), closed_at=T0 + 7),
+            ),
+        )
         assert (await ready.get_head("t-1")).version == 1
         await ready.release_round_lock("t-1", f2)
         assert await ready.acquire_round_lock("t-1", "r3", 5.0, T0 + 8) is not None
@@ -126,7 +181,9 @@ class StoreContract:
         f1 = await ready.acquire_round_lock("t-1", "r1", 5.0, T0)
         assert f1 is not None
         assert await ready.renew_round_lock("t-1", f1, 5.0, T0 + 4)  # a long round, still renewing
-        assert await ready.acquire_round_lock("t-1", "r2", 5.0, T0 + 6) is None  # past the first TTL: still held
+        assert (
+            await ready.acquire_round_lock("t-1", "r2", 5.0, T0 + 6) is None
+        )  # past the first TTL: still held
         f2 = await ready.acquire_round_lock("t-1", "r2", 5.0, T0 + 10)  # the renewals stopped (died, paused)
         assert f2 is not None
         assert not await ready.renew_round_lock("t-1", f1, 5.0, T0 + 11)  # woke up: it has lost the lock
@@ -139,18 +196,30 @@ class StoreContract:
         await ready.enqueue_proposal("t-1", lease.id, proposal("p1", lease.block), T0)
         fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
         assert fence is not None
-        bad = Commit(expected_version=5, fence=fence, runtime=TaskRuntime(round=1), head=head(6),
-                     verdicts=[verdict("p1", lease.block)], round=RoundEntry(record=record(0, 6), closed_at=T0),
-                     counters={"accepted": 1})
+        bad = Commit(
+            expected_version=5,
+            fence=fence,
+            runtime=TaskRuntime(round=1),
+            head=head(6),
+            verdicts=[verdict("p1", lease.block)],
+            round=RoundEntry(record=record(0, 6), closed_at=T0),
+            counters={"accepted": 1},
+        )
         with pytest.raises(errors.VersionConflict):
             await ready.commit("t-1", bad)
         assert [q.proposal.id for q in await ready.pending_proposals("t-1")] == ["p1"]
         assert (await ready.get_proposal("t-1", "p1"))[1] is None
         assert (await ready.counters("t-1")).get("accepted", 0) == 0
         assert (await ready.get_runtime("t-1")).round == 0
-        good = Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=1, stalled=0), head=head(1),
-                      verdicts=[verdict("p1", lease.block)], round=RoundEntry(record=record(0, 1), closed_at=T0),
-                      counters={"accepted": 1, "rounds": 1})
+        good = Commit(
+            expected_version=0,
+            fence=fence,
+            runtime=TaskRuntime(round=1, stalled=0),
+            head=head(1),
+            verdicts=[verdict("p1", lease.block)],
+            round=RoundEntry(record=record(0, 1), closed_at=T0),
+            counters={"accepted": 1, "rounds": 1},
+        )
         await ready.commit("t-1", good)
         assert await ready.pending_proposals("t-1") == []
         queued, v = await ready.get_proposal("t-1", "p1")
@@ -164,12 +233,26 @@ class StoreContract:
     async def test_commit_without_head_keeps_version(self, ready: Store) -> None:
         fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
         assert fence is not None
-        await ready.commit("t-1", Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=1, stalled=1),
-                                         round=RoundEntry(record=record(0, 0, accepted=0), closed_at=T0),
-                                         counters={"rounds": 1}))
-        await ready.commit("t-1", Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=2, stalled=2),
-                                         round=RoundEntry(record=record(1, 0, accepted=0), closed_at=T0),
-                                         counters={"rounds": 1}))
+        await ready.commit(
+            "t-1",
+            Commit(
+                expected_version=0,
+                fence=fence,
+                runtime=TaskRuntime(round=1, stalled=1),
+                round=RoundEntry(record=record(0, 0, accepted=0), closed_at=T0),
+                counters={"rounds": 1},
+            ),
+        )
+        await ready.commit(
+            "t-1",
+            Commit(
+                expected_version=0,
+                fence=fence,
+                runtime=TaskRuntime(round=2, stalled=2),
+                round=RoundEntry(record=record(1, 0, accepted=0), closed_at=T0),
+                counters={"rounds": 1},
+            ),
+        )
         assert (await ready.get_head("t-1")).version == 0
         assert (await ready.counters("t-1"))["rounds"] == 2
         assert [r.record.round for r in await ready.rounds("t-1", since=1)] == [1]
@@ -180,8 +263,15 @@ class StoreContract:
         fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
         assert fence is not None
         await ready.finish("t-1", "stopped", "by test", T0)
-        await ready.commit("t-1", Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=1),
-                                         round=RoundEntry(record=record(0, 0, 0), closed_at=T0)))
+        await ready.commit(
+            "t-1",
+            Commit(
+                expected_version=0,
+                fence=fence,
+                runtime=TaskRuntime(round=1),
+                round=RoundEntry(record=record(0, 0, 0), closed_at=T0),
+            ),
+        )
         assert (await ready.get_runtime("t-1")).status == "stopped"
 
     # -- agents -------------------------------------------------------------------------
@@ -244,7 +334,9 @@ class StoreContract:
     async def test_enqueue_consumes_the_lease(self, ready: Store) -> None:
         lease = await ready.acquire_lease("t-1", "a-1", 0, TTL, T0)
         assert lease is not None
-        queued, created = await ready.enqueue_proposal("t-1", lease.id, proposal("p1", lease.block, tokens=7), T0 + 1)
+        queued, created = await ready.enqueue_proposal(
+            "t-1", lease.id, proposal("p1", lease.block, tokens=7), T0 + 1
+        )
         assert created and queued.received_at == T0 + 1
         assert await ready.active_leases("t-1", T0 + 1) == []
         blocks = set()
@@ -296,17 +388,35 @@ class StoreContract:
         fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
         assert fence is not None
         p1 = (await ready.get_proposal("t-1", "p1"))[0].proposal
-        await ready.commit("t-1", Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=1),
-                                         verdicts=[verdict("p1", p1.block, "rejected")]))
+        await ready.commit(
+            "t-1",
+            Commit(
+                expected_version=0,
+                fence=fence,
+                runtime=TaskRuntime(round=1),
+                verdicts=[verdict("p1", p1.block, "rejected")],
+            ),
+        )
         log = await ready.proposal_log("t-1")
         assert [(q.proposal.id, v.status if v else None) for q, v in log] == [
-            ("p0", None), ("p1", "rejected"), ("p2", None)]
+            ("p0", None),
+            ("p1", "rejected"),
+            ("p2", None),
+        ]
 
     @pytest.mark.anyio
     async def test_abandoned_lease_counts_its_usage_once(self, ready: Store) -> None:
-        rec = AbandonedLease(id="x1", agent="a-1", block=0, base_version=0, outcome="failed",
-                             failure="malformed_json", reason="no JSON",
-                             usage=Usage(prompt_tokens=30, completion_tokens=12, calls=2, model="m"), at=T0)
+        rec = AbandonedLease(
+            id="x1",
+            agent="a-1",
+            block=0,
+            base_version=0,
+            outcome="failed",
+            failure="malformed_json",
+            reason="no JSON",
+            usage=Usage(prompt_tokens=30, completion_tokens=12, calls=2, model="m"),
+            at=T0,
+        )
         assert await ready.record_abandoned("t-1", rec)
         assert not await ready.record_abandoned("t-1", rec)  # a retried report is not counted twice
         rows = await ready.usage("t-1")

@@ -68,13 +68,18 @@ def flaky_app(failures: int, status: int = 503) -> tuple[FastAPI, list[int]]:
     async def thing() -> JSONResponse:
         seen.append(1)
         if len(seen) <= failures:
-            return JSONResponse({"error": {"code": "unavailable", "message": "try later"}}, status_code=status)
+            return JSONResponse(
+                {"error": {"code": "unavailable", "message": "try later"}}, status_code=status
+            )
         return JSONResponse({"ok": True})
 
     @app.get("/busy")
     async def busy() -> JSONResponse:
-        return JSONResponse({"error": {"code": "rate_limited", "message": "slow", "retry_after": 0.25}},
-                            status_code=429, headers={"Retry-After": "1"})
+        return JSONResponse(
+            {"error": {"code": "rate_limited", "message": "slow", "retry_after": 0.25}},
+            status_code=429,
+            headers={"Retry-After": "1"},
+        )
 
     return app, seen
 
@@ -141,8 +146,10 @@ def test_connection_refused_gives_up() -> None:
 def test_worker_threads_converge_and_stop_cleanly(coordinator: Coordinator) -> None:
     task = coordinator.create_task(params={"blocks": 4, "dim": 2, "coupling": 0.4}, mode="async")
     stop = threading.Event()
-    workers = [Worker(WorkerConfig(coordinator.url, task["id"], task["join_token"], name=f"w{i}", seed=i), stop)
-               for i in range(2)]
+    workers = [
+        Worker(WorkerConfig(coordinator.url, task["id"], task["join_token"], name=f"w{i}", seed=i), stop)
+        for i in range(2)
+    ]
     results: list[Any] = []
     threads = [threading.Thread(target=lambda w=w: results.append(w.run())) for w in workers]
     for t in threads:

@@ -31,7 +31,8 @@ def read(coord: Coordinator, task_id: str, suffix: str, token: str | None) -> ht
 
 @pytest.mark.parametrize("suffix", READ_ROUTES)
 def test_each_read_route_accepts_admin_read_and_agent_tokens(
-        ended: tuple[Coordinator, dict[str, Any], str], suffix: str) -> None:
+    ended: tuple[Coordinator, dict[str, Any], str], suffix: str
+) -> None:
     coord, task, agent_token = ended
     for token in (ADMIN, task["read_token"], agent_token):
         r = read(coord, task["id"], suffix, token)
@@ -40,7 +41,8 @@ def test_each_read_route_accepts_admin_read_and_agent_tokens(
 
 @pytest.mark.parametrize("suffix", READ_ROUTES)
 def test_each_read_route_refuses_no_token_and_other_tokens(
-        ended: tuple[Coordinator, dict[str, Any], str], suffix: str) -> None:
+    ended: tuple[Coordinator, dict[str, Any], str], suffix: str
+) -> None:
     coord, task, _ = ended
     other = coord.create_task()
     _, other_agent = coord.join(other)
@@ -61,7 +63,8 @@ def test_listing_tasks_needs_the_admin_token(ended: tuple[Coordinator, dict[str,
 
 
 def test_public_read_opens_every_read_but_not_administration(
-        coordinator_factory: Callable[..., Coordinator]) -> None:
+    coordinator_factory: Callable[..., Coordinator],
+) -> None:
     coord = coordinator_factory(public_read=True, round_deadline=0.5)
     task = coord.create_task()
     assert coord.admin.post(f"/v1/tasks/{task['id']}/stop").status_code == 200
@@ -86,7 +89,9 @@ def test_metrics_token_closes_metrics_only(coordinator_factory: Callable[..., Co
     assert coord.client(ADMIN).get("/metrics").status_code == 401  # its own token, not the admin one
     ok = coord.client(token).get("/metrics")
     assert ok.status_code == 200 and "blockopt_" in ok.text
-    assert coord.client().get("/healthz").status_code == 200 and coord.client().get("/readyz").status_code == 200
+    assert (
+        coord.client().get("/healthz").status_code == 200 and coord.client().get("/readyz").status_code == 200
+    )
 
 
 def test_unknown_task_is_404_for_a_token_holder_but_401_without_a_token(coordinator: Coordinator) -> None:
@@ -94,13 +99,16 @@ def test_unknown_task_is_404_for_a_token_holder_but_401_without_a_token(coordina
     assert coordinator.client().get("/v1/tasks/t-nope").status_code == 401
 
 
-@pytest.mark.parametrize(("method", "path", "allowed"), [
-    ("PUT", "/v1/tasks", {"GET", "POST"}),
-    ("DELETE", "/v1/tasks/t-x", {"GET"}),
-    ("GET", "/v1/tasks/t-x/leases", {"POST"}),
-    ("PATCH", "/v1/tasks/t-x/leases/l-1", {"DELETE"}),
-    ("POST", "/healthz", {"GET"}),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("PUT", "/v1/tasks", {"GET", "POST"}),
+        ("DELETE", "/v1/tasks/t-x", {"GET"}),
+        ("GET", "/v1/tasks/t-x/leases", {"POST"}),
+        ("PATCH", "/v1/tasks/t-x/leases/l-1", {"DELETE"}),
+        ("POST", "/healthz", {"GET"}),
+    ],
+)
 def test_405_carries_allow(coordinator: Coordinator, method: str, path: str, allowed: set[str]) -> None:
     r = coordinator.admin.request(method, path)
     assert r.status_code == 405, r.text
@@ -142,14 +150,21 @@ def test_openapi_union_lists_only_served_kinds(coordinator_factory: Callable[...
 
 def test_openapi_links_chain_create_join_lease_submit_poll(coordinator: Coordinator) -> None:
     spec = openapi_of(coordinator)
-    ops = {op["operationId"]: (path, method) for path, item in spec["paths"].items() for method, op in item.items()}
+    ops = {
+        op["operationId"]: (path, method)
+        for path, item in spec["paths"].items()
+        for method, op in item.items()
+    }
 
     def link(path: str, method: str, status: str, name: str) -> tuple[tuple[str, str], dict[str, Any]]:
         found = spec["paths"][path][method]["responses"][status]["links"][name]
         return ops[found["operationId"]], found
 
     assert link("/v1/tasks", "post", "201", "Join")[0] == ("/v1/tasks/{task_id}/agents", "post")
-    assert link("/v1/tasks/{task_id}/agents", "post", "201", "Lease")[0] == ("/v1/tasks/{task_id}/leases", "post")
+    assert link("/v1/tasks/{task_id}/agents", "post", "201", "Lease")[0] == (
+        "/v1/tasks/{task_id}/leases",
+        "post",
+    )
     target, submit = link("/v1/tasks/{task_id}/leases", "post", "201", "Submit")
     assert target == ("/v1/tasks/{task_id}/proposals", "post")
     assert submit["requestBody"]["lease_id"] == "$response.body#/lease_id"

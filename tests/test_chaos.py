@@ -20,13 +20,26 @@ from typing import Any
 import pytest
 
 from tests.chaos_support import Agents, admin, count_losses, drain_and_stop, rounds
-from tests.redis_support import PrivateRedis, Replica, create_task, new_prefix, purge, require_redis, wait_until
+from tests.redis_support import (
+    PrivateRedis,
+    Replica,
+    create_task,
+    new_prefix,
+    purge,
+    require_redis,
+    wait_until,
+)
 from tests.test_redis_replicas import Cluster
 
 pytestmark = pytest.mark.slow
 
-ENDLESS = {"kind": "quadratic", "params": {"blocks": 12, "dim": 3, "coupling": 0.5}, "merge_policy": "checked",
-           "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000}, "budgets": {"rounds": 1_000_000}}
+ENDLESS = {
+    "kind": "quadratic",
+    "params": {"blocks": 12, "dim": 3, "coupling": 0.5},
+    "merge_policy": "checked",
+    "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000},
+    "budgets": {"rounds": 1_000_000},
+}
 """Never stops by itself: every fault lands mid-run, and the test ends it."""
 
 
@@ -34,8 +47,9 @@ def _acks_grow(agents: Agents, before: int, more: int = 3) -> None:
     wait_until(lambda: len(agents.acknowledged()) >= before + more, 90, "agents to resume after the fault")
 
 
-def _assert_nothing_lost(scenario: str, url: str, task_id: str, agents: Agents, started: float,
-                         final: dict[str, Any]) -> None:
+def _assert_nothing_lost(
+    scenario: str, url: str, task_id: str, agents: Agents, started: float, final: dict[str, Any]
+) -> None:
     losses = count_losses(scenario, url, task_id, agents.acknowledged(), started)
     assert final["status"] == "stopped", final
     assert losses.acknowledged > 0
@@ -90,7 +104,9 @@ def test_sigkill_of_the_replica_holding_the_round(tmp_path: Path) -> None:
         agents.start(survivor.url, task, 6, seed=3)  # the dead replica's agents have nobody to talk to
         _acks_grow(agents, len(agents.acknowledged()))
         final = drain_and_stop(survivor.url, task["id"], agents)
-        _assert_nothing_lost("SIGKILL of the round-lock holder", survivor.url, task["id"], agents, started, final)
+        _assert_nothing_lost(
+            "SIGKILL of the round-lock holder", survivor.url, task["id"], agents, started, final
+        )
     finally:
         agents.stop()
         c.close()
@@ -109,14 +125,18 @@ def test_replica_paused_past_its_lock(tmp_path: Path) -> None:
         agents.start(b.url, task, 6, seed=2)
         holder, fence = c.lock_holder(task["id"])
         other = b if holder is a else a
-        wait_until(lambda: c.books(task["id"])["committed_fence"] > fence, 60,
-                   "the other replica to take the lapsed lock and commit")
+        wait_until(
+            lambda: c.books(task["id"])["committed_fence"] > fence,
+            60,
+            "the other replica to take the lapsed lock and commit",
+        )
         holder.signal(signal.SIGCONT)
         holder.wait_ready(30)
         _acks_grow(agents, len(agents.acknowledged()))
         final = drain_and_stop(other.url, task["id"], agents)
-        _assert_nothing_lost("replica SIGSTOPped past its round lock", other.url, task["id"], agents, started,
-                             final)
+        _assert_nothing_lost(
+            "replica SIGSTOPped past its round lock", other.url, task["id"], agents, started, final
+        )
     finally:
         agents.stop()
         c.close()
@@ -186,7 +206,9 @@ def test_agent_sigkill_storm(tmp_path: Path) -> None:
         _acks_grow(agents, len(agents.acknowledged()))
         final = drain_and_stop(node.url, task["id"], agents)
         assert kills >= 8
-        _assert_nothing_lost(f"agent SIGKILL storm ({kills} kills)", node.url, task["id"], agents, started, final)
+        _assert_nothing_lost(
+            f"agent SIGKILL storm ({kills} kills)", node.url, task["id"], agents, started, final
+        )
     finally:
         agents.stop()
         node.stop()

@@ -18,19 +18,53 @@ REQUIRED = {
     "checks": {"a_priori", "one_step", "envelope"},
     "forecast": {"limit", "remaining", "eta_rounds", "eta_seconds", "gain_per_1k_tokens"},
 }
-HISTORY = {"round", "objective", "gap", "merged", "interfering", "kappa", "gamma", "delta", "predicted_gap", "hit",
-           "a_priori_rhs", "a_priori_held"}
+HISTORY = {
+    "round",
+    "objective",
+    "gap",
+    "merged",
+    "interfering",
+    "kappa",
+    "gamma",
+    "delta",
+    "predicted_gap",
+    "hit",
+    "a_priori_rhs",
+    "a_priori_held",
+}
 
 
 def blockopt(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "blockopt", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "blockopt", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_run_quadratic_converges_and_writes_report_and_plot(tmp_path: Path) -> None:
     report_path = tmp_path / "r.json"
-    done = blockopt("run", "quadratic", "--inproc", "--blocks", "16", "--dim", "4", "--coupling", "0.3",
-                    "--noise", "0", "--agents", "16", "--merge", "checked", "--max-rounds", "500", "--seed", "7",
-                    "--report", str(report_path))
+    done = blockopt(
+        "run",
+        "quadratic",
+        "--inproc",
+        "--blocks",
+        "16",
+        "--dim",
+        "4",
+        "--coupling",
+        "0.3",
+        "--noise",
+        "0",
+        "--agents",
+        "16",
+        "--merge",
+        "checked",
+        "--max-rounds",
+        "500",
+        "--seed",
+        "7",
+        "--report",
+        str(report_path),
+    )
     assert done.returncode == 0, done.stderr
     assert "round    0" in done.stderr  # progress, one line per round
     assert "optimal after" in done.stdout and "bound held" not in done.stdout
@@ -44,8 +78,14 @@ def test_run_quadratic_converges_and_writes_report_and_plot(tmp_path: Path) -> N
     prior = report["checks"]["a_priori"]
     assert prior["rounds_held"] == prior["rounds_checked"] > 0
     assert {"coverage_target", "rounds", "hits", "tightness_median"} <= set(report["checks"]["one_step"])
-    assert {"window", "rounds", "hits", "tightness_median", "eta_rounds_predicted", "eta_rounds_actual"} <= set(
-        report["checks"]["envelope"])
+    assert {
+        "window",
+        "rounds",
+        "hits",
+        "tightness_median",
+        "eta_rounds_predicted",
+        "eta_rounds_actual",
+    } <= set(report["checks"]["envelope"])
     o = report["objective"]
     assert (o["final"] - o["reference"]) / abs(o["reference"]) <= 1e-8
     png = tmp_path / "r-convergence.png"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -12,14 +11,19 @@ from coordinator.convergence import AccountingError, MergedScore, check_accounti
 from coordinator.engine import EngineSettings, RoundEngine
 from coordinator.forecast import consecutive_misses, envelope_summary, forecast, one_step
 from coordinator.inproc import RunResult, RunSettings, run_inproc
-from coordinator.ledger import RunLedger
 from tasks.quadratic import QuadraticParams, QuadraticProposerParams, QuadraticTask
 
 INSTANCE = QuadraticParams(blocks=16, dim=4, coupling=0.3, seed=7)
 
 
-def run(noise: float = 0.0, staleness: int = 0, agents: int = 16, policy: str = "checked",
-        params: QuadraticParams = INSTANCE, engine: type[RoundEngine] | None = None) -> RunResult:
+def run(
+    noise: float = 0.0,
+    staleness: int = 0,
+    agents: int = 16,
+    policy: str = "checked",
+    params: QuadraticParams = INSTANCE,
+    engine: type[RoundEngine] | None = None,
+) -> RunResult:
     settings = EngineSettings(merge_policy=policy)  # type: ignore[arg-type]
     if engine is not None:
         import coordinator.inproc as inproc
@@ -27,13 +31,19 @@ def run(noise: float = 0.0, staleness: int = 0, agents: int = 16, policy: str = 
         original = inproc.RoundEngine
         inproc.RoundEngine = engine  # type: ignore[misc]
         try:
-            return run_inproc(QuadraticTask(params), QuadraticProposerParams(noise=noise, staleness=staleness),
-                              RunSettings(agents=agents, max_rounds=200, seed=1), settings)
+            return run_inproc(
+                QuadraticTask(params),
+                QuadraticProposerParams(noise=noise, staleness=staleness),
+                RunSettings(agents=agents, max_rounds=200, seed=1),
+                settings,
+            )
         finally:
             inproc.RoundEngine = original  # type: ignore[misc]
     return run_inproc(
-        QuadraticTask(params), QuadraticProposerParams(noise=noise, staleness=staleness),
-        RunSettings(agents=agents, max_rounds=200, seed=1), settings,
+        QuadraticTask(params),
+        QuadraticProposerParams(noise=noise, staleness=staleness),
+        RunSettings(agents=agents, max_rounds=200, seed=1),
+        settings,
     )
 
 
@@ -47,8 +57,12 @@ def a_priori(result: RunResult) -> dict[str, Any]:
 def test_round_bound_detects_an_accounting_violation() -> None:
     good = round_constants(10.0, 4.0, 0.0, [MergedScore(3.0, 3.0), MergedScore(3.0, 3.0)], tolerance=1e-12)
     assert (good.kappa, good.gamma, good.delta) == (0.6, 1.0, 0.0)
-    assert check_accounting(good.gap_before, good.gap_after, good.gamma, [MergedScore(3.0, 3.0)] * 2, 1e-12,
-                            separable=True) == []
+    assert (
+        check_accounting(
+            good.gap_before, good.gap_after, good.gamma, [MergedScore(3.0, 3.0)] * 2, 1e-12, separable=True
+        )
+        == []
+    )
     # Books that do not balance: the gap fell by 0.5 while gamma 1.0 times sum(Delta) = 5 was recorded.
     bad = check_accounting(10.0, 9.5, 1.0, [MergedScore(5.0, 5.0)], 1e-12)
     assert bad and "g_t+1" in bad[0]
@@ -56,8 +70,10 @@ def test_round_bound_detects_an_accounting_violation() -> None:
     assert any("F rose" in p for p in check_accounting(10.0, 11.0, 1.0, [MergedScore(1.0, -1.0)], 1e-12))
     assert any("nothing merged" in p for p in check_accounting(10.0, 9.0, None, [], 1e-12))
     # A separable merge whose joint improvement is not the sum of its standalone ones.
-    assert any("disjoint footprints" in p for p in check_accounting(10.0, 8.0, 2 / 3, [MergedScore(1.5, 1.5)] * 2,
-                                                                     1e-12, separable=True))
+    assert any(
+        "disjoint footprints" in p
+        for p in check_accounting(10.0, 8.0, 2 / 3, [MergedScore(1.5, 1.5)] * 2, 1e-12, separable=True)
+    )
 
 
 class _BlindFootprints(QuadraticTask):
@@ -76,7 +92,10 @@ def test_engine_raises_when_the_books_do_not_balance() -> None:
     with pytest.raises(AccountingError, match="disjoint footprints interacted"):
         engine.run_round(snap, exact_proposals(task, snap, task.blocks()), 0)
     lenient = RoundEngine(task, EngineSettings(strict_accounting=False))
-    assert lenient.run_round(snap, exact_proposals(task, snap, task.blocks()), 0).record.accounting_violations > 0
+    assert (
+        lenient.run_round(snap, exact_proposals(task, snap, task.blocks()), 0).record.accounting_violations
+        > 0
+    )
 
 
 # -- the a priori bound from problem data ------------------------------------------------------------------------
@@ -95,7 +114,9 @@ def test_a_priori_constants_are_those_of_the_block_jacobi_preconditioned_matrix(
 
 @pytest.mark.parametrize("policy", ["checked", "independent"])
 @pytest.mark.parametrize("coupling", [0.3, 0.6, 0.9])
-def test_a_priori_bound_holds_in_every_checked_round_with_exact_corrections(coupling: float, policy: str) -> None:
+def test_a_priori_bound_holds_in_every_checked_round_with_exact_corrections(
+    coupling: float, policy: str
+) -> None:
     for seed in (0, 1):
         result = run(policy=policy, params=QuadraticParams(blocks=8, dim=3, coupling=coupling, seed=seed))
         checks = a_priori(result)
@@ -113,14 +134,18 @@ def test_a_priori_bound_fails_under_noisy_corrections() -> None:
 
 
 def test_a_priori_bound_fails_under_stale_corrections() -> None:
-    checks = a_priori(run(staleness=2, params=QuadraticParams(blocks=8, dim=3, coupling=0.9, seed=0), agents=8))
+    checks = a_priori(
+        run(staleness=2, params=QuadraticParams(blocks=8, dim=3, coupling=0.9, seed=0), agents=8)
+    )
     assert checks["rounds_checked"] > 0 and checks["rounds_held"] < checks["rounds_checked"]
 
 
 class _WorstSingleEngine(RoundEngine):
     """Merges the least improving proposal alone: worse than the best single one, which the bound assumes."""
 
-    def _select(self, state: Any, f0: float, scored: list[Any], graph: Any, meter: Any) -> tuple[set[int], int]:
+    def _select(
+        self, state: Any, f0: float, scored: list[Any], graph: Any, meter: Any
+    ) -> tuple[set[int], int]:
         if not scored:
             return set(), 0
         return {min(range(len(scored)), key=lambda i: scored[i].gain)}, 0
@@ -146,7 +171,9 @@ def test_one_step_forecast_is_a_conformal_quantile_of_past_ratios_and_can_miss()
 
 
 def test_envelope_is_anchored_at_step_w_and_its_eta_is_checked() -> None:
-    steps = [round_constants(g, g / 2, 0.0, [MergedScore(g / 2, g / 2)], 0.0) for g in (8.0, 4.0, 2.0, 1.0, 0.5)]
+    steps = [
+        round_constants(g, g / 2, 0.0, [MergedScore(g / 2, g / 2)], 0.0) for g in (8.0, 4.0, 2.0, 1.0, 0.5)
+    ]
     env = envelope_summary(steps, window=2, target=0.25, tolerance=0.0)
     assert env.envelope == pytest.approx([2.0, 1.0, 0.5, 0.25])
     assert (env.rounds, env.hits, env.eta_rounds_predicted, env.eta_rounds_actual) == (3, 3, 5, 5)

@@ -55,6 +55,7 @@ def parses_as_blockopt(argv: list[str]) -> str | None:
 
 # -- Prometheus ----------------------------------------------------------------------------------------
 
+
 def test_promtool_check_config() -> None:
     promtool = need_tool("promtool")
     out = subprocess.run([promtool, "check", "config", str(PROMETHEUS_YML)], capture_output=True, text=True)
@@ -73,15 +74,23 @@ def test_promtool_alert_unit_tests() -> None:
     promtool = need_tool("promtool")
     out = subprocess.run([promtool, "test", "rules", str(ALERTS_TEST_YML)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
-    tested = {t["alertname"] for case in yaml.safe_load(ALERTS_TEST_YML.read_text())["tests"]
-              for t in case.get("alert_rule_test", [])}
+    tested = {
+        t["alertname"]
+        for case in yaml.safe_load(ALERTS_TEST_YML.read_text())["tests"]
+        for t in case.get("alert_rule_test", [])
+    }
     assert tested == {r["alert"] for r in alert_rules()}, "every alert needs a unit test in alerts_test.yml"
 
 
 def test_alert_rules_cover_the_required_conditions() -> None:
     names = {r["alert"] for r in alert_rules()}
-    assert {"BlockoptRoundStalled", "BlockoptBelowForecast", "BlockoptAccountingViolation", "BlockoptBudgetNearlySpent",
-            "BlockoptLeaseExpiryRateHigh"} <= names
+    assert {
+        "BlockoptRoundStalled",
+        "BlockoptBelowForecast",
+        "BlockoptAccountingViolation",
+        "BlockoptBudgetNearlySpent",
+        "BlockoptLeaseExpiryRateHigh",
+    } <= names
     assert "BlockoptBoundViolated" not in names  # the per-round inequality is accounting, not evidence
     for rule in alert_rules():
         assert rule["labels"].get("severity") in ("warning", "critical"), rule["alert"]
@@ -101,9 +110,14 @@ def test_prometheus_scrapes_each_replica_directly() -> None:
 # -- Grafana -------------------------------------------------------------------------------------------
 
 REQUIRED_PANELS = {
-    "gap": r"blockopt_gap", "objective": r"blockopt_objective", "kappa": r"blockopt_kappa",
-    "gamma": r"blockopt_gamma", "delta": r"blockopt_delta", "verdicts": r"blockopt_proposals_rejected_total",
-    "merges": r"blockopt_merges_total", "round latency": r"histogram_quantile\(.*blockopt_round_duration_seconds_bucket",
+    "gap": r"blockopt_gap",
+    "objective": r"blockopt_objective",
+    "kappa": r"blockopt_kappa",
+    "gamma": r"blockopt_gamma",
+    "delta": r"blockopt_delta",
+    "verdicts": r"blockopt_proposals_rejected_total",
+    "merges": r"blockopt_merges_total",
+    "round latency": r"histogram_quantile\(.*blockopt_round_duration_seconds_bucket",
     "tokens by model": r"sum by \(model\).*blockopt_agent_tokens_total",
 }
 
@@ -112,9 +126,16 @@ def test_dashboard_has_the_required_panels() -> None:
     exprs = " \n".join(e for _, e in dashboard_expressions(dashboard()))
     for what, pattern in REQUIRED_PANELS.items():
         assert re.search(pattern, exprs), f"no dashboard panel shows {what}"
-    log_panels = [p["title"] for p in dashboard_panels(dashboard())
-                  if p.get("fieldConfig", {}).get("defaults", {}).get("custom", {})
-                  .get("scaleDistribution", {}).get("type") == "log"]
+    log_panels = [
+        p["title"]
+        for p in dashboard_panels(dashboard())
+        if p.get("fieldConfig", {})
+        .get("defaults", {})
+        .get("custom", {})
+        .get("scaleDistribution", {})
+        .get("type")
+        == "log"
+    ]
     assert any("Gap" in t for t in log_panels), "the gap panel must use a log axis"
 
 
@@ -147,8 +168,13 @@ COMPOSE_ENV = {"BLOCKOPT_ADMIN_TOKEN": "compose-config-check-not-a-real-token"}
 def compose_config(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("BLOCKOPT_", "COMPOSE_"))}
     full_env.update(env if env is not None else COMPOSE_ENV)
-    return subprocess.run([*compose_command(), "-f", str(COMPOSE_YML), *args, "config"],
-                          capture_output=True, text=True, env=full_env, cwd=REPO)
+    return subprocess.run(
+        [*compose_command(), "-f", str(COMPOSE_YML), *args, "config"],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=REPO,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -231,10 +257,13 @@ def test_compose_demo_task_script_exists_in_the_image() -> None:
         for volume in svc.get("volumes", []):
             target = volume.split(":")[1]
             if svc.get("image") == "blockopt:latest":
-                assert target in dockerfile, f"{name}: {target} is not created (and chowned) in the Dockerfile"
+                assert target in dockerfile, (
+                    f"{name}: {target} is not created (and chowned) in the Dockerfile"
+                )
 
 
 # -- Dockerfile ----------------------------------------------------------------------------------------
+
 
 def test_dockerfile_is_slim_non_root_and_token_free() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
@@ -243,12 +272,15 @@ def test_dockerfile_is_slim_non_root_and_token_free() -> None:
     users = re.findall(r"^USER\s+(\S+)", text, re.M)
     assert users and users[-1].split(":")[0] not in ("root", "0")
     assert re.search(r'^ENTRYPOINT \["blockopt"\]', text, re.M)
-    assert not re.search(r"^(ENV|ARG)\s+.*(TOKEN|API_KEY|PASSWORD)", text, re.M | re.I), "no secrets in the image"
+    assert not re.search(r"^(ENV|ARG)\s+.*(TOKEN|API_KEY|PASSWORD)", text, re.M | re.I), (
+        "no secrets in the image"
+    )
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {".git", ".venv", "tests"} <= set(ignored)
 
 
 # -- Kubernetes ----------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def k8s() -> list[dict[str, Any]]:
@@ -294,8 +326,9 @@ def test_k8s_every_container_has_resources(k8s: list[dict[str, Any]]) -> None:
     for dep in _by_kind(k8s, "Deployment").values():
         for c in containers(dep):
             for part in ("requests", "limits"):
-                assert {"cpu", "memory"} <= set(c.get("resources", {}).get(part, {})), \
+                assert {"cpu", "memory"} <= set(c.get("resources", {}).get(part, {})), (
                     f"{dep['metadata']['name']}/{c['name']} lacks resources.{part}"
+                )
 
 
 def documented_secret_keys() -> dict[str, set[str]]:
@@ -317,7 +350,9 @@ def test_k8s_tokens_come_from_the_secret(k8s: list[dict[str, Any]]) -> None:
                 if re.search(r"TOKEN|API_KEY|PASSWORD", env["name"]):
                     assert ref is not None, f"{env['name']} must come from a secretKeyRef, not a literal"
                 if ref:
-                    assert ref["key"] in secrets.get(ref["name"], set()), f"no secret {ref['name']}/{ref['key']}"
+                    assert ref["key"] in secrets.get(ref["name"], set()), (
+                        f"no secret {ref['name']}/{ref['key']}"
+                    )
                     refs.append(env["name"])
             for src in c.get("envFrom", []):
                 if "configMapRef" in src:
@@ -355,6 +390,9 @@ def test_demo_presets_are_valid_task_bodies() -> None:
         kind_class(req.kind).Params.model_validate(req.params)
         assert name in ("quadratic", "routing-llm") or req.kind in name
     compose = yaml.safe_load(COMPOSE_YML.read_text())["services"]
-    presets = {svc.get("environment", {}).get("BLOCKOPT_DEMO_PRESET", "quadratic")
-               for n, svc in compose.items() if n.startswith("demo-task")}
+    presets = {
+        svc.get("environment", {}).get("BLOCKOPT_DEMO_PRESET", "quadratic")
+        for n, svc in compose.items()
+        if n.startswith("demo-task")
+    }
     assert presets <= set(module.PRESETS)

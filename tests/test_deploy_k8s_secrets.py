@@ -27,14 +27,23 @@ CREDENTIAL = re.compile(
 
 
 def render_with_kubectl(directory: Path) -> list[dict[str, Any]]:
-    done = subprocess.run(["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
 def render_by_parsing(directory: Path) -> list[dict[str, Any]]:
     kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
-    unsupported = set(kustomization) - {"apiVersion", "kind", "namespace", "resources", "labels", "commonLabels"}
+    unsupported = set(kustomization) - {
+        "apiVersion",
+        "kind",
+        "namespace",
+        "resources",
+        "labels",
+        "commonLabels",
+    }
     assert not unsupported, f"the parser renders plain resources only; found {unsupported}"
     docs = []
     for resource in kustomization["resources"]:
@@ -48,8 +57,11 @@ def render(directory: Path) -> list[dict[str, Any]]:
 
 def credentials_in(docs: list[dict[str, Any]]) -> list[str]:
     """Secrets with values, and credential-looking strings anywhere in the render."""
-    found = [f"Secret {d['metadata']['name']} with values" for d in docs
-             if d.get("kind") == "Secret" and (d.get("data") or d.get("stringData"))]
+    found = [
+        f"Secret {d['metadata']['name']} with values"
+        for d in docs
+        if d.get("kind") == "Secret" and (d.get("data") or d.get("stringData"))
+    ]
     for d in docs:
         found += [m.group(0) for m in CREDENTIAL.finditer(yaml.safe_dump(d))]
     return found
@@ -68,8 +80,11 @@ def test_a_committed_secret_would_be_found(tmp_path: Path, renderer: Any) -> Non
     shutil.copytree(K8S, tmp_path / "k8s")
     (tmp_path / "k8s" / "tokens.yaml").write_text(
         "apiVersion: v1\nkind: Secret\nmetadata: {name: blockopt-tokens}\n"
-        'stringData: {admin-token: "REPLACE-ME-with-openssl-rand-hex-24"}\n')
+        'stringData: {admin-token: "REPLACE-ME-with-openssl-rand-hex-24"}\n'
+    )
     kustomization = tmp_path / "k8s" / "kustomization.yaml"
-    kustomization.write_text(kustomization.read_text().replace("resources:\n", "resources:\n  - tokens.yaml\n"))
+    kustomization.write_text(
+        kustomization.read_text().replace("resources:\n", "resources:\n  - tokens.yaml\n")
+    )
     found = credentials_in(renderer(tmp_path / "k8s"))
     assert "Secret blockopt-tokens with values" in found and any("REPLACE" in f for f in found)

@@ -102,42 +102,123 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     try:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        procs.append(start([sys.executable, "-m", "blockopt", "serve", "--host", "127.0.0.1", "--port", str(port),
-                            "--round-deadline", "0.5", "--log-level", "warning"], tmp / "serve.log", env))
-        poll("the coordinator's /readyz", lambda: http.get(f"{url}/readyz").status_code == 200 or None, 60, procs)
+        procs.append(
+            start(
+                [
+                    sys.executable,
+                    "-m",
+                    "blockopt",
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--round-deadline",
+                    "0.5",
+                    "--log-level",
+                    "warning",
+                ],
+                tmp / "serve.log",
+                env,
+            )
+        )
+        poll(
+            "the coordinator's /readyz",
+            lambda: http.get(f"{url}/readyz").status_code == 200 or None,
+            60,
+            procs,
+        )
         # solved by a real fleet: rounds, merges, constants, latencies, usage. Created by the compose
         # demo's own one-shot script and joined through --join-token-file, as the compose fleet does.
         demo = tmp / "demo"
-        spec = {"kind": "quadratic", "params": {"blocks": 6, "dim": 3, "coupling": 0.3},
-                "merge_policy": "checked", "budgets": {"rounds": 500, "seconds": 600}}
-        made = subprocess.run([sys.executable, str(DEMO_SCRIPT)], capture_output=True, text=True, timeout=60,
-                              env={**env, "BLOCKOPT_URL": url, "BLOCKOPT_DEMO_DIR": str(demo),
-                                   "BLOCKOPT_DEMO_TASK": json.dumps(spec), "BLOCKOPT_WAIT_S": "30"})
+        spec = {
+            "kind": "quadratic",
+            "params": {"blocks": 6, "dim": 3, "coupling": 0.3},
+            "merge_policy": "checked",
+            "budgets": {"rounds": 500, "seconds": 600},
+        }
+        made = subprocess.run(
+            [sys.executable, str(DEMO_SCRIPT)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={
+                **env,
+                "BLOCKOPT_URL": url,
+                "BLOCKOPT_DEMO_DIR": str(demo),
+                "BLOCKOPT_DEMO_TASK": json.dumps(spec),
+                "BLOCKOPT_WAIT_S": "30",
+            },
+        )
         assert made.returncode == 0, made.stdout + made.stderr
         solved_id = (demo / "task_id").read_text().strip()
         assert (demo / "join_token").stat().st_mode & 0o077 == 0, "the join token file must be private"
         # left running with no agent: a running task for the "running" side of the alerts
-        r = http.post(f"{url}/v1/tasks", headers={"Authorization": f"Bearer {ADMIN}"},
-                      json={"kind": "quadratic", "params": {"blocks": 2, "dim": 2},
-                            "budgets": {"rounds": 100, "seconds": 3600}})
+        r = http.post(
+            f"{url}/v1/tasks",
+            headers={"Authorization": f"Bearer {ADMIN}"},
+            json={
+                "kind": "quadratic",
+                "params": {"blocks": 2, "dim": 2},
+                "budgets": {"rounds": 100, "seconds": 3600},
+            },
+        )
         assert r.status_code == 201, r.text
-        procs.append(start([sys.executable, "-m", "blockopt", "fleet", "--coordinator", url, "--task", solved_id,
-                            "--join-token-file", str(demo / "join_token"), "--agents", "3", "--processes", "1",
-                            "--log-level", "warning"], tmp / "fleet.log", env))
+        procs.append(
+            start(
+                [
+                    sys.executable,
+                    "-m",
+                    "blockopt",
+                    "fleet",
+                    "--coordinator",
+                    url,
+                    "--task",
+                    solved_id,
+                    "--join-token-file",
+                    str(demo / "join_token"),
+                    "--agents",
+                    "3",
+                    "--processes",
+                    "1",
+                    "--log-level",
+                    "warning",
+                ],
+                tmp / "fleet.log",
+                env,
+            )
+        )
         fleet = procs[-1]
-        poll("two merging rounds of the solved task",
-             lambda: http.get(f"{url}/v1/tasks/{solved_id}",
-                              headers={"Authorization": f"Bearer {ADMIN}"}).json()["round"] >= 2 or None,
-             60, procs[:1])
+        poll(
+            "two merging rounds of the solved task",
+            lambda: (
+                http.get(f"{url}/v1/tasks/{solved_id}", headers={"Authorization": f"Bearer {ADMIN}"}).json()[
+                    "round"
+                ]
+                >= 2
+                or None
+            ),
+            60,
+            procs[:1],
+        )
 
         rules = tmp / "alerts.yml"
         rules.write_text(ALERTS_YML.read_text())
         (tmp / "prometheus.yml").write_text(yaml.safe_dump(prometheus_config(port, rules)))
         prom_port = free_port()
         prom = f"http://127.0.0.1:{prom_port}"
-        procs.append(start([prometheus, f"--config.file={tmp / 'prometheus.yml'}",
-                            f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{prom_port}",
-                            "--log.level=warn"], tmp / "prometheus.log"))
+        procs.append(
+            start(
+                [
+                    prometheus,
+                    f"--config.file={tmp / 'prometheus.yml'}",
+                    f"--storage.tsdb.path={tmp / 'data'}",
+                    f"--web.listen-address=127.0.0.1:{prom_port}",
+                    "--log.level=warn",
+                ],
+                tmp / "prometheus.log",
+            )
+        )
         s = Stack(url, prom, http, procs)
         not_fleet = [p for p in procs if p is not fleet]  # the fleet may end: the task converges
 
@@ -150,7 +231,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             rules_ = [r for g in groups for r in g["rules"]]
             return bool(rules_) and all(not r["lastEvaluation"].startswith("0001") for r in rules_) or None
 
-        poll("Prometheus ready", lambda: http.get(f"{prom}/-/ready").status_code == 200 or None, 30, not_fleet)
+        poll(
+            "Prometheus ready", lambda: http.get(f"{prom}/-/ready").status_code == 200 or None, 30, not_fleet
+        )
         poll("a second scrape of the coordinator", scraped_twice, 30, not_fleet)
         poll("an evaluation of every alert rule", rules_evaluated, 30, not_fleet)
         yield s

@@ -33,10 +33,16 @@ class RecordingTask(QuadraticTask):
         return value
 
 
-def proposal(block: int, value: Any, base: int = 0, predicted: float = 1.0, pid: str | None = None) -> Proposal:
+def proposal(
+    block: int, value: Any, base: int = 0, predicted: float = 1.0, pid: str | None = None
+) -> Proposal:
     return Proposal(
-        id=pid or f"p{block}-{base}", agent="a", block=block, value=value,
-        base_version=base, predicted_improvement=predicted,
+        id=pid or f"p{block}-{base}",
+        agent="a",
+        block=block,
+        value=value,
+        base_version=base,
+        predicted_improvement=predicted,
     )
 
 
@@ -61,7 +67,12 @@ def test_invalid_and_non_improving_proposals_are_rejected_with_reasons() -> None
     ]
     out = engine.run_round(snap, props, 0)
     codes = {v.proposal_id: v.code for v in out.verdicts}
-    assert codes == {"short": "bad_shape", "nowhere": "wrong_block", "no-op": "not_improving", "future": "future_base"}
+    assert codes == {
+        "short": "bad_shape",
+        "nowhere": "wrong_block",
+        "no-op": "not_improving",
+        "future": "future_base",
+    }
     assert all(v.reason for v in out.verdicts)
     assert not out.committed and out.snapshot is snap
 
@@ -87,8 +98,11 @@ def test_independent_never_merges_interfering_proposals() -> None:
     for r in range(20):
         props = exact_proposals(task, snap, task.blocks())
         out = engine.run_round(snap, props, r)
-        merged = [(p.block, task.validate(p.block, p.value)) for p, v in zip(props, out.verdicts, strict=True)
-                  if v.status == "accepted"]
+        merged = [
+            (p.block, task.validate(p.block, p.value))
+            for p, v in zip(props, out.verdicts, strict=True)
+            if v.status == "accepted"
+        ]
         for a, b in itertools.combinations(merged, 2):
             assert abs(task.interaction(snap.state, a, b)) <= engine.tolerance
         assert out.record.merge_kind in ("independent", "none")
@@ -119,7 +133,9 @@ def test_checked_needs_fewer_rounds_than_independent_under_strong_coupling() -> 
     rounds = {}
     for policy in ("checked", "independent"):
         result = run_inproc(
-            QuadraticTask(STRONG), QuadraticProposerParams(), RunSettings(agents=8, max_rounds=1000),
+            QuadraticTask(STRONG),
+            QuadraticProposerParams(),
+            RunSettings(agents=8, max_rounds=1000),
             EngineSettings(merge_policy=policy),
         )
         assert result.status == "optimal"
@@ -144,7 +160,9 @@ def test_same_block_proposals_are_never_merged_together() -> None:
     policy=st.sampled_from(["independent", "checked"]),
     scale=st.floats(-2.0, 3.0),
 )
-def test_a_commit_never_increases_the_objective(seed: int, coupling: float, policy: str, scale: float) -> None:
+def test_a_commit_never_increases_the_objective(
+    seed: int, coupling: float, policy: str, scale: float
+) -> None:
     """Even with wild proposals (overshooting, random), a round never makes F worse."""
     task = QuadraticTask(QuadraticParams(blocks=5, dim=2, coupling=coupling, seed=seed))
     engine = RoundEngine(task, EngineSettings(merge_policy=policy))  # type: ignore[arg-type]
@@ -152,10 +170,14 @@ def test_a_commit_never_increases_the_objective(seed: int, coupling: float, poli
     snap = engine.initial_snapshot()
     for r in range(4):
         props = exact_proposals(task, snap, task.blocks())
-        props += [proposal(b, list(rng.standard_normal(2) * abs(scale)), snap.version, 1.0, pid=f"r{b}")
-                  for b in task.blocks()]
-        props = [p.model_copy(update={"value": list(np.asarray(p.value) * scale)}) if i % 2 else p
-                 for i, p in enumerate(props)]
+        props += [
+            proposal(b, list(rng.standard_normal(2) * abs(scale)), snap.version, 1.0, pid=f"r{b}")
+            for b in task.blocks()
+        ]
+        props = [
+            p.model_copy(update={"value": list(np.asarray(p.value) * scale)}) if i % 2 else p
+            for i, p in enumerate(props)
+        ]
         out = engine.run_round(snap, props, r)
         assert out.snapshot.objective <= snap.objective
         assert out.snapshot.objective == pytest.approx(task.objective(out.snapshot.state))

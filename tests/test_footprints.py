@@ -74,9 +74,17 @@ def sql_task() -> Any:
     return SqlPlanTask(SqlPlanParams(blocks=4, scale=0.01, baselines=False))
 
 
-INDEXES = [("lineitem", ["l_shipdate"]), ("lineitem", ["l_partkey"]), ("orders", ["o_orderdate"]),
-           ("orders", ["o_custkey"]), ("part", ["p_size"]), ("customer", ["c_mktsegment"]),
-           ("supplier", ["s_nationkey"]), ("partsupp", ["ps_suppkey"]), ("part", ["p_type"])]
+INDEXES = [
+    ("lineitem", ["l_shipdate"]),
+    ("lineitem", ["l_partkey"]),
+    ("orders", ["o_orderdate"]),
+    ("orders", ["o_custkey"]),
+    ("part", ["p_size"]),
+    ("customer", ["c_mktsegment"]),
+    ("supplier", ["s_nationkey"]),
+    ("partsupp", ["ps_suppkey"]),
+    ("part", ["p_type"]),
+]
 
 
 def random_order(scope: Any, rng: random.Random) -> list[str]:
@@ -123,7 +131,9 @@ def test_sqlplan_disjoint_footprints_do_not_interact(sql_task: Any) -> None:
     """Random pairs of valid proposals on different blocks; every disjoint pair is measured."""
     task, rng = sql_task, random.Random(20261130)
     state = task.initial_state()
-    pool = [p for p in (random_proposal(task, rng) for _ in range(14)) if p is not None and scores(task, state, p)]
+    pool = [
+        p for p in (random_proposal(task, rng) for _ in range(14)) if p is not None and scores(task, state, p)
+    ]
     pairs = [(p, q) for p, q in itertools.combinations(pool, 2) if p[0] != q[0]]
     rng.shuffle(pairs)
     disjoint = [(p, q) for p, q in pairs if not task.footprint(state, *p) & task.footprint(state, *q)][:8]
@@ -133,10 +143,13 @@ def test_sqlplan_disjoint_footprints_do_not_interact(sql_task: Any) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("first", "second", "interaction"), [
-    (("orders", "o_orderdate"), ("lineitem", "l_shipdate"), -285.0),
-    (("lineitem", "l_partkey"), ("part", "p_size"), -1346.0),
-])
+@pytest.mark.parametrize(
+    ("first", "second", "interaction"),
+    [
+        (("orders", "o_orderdate"), ("lineitem", "l_shipdate"), -285.0),
+        (("lineitem", "l_partkey"), ("part", "p_size"), -1346.0),
+    ],
+)
 def test_sqlplan_indexes_on_different_tables_that_meet_in_a_query_interfere(
     sql_task: Any, first: tuple[str, str], second: tuple[str, str], interaction: float
 ) -> None:

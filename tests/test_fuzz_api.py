@@ -39,9 +39,11 @@ EXAMPLES = 30
 run makes well over 1,000 cases. The coverage phase is left out: it doubled the run time (~140 s more on this
 machine under load) for boundary cases that the fuzzing phase's negative mode also reaches."""
 ADMIN = "fuzz-admin-token-6b2e9f41c0d3a8"
-CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,"
-          "response_schema_conformance,negative_data_rejection,unsupported_method,allow_header_conformance,"
-          "use_after_free,ensure_resource_availability")
+CHECKS = (
+    "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,"
+    "response_schema_conformance,negative_data_rejection,unsupported_method,allow_header_conformance,"
+    "use_after_free,ensure_resource_availability"
+)
 ST = Path(sys.executable).parent / "st"
 
 
@@ -65,9 +67,15 @@ def summarize(har: dict[str, Any], routes: list[tuple[str, str]]) -> dict[str, A
                 statuses[(m, p, status // 100)] += 1
                 break
     with_2xx = sorted(f"{m} {p}" for m, p in routes if statuses[(m, p, 2)])
-    return {"seed": SEED, "cases": len(entries), "server_errors": len(server_errors),
-            "server_error_examples": server_errors[:5], "routes": len(routes), "routes_with_2xx": len(with_2xx),
-            "routes_without_2xx": sorted(f"{m} {p}" for m, p in routes if not statuses[(m, p, 2)])}
+    return {
+        "seed": SEED,
+        "cases": len(entries),
+        "server_errors": len(server_errors),
+        "server_error_examples": server_errors[:5],
+        "routes": len(routes),
+        "routes_with_2xx": len(with_2xx),
+        "routes_without_2xx": sorted(f"{m} {p}" for m, p in routes if not statuses[(m, p, 2)]),
+    }
 
 
 @pytest.fixture
@@ -75,9 +83,22 @@ def served() -> Any:
     sock = bind()
     port = sock.getsockname()[1]
     sock.close()
-    proc = blockopt_process("serve", "--port", str(port), "--kind", "quadratic", "--rate-per-agent", "10000",
-                            "--rate-burst", "10000", "--max-wait", "0.2", "--log-level", "warning",
-                            env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
+    proc = blockopt_process(
+        "serve",
+        "--port",
+        str(port),
+        "--kind",
+        "quadratic",
+        "--rate-per-agent",
+        "10000",
+        "--rate-burst",
+        "10000",
+        "--max-wait",
+        "0.2",
+        "--log-level",
+        "warning",
+        env={"BLOCKOPT_ADMIN_TOKEN": ADMIN},
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -93,29 +114,68 @@ def served() -> Any:
     proc.wait()
 
 
-def test_schemathesis_finds_nothing(served: tuple[str, subprocess.Popen[bytes]], tmp_path: Path,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_schemathesis_finds_nothing(
+    served: tuple[str, subprocess.Popen[bytes]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     url, proc = served
     spec = httpx.get(f"{url}/openapi.json").json()
     har_path = tmp_path / "fuzz.har"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "SCHEMATHESIS_HOOKS": "tests.fuzz_hooks",
-           "BLOCKOPT_FUZZ_ADMIN_TOKEN": ADMIN, "BLOCKOPT_FUZZ_URL": url}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "SCHEMATHESIS_HOOKS": "tests.fuzz_hooks",
+        "BLOCKOPT_FUZZ_ADMIN_TOKEN": ADMIN,
+        "BLOCKOPT_FUZZ_URL": url,
+    }
     started = time.monotonic()
     done = subprocess.run(
-        [str(ST), "--config-file", str(REPO / "tests" / "schemathesis.toml"), "run", f"{url}/openapi.json",
-         "--seed", str(SEED), "--max-examples", str(EXAMPLES), "--workers", "1", "--request-timeout", "10",
-         "--phases", "examples,fuzzing,stateful",
-         "--checks", CHECKS, "--report", "har", "--report-har-path", str(har_path), "--no-color"],
-        env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+        [
+            str(ST),
+            "--config-file",
+            str(REPO / "tests" / "schemathesis.toml"),
+            "run",
+            f"{url}/openapi.json",
+            "--seed",
+            str(SEED),
+            "--max-examples",
+            str(EXAMPLES),
+            "--workers",
+            "1",
+            "--request-timeout",
+            "10",
+            "--phases",
+            "examples,fuzzing,stateful",
+            "--checks",
+            CHECKS,
+            "--report",
+            "har",
+            "--report-har-path",
+            str(har_path),
+            "--no-color",
+        ],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     wall = time.monotonic() - started
     summary = summarize(json.loads(har_path.read_text()), routes_of(spec))
     with capsys.disabled():
-        print(f"\nschemathesis (seed {SEED}, {wall:.0f} s): {summary['cases']} cases, "
-              f"{summary['server_errors']} 5xx, {summary['routes_with_2xx']}/{summary['routes']} routes with a 2xx"
-              + (f"; without: {', '.join(summary['routes_without_2xx'])}" if summary["routes_without_2xx"] else ""))
+        print(
+            f"\nschemathesis (seed {SEED}, {wall:.0f} s): {summary['cases']} cases, "
+            f"{summary['server_errors']} 5xx, {summary['routes_with_2xx']}/{summary['routes']} routes with a 2xx"
+            + (
+                f"; without: {', '.join(summary['routes_without_2xx'])}"
+                if summary["routes_without_2xx"]
+                else ""
+            )
+        )
     (REPO / "out").mkdir(exist_ok=True)
     (REPO / "out" / "fuzz.har").write_text(har_path.read_text())
-    (REPO / "out" / "fuzz-summary.json").write_text(json.dumps({**summary, "wall_s": round(wall, 1)}, indent=2))
+    (REPO / "out" / "fuzz-summary.json").write_text(
+        json.dumps({**summary, "wall_s": round(wall, 1)}, indent=2)
+    )
     assert done.returncode == 0, done.stdout[-6000:]
     assert summary["server_errors"] == 0, summary["server_error_examples"]
     assert summary["cases"] >= 1000
@@ -126,9 +186,13 @@ def test_schemathesis_finds_nothing(served: tuple[str, subprocess.Popen[bytes]],
 def test_the_summary_counts_what_it_says() -> None:
     """The counting can fail: a 5xx and a route without a 2xx are seen."""
     routes = [("GET", "/v1/tasks/{task_id}"), ("POST", "/v1/tasks")]
-    har = {"log": {"entries": [
-        {"request": {"method": "GET", "url": "http://h/v1/tasks/t-1"}, "response": {"status": 200}},
-        {"request": {"method": "POST", "url": "http://h/v1/tasks"}, "response": {"status": 500}},
-    ]}}
+    har = {
+        "log": {
+            "entries": [
+                {"request": {"method": "GET", "url": "http://h/v1/tasks/t-1"}, "response": {"status": 200}},
+                {"request": {"method": "POST", "url": "http://h/v1/tasks"}, "response": {"status": 500}},
+            ]
+        }
+    }
     s = summarize(har, routes)
     assert s["cases"] == 2 and s["server_errors"] == 1 and s["routes_without_2xx"] == ["POST /v1/tasks"]

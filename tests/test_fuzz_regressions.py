@@ -11,14 +11,17 @@ from tests.conftest import Coordinator
 SOUND = {"kind": "quadratic", "params": {"blocks": 2, "dim": 2}}
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    (("stop", "relative_gap"), False),            # found: `false` was read as 0.0
-    (("budgets", "agent_calls"), False),          # found: `false` was read as 0
-    (("budgets", "rounds"), "5"),
-    (("window",), True),
-    (("params", "blocks"), True),                 # the kind's own params are strict too
-    (("params", "coupling"), "0.3"),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        (("stop", "relative_gap"), False),  # found: `false` was read as 0.0
+        (("budgets", "agent_calls"), False),  # found: `false` was read as 0
+        (("budgets", "rounds"), "5"),
+        (("window",), True),
+        (("params", "blocks"), True),  # the kind's own params are strict too
+        (("params", "coupling"), "0.3"),
+    ],
+)
 def test_task_bodies_are_not_coerced(coordinator: Coordinator, field: tuple[str, ...], value: Any) -> None:
     body: dict[str, Any] = {**SOUND, "params": dict(SOUND["params"]), "stop": {}, "budgets": {}}
     target = body
@@ -34,8 +37,14 @@ def test_agent_bodies_are_not_coerced(coordinator: Coordinator) -> None:
     task = coordinator.create_task(params={"blocks": 2, "dim": 2})
     agent, _ = coordinator.join(task)
     grant = agent.post(f"/v1/tasks/{task['id']}/leases").json()
-    body = {"lease_id": grant["lease_id"], "block": grant["block"], "base_version": grant["version"],
-            "value": [0.0, 0.0], "predicted_improvement": 0.0, "usage": {"calls": False}}
+    body = {
+        "lease_id": grant["lease_id"],
+        "block": grant["block"],
+        "base_version": grant["version"],
+        "value": [0.0, 0.0],
+        "predicted_improvement": 0.0,
+        "usage": {"calls": False},
+    }
     r = agent.post(f"/v1/tasks/{task['id']}/proposals", json=body)
     assert r.status_code == 422 and "calls" in r.json()["error"]["message"]
     r = agent.post(f"/v1/tasks/{task['id']}/proposals", json={**body, "usage": {"calls": 1}, "block": "0"})

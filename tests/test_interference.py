@@ -18,7 +18,9 @@ footprints = st.lists(
 )
 
 
-def all_pairs(blocks: list[int], fps: list[frozenset[int]]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+def all_pairs(
+    blocks: list[int], fps: list[frozenset[int]]
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """The definition: every pair tested (what the engine did before the index)."""
     same, overlap = [], []
     for i, j in itertools.combinations(range(len(blocks)), 2):
@@ -72,8 +74,9 @@ def view_model_value(graph: nx.Graph, subset: set[int]) -> float:
 @given(weighted_graphs(), st.data())
 def test_model_value_matches_its_definition(graph: nx.Graph, data: st.DataObject) -> None:
     subset = data.draw(st.sets(st.sampled_from(list(graph.nodes)), min_size=1))
-    assert np.isclose(pairwise_model_value(graph, subset), view_model_value(graph, subset)) or \
-        pairwise_model_value(graph, subset) == view_model_value(graph, subset) == float("-inf")
+    assert np.isclose(
+        pairwise_model_value(graph, subset), view_model_value(graph, subset)
+    ) or pairwise_model_value(graph, subset) == view_model_value(graph, subset) == float("-inf")
 
 
 @settings(max_examples=100, deadline=None)
@@ -103,8 +106,9 @@ def test_sparse_quadratic_matches_its_dense_matrix() -> None:
     """Stored as coupled blocks only, the instance must score exactly as its dense matrix says."""
     task = QuadraticTask(QuadraticParams(blocks=40, dim=3, neighbours=4, seed=5))
     a, b = task.a, task.b
-    assert task.reference().value == np.float64(-0.5 * b @ np.linalg.solve(a, b)).item() or \
-        abs(task.reference().value - float(-0.5 * b @ np.linalg.solve(a, b))) <= 1e-12 * abs(task.reference().value)
+    assert task.reference().value == np.float64(-0.5 * b @ np.linalg.solve(a, b)).item() or abs(
+        task.reference().value - float(-0.5 * b @ np.linalg.solve(a, b))
+    ) <= 1e-12 * abs(task.reference().value)
     rng = np.random.default_rng(0)
     state = task.initial_state()
     for _ in range(5):
@@ -119,8 +123,8 @@ def test_sparse_quadratic_matches_its_dense_matrix() -> None:
     closed = task.interactions(state, items, pairs)
     for (p, q), c in zip(pairs, closed, strict=True):  # c_ij = Δx_iᵀ A_ij Δx_j from the dense matrix
         (i, vi), (j, vj) = items[p], items[q]
-        di, dj = vi - state.x[3 * i:3 * i + 3], vj - state.x[3 * j:3 * j + 3]
-        assert abs(c - float(di @ a[3 * i:3 * i + 3, 3 * j:3 * j + 3] @ dj)) <= 1e-12 * max(1.0, abs(c))
+        di, dj = vi - state.x[3 * i : 3 * i + 3], vj - state.x[3 * j : 3 * j + 3]
+        assert abs(c - float(di @ a[3 * i : 3 * i + 3, 3 * j : 3 * j + 3] @ dj)) <= 1e-12 * max(1.0, abs(c))
 
 
 @settings(max_examples=40, deadline=None)
@@ -134,6 +138,10 @@ def test_enumeration_finds_the_best_pairwise_combination(graph: nx.Graph) -> Non
     assert np.isclose(pairwise_model_value(graph, best_pairwise_combination(graph)), best)
     chosen = max_weight_independent_set(graph)
     assert not any(graph.has_edge(u, v) for u, v in itertools.combinations(chosen, 2))
-    independent = [s for s in subsets if not any(graph.has_edge(u, v) for u, v in itertools.combinations(s, 2))]
-    assert np.isclose(sum(graph.nodes[n]["gain"] for n in chosen),
-                      max(sum(graph.nodes[n]["gain"] for n in s) for s in independent))
+    independent = [
+        s for s in subsets if not any(graph.has_edge(u, v) for u, v in itertools.combinations(s, 2))
+    ]
+    assert np.isclose(
+        sum(graph.nodes[n]["gain"] for n in chosen),
+        max(sum(graph.nodes[n]["gain"] for n in s) for s in independent),
+    )

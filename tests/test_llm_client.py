@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import httpx
 import pytest
 
@@ -11,11 +10,14 @@ from agents.llm.client import parse_retry_after
 from agents.llm.jsonparse import NoJSON, extract_json
 from agents.llm.prompts import template_for
 from tests.fake_openai import FakeConfig, ServerThread
-from tests.llm_support import fast_settings, first_contract, quad_task
-from tests.llm_support import quad_llm_server  # noqa: F401  (the module's "server" fixture)
+from tests.llm_support import (
+    fast_settings,
+    first_contract,
+    quad_llm_server,  # noqa: F401  (the module's "server" fixture)
+    quad_task,
+)
 
 pytestmark = pytest.mark.timeout(60)
-
 
 
 class Recorder:
@@ -108,8 +110,14 @@ def test_hang_times_out(server: ServerThread) -> None:
 def test_slow_stream_hits_the_call_deadline(server: ServerThread) -> None:
     """Each chunk arrives well within the read timeout; only the whole-call deadline stops it."""
     server.fake.configure(FakeConfig(faults="slow_stream", slow_chunk_s=0.1))
-    settings = fast_settings(server.base_url, stream=True, read_timeout_s=5.0, call_deadline_s=0.5,
-                             total_deadline_s=0.6, max_retries=2)
+    settings = fast_settings(
+        server.base_url,
+        stream=True,
+        read_timeout_s=5.0,
+        call_deadline_s=0.5,
+        total_deadline_s=0.6,
+        max_retries=2,
+    )
     with ChatClient(settings) as client, pytest.raises(LLMError) as err:
         client.complete(_messages())
     assert err.value.kind == "timeout"
@@ -122,8 +130,11 @@ def test_api_key_comes_from_the_environment(server: ServerThread) -> None:
         assert "sk-test" not in repr(settings)
         with ChatClient(settings) as client:
             assert client.complete(_messages()).finish_reason == "stop"
-        own = LLMSettings.from_env({"BLOCKOPT_LLM_API_KEY": "wrong", "OPENAI_API_KEY": "sk-test"},
-                                   base_url=server.base_url, max_retries=0)
+        own = LLMSettings.from_env(
+            {"BLOCKOPT_LLM_API_KEY": "wrong", "OPENAI_API_KEY": "sk-test"},
+            base_url=server.base_url,
+            max_retries=0,
+        )
         with ChatClient(own) as client, pytest.raises(LLMError) as err:
             client.complete(_messages())
         assert err.value.status == 401
@@ -152,7 +163,8 @@ def test_extract_json_finds_the_answer(text: str, how: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "no json here", "{'block': 1}", '{"value": NaN}', "[1, 2]", '{"block": 1, "value": [1,'],
+    "text",
+    ["", "no json here", "{'block': 1}", '{"value": NaN}', "[1, 2]", '{"block": 1, "value": [1,'],
 )
 def test_extract_json_refuses_non_json(text: str) -> None:
     with pytest.raises(NoJSON):

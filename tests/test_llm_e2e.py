@@ -36,10 +36,32 @@ def server() -> Iterator[ServerThread]:
 
 def test_llm_team_reaches_a_collision_free_plan_through_faults(server: ServerThread, tmp_path: Path) -> None:
     report_path = tmp_path / "r.json"
-    argv = [sys.executable, "-m", "blockopt", "run", "routing", "--map", "random-32-32-10",
-            "--scen", "random-32-32-10-random-1", "--robots", "20", "--agents", "3", "--exact-limit", "0",
-            "--proposer", "llm", "--llm-base-url", server.base_url, "--time-limit", str(TIME_LIMIT),
-            "--quiet", "--report", str(report_path)]
+    argv = [
+        sys.executable,
+        "-m",
+        "blockopt",
+        "run",
+        "routing",
+        "--map",
+        "random-32-32-10",
+        "--scen",
+        "random-32-32-10-random-1",
+        "--robots",
+        "20",
+        "--agents",
+        "3",
+        "--exact-limit",
+        "0",
+        "--proposer",
+        "llm",
+        "--llm-base-url",
+        server.base_url,
+        "--time-limit",
+        str(TIME_LIMIT),
+        "--quiet",
+        "--report",
+        str(report_path),
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"}
     env.pop("OPENAI_API_KEY", None)
     env.pop("BLOCKOPT_LLM_API_KEY", None)
@@ -48,8 +70,10 @@ def test_llm_team_reaches_a_collision_free_plan_through_faults(server: ServerThr
     report = json.loads(report_path.read_text())
     served = server.fake.served
     faults = {f: n for f, n in served.items() if f != "none"}
-    print(f"served {dict(served)}; usage {report['usage']['tokens']} tokens, {report['usage']['calls']} calls; "
-          f"proposals {report['proposals']}")
+    print(
+        f"served {dict(served)}; usage {report['usage']['tokens']} tokens, {report['usage']['calls']} calls; "
+        f"proposals {report['proposals']}"
+    )
     assert faults and served["none"] > 0  # the mix really injected faults among sound answers
     assert report["feasible"] is True  # collision-free
     assert report["status"] == "budget_exhausted"  # routing has no proven optimum: it runs to the time limit

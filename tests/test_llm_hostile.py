@@ -16,8 +16,12 @@ import pytest
 
 from agents.llm import LLMProposer, make_llm_proposer
 from tests.fake_openai import HOSTILE_REASONS, FakeConfig, ServerThread
-from tests.llm_support import QUAD_PARAMS, fast_settings, first_contract
-from tests.llm_support import quad_llm_server  # noqa: F401  (the module's "server" fixture)
+from tests.llm_support import (
+    QUAD_PARAMS,
+    fast_settings,
+    first_contract,
+    quad_llm_server,  # noqa: F401  (the module's "server" fixture)
+)
 
 pytestmark = pytest.mark.timeout(120)
 CAP = 64 * 1024
@@ -25,8 +29,11 @@ CAP = 64 * 1024
 
 def proposer(server: ServerThread, faults: str, **settings: Any) -> LLMProposer:
     server.fake.configure(FakeConfig(faults=faults, oversized_bytes=4 * CAP))
-    return make_llm_proposer("quadratic", QUAD_PARAMS,
-                             fast_settings(server.base_url, max_response_bytes=CAP, max_retries=1, **settings))
+    return make_llm_proposer(
+        "quadratic",
+        QUAD_PARAMS,
+        fast_settings(server.base_url, max_response_bytes=CAP, max_retries=1, **settings),
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True])

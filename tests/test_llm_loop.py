@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from agents.llm import LLMProposer, ServingRates, SimulatedLLMProposer, make_llm_proposer, make_simulated_proposer
+from agents.llm import (
+    LLMProposer,
+    ServingRates,
+    SimulatedLLMProposer,
+    make_llm_proposer,
+    make_simulated_proposer,
+)
 from agents.llm.usage import LLMUsage
 from coordinator.engine import EngineSettings, RoundEngine
 from coordinator.inproc import blocks_for_round, contract_envelope
@@ -16,15 +22,20 @@ from coordinator.ledger import RunLedger, relative_gap
 from coordinator.records import Proposal, Snapshot, Usage
 from tasks.base import Proposer, Task
 from tests.fake_openai import FakeConfig, ServerThread
-from tests.llm_support import QUAD_PARAMS, fast_settings, first_contract, quad_task
-from tests.llm_support import quad_llm_server  # noqa: F401  (the module's "server" fixture)
+from tests.llm_support import (
+    QUAD_PARAMS,
+    fast_settings,
+    first_contract,
+    quad_llm_server,  # noqa: F401  (the module's "server" fixture)
+    quad_task,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
 
-
-def run_loop(task: Task[Any], proposers: Sequence[Proposer], max_rounds: int, target: float
-             ) -> tuple[Snapshot, RunLedger, int]:
+def run_loop(
+    task: Task[Any], proposers: Sequence[Proposer], max_rounds: int, target: float
+) -> tuple[Snapshot, RunLedger, int]:
     """The in-process loop of ``run_inproc`` with injected proposers (it builds its own heuristics)."""
     engine = RoundEngine(task, EngineSettings(merge_policy="checked"))
     snap = engine.initial_snapshot()
@@ -35,11 +46,17 @@ def run_loop(task: Task[Any], proposers: Sequence[Proposer], max_rounds: int, ta
             draft = proposers[agent].propose(contract_envelope(task, snap, block, {"rounds": max_rounds - r}))
             if draft is None:
                 continue
-            proposals.append(Proposal(
-                id=uuid.uuid4().hex, agent=f"agent-{agent}", block=draft.block, value=draft.value,
-                base_version=snap.version, predicted_improvement=draft.predicted_improvement,
-                usage=Usage.model_validate(draft.info["usage"]),
-            ))
+            proposals.append(
+                Proposal(
+                    id=uuid.uuid4().hex,
+                    agent=f"agent-{agent}",
+                    block=draft.block,
+                    value=draft.value,
+                    base_version=snap.version,
+                    predicted_improvement=draft.predicted_improvement,
+                    usage=Usage.model_validate(draft.info["usage"]),
+                )
+            )
         outcome = engine.run_round(snap, proposals, r)
         snap = outcome.snapshot
         ledger.add_round(outcome.record, proposals, outcome.verdicts)

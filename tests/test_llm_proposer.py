@@ -13,16 +13,21 @@ from agents.llm.prompts import recover_contract, template_for
 from agents.llm.tokens import estimate_chat_tokens
 from tasks.registry import create_task
 from tests.fake_openai import FakeConfig, FakeLLM, ServerThread
-from tests.llm_support import QUAD_PARAMS, fast_settings, first_contract, quad_task
-from tests.llm_support import quad_llm_server  # noqa: F401  (the module's "server" fixture)
+from tests.llm_support import (
+    QUAD_PARAMS,
+    fast_settings,
+    first_contract,
+    quad_llm_server,  # noqa: F401  (the module's "server" fixture)
+    quad_task,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
 
-
 def proposer(server: ServerThread, faults: str, **settings: Any) -> LLMProposer:
-    server.fake.configure(FakeConfig(faults=faults, retry_after_s=0, retry_after_ms=5, hang_s=3.0,
-                                     slow_chunk_s=0.1))
+    server.fake.configure(
+        FakeConfig(faults=faults, retry_after_s=0, retry_after_ms=5, hang_s=3.0, slow_chunk_s=0.1)
+    )
     return make_llm_proposer("quadratic", QUAD_PARAMS, fast_settings(server.base_url, **settings))
 
 
@@ -34,8 +39,9 @@ def exact_answer(contract: dict[str, Any]) -> np.ndarray:
 
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize(("fault", "json_from"), [("none", "json"), ("prose", "prose"), ("fence", "fence")])
-def test_sound_answers_in_any_wrapping_become_drafts(server: ServerThread, fault: str, json_from: str,
-                                                     stream: bool) -> None:
+def test_sound_answers_in_any_wrapping_become_drafts(
+    server: ServerThread, fault: str, json_from: str, stream: bool
+) -> None:
     p = proposer(server, fault, stream=stream)
     contract = first_contract(p.task)
     draft = p.propose(contract)
@@ -49,8 +55,12 @@ def test_sound_answers_in_any_wrapping_become_drafts(server: ServerThread, fault
 
 @pytest.mark.parametrize(
     ("fault", "kind"),
-    [("malformed", "malformed_json"), ("truncated", "truncated"), ("wrong_block", "wrong_block"),
-     ("illegal", "bad_shape")],
+    [
+        ("malformed", "malformed_json"),
+        ("truncated", "truncated"),
+        ("wrong_block", "wrong_block"),
+        ("illegal", "bad_shape"),
+    ],
 )
 def test_bad_output_is_repaired_once(server: ServerThread, fault: str, kind: str) -> None:
     p = proposer(server, f"{fault},none")
@@ -63,8 +73,12 @@ def test_bad_output_is_repaired_once(server: ServerThread, fault: str, kind: str
 
 @pytest.mark.parametrize(
     ("fault", "kind"),
-    [("malformed", "malformed_json"), ("truncated", "truncated"), ("wrong_block", "wrong_block"),
-     ("illegal", "bad_shape")],
+    [
+        ("malformed", "malformed_json"),
+        ("truncated", "truncated"),
+        ("wrong_block", "wrong_block"),
+        ("illegal", "bad_shape"),
+    ],
 )
 def test_bad_output_twice_gives_up_with_the_reason(server: ServerThread, fault: str, kind: str) -> None:
     p = proposer(server, fault)
@@ -91,7 +105,9 @@ def test_repair_turn_quotes_the_validator_error(server: ServerThread) -> None:
     assert seen[1][-2]["role"] == "assistant"
 
 
-@pytest.mark.parametrize(("fault", "kind"), [("rate_limit", "rate_limited"), ("server_error", "server_error")])
+@pytest.mark.parametrize(
+    ("fault", "kind"), [("rate_limit", "rate_limited"), ("server_error", "server_error")]
+)
 def test_transport_faults_are_retried_then_given_up(server: ServerThread, fault: str, kind: str) -> None:
     p = proposer(server, f"{fault},{fault},none")
     assert p.propose(first_contract(p.task)) is not None
@@ -164,8 +180,12 @@ def test_contract_round_trips_through_the_prompt() -> None:
 
 @pytest.mark.parametrize(("kind", "phrase"), [("sqlplan", "CROSS JOIN"), ("knapsack", "data.value")])
 def test_other_kinds_get_their_template_or_the_generic_one(kind: str, phrase: str) -> None:
-    contract = {"block": 0, "version": 3, "budget": {"rounds": 2},
-                "data": {"kind": kind, "value": {"r1": [[0, 0], [0, 1]]}, "reserved": [[1, 1, 2]]}}
+    contract = {
+        "block": 0,
+        "version": 3,
+        "budget": {"rounds": 2},
+        "data": {"kind": kind, "value": {"r1": [[0, 0], [0, 1]]}, "reserved": [[1, 1, 2]]},
+    }
     template = template_for(kind)
     user = template.messages(contract)[1]["content"]
     assert user.startswith(f"Task kind: {kind}") and phrase in user
@@ -194,8 +214,10 @@ def test_routing_lease_through_the_fake_server() -> None:
 def test_prompt_tokens_per_lease_quadratic() -> None:
     """The figure BENCHMARKS.md reports: small blocks give small prompts."""
     task = quad_task()
-    tokens = [estimate_chat_tokens(template_for("quadratic").messages(first_contract(task, b)))
-              for b in range(task.n_blocks)]
+    tokens = [
+        estimate_chat_tokens(template_for("quadratic").messages(first_contract(task, b)))
+        for b in range(task.n_blocks)
+    ]
     assert 350 < min(tokens) <= max(tokens) < 900
 
 
@@ -213,8 +235,8 @@ def test_settings_never_read_the_environment_after_construction(monkeypatch: pyt
 def test_routing_paths_out_of_contract_order_are_refused_before_submission() -> None:
     """Blocks are regrouped, so only the contract says which robot each path is for: the template checks it
     (and the repair turn then quotes the reason)."""
-    from coordinator.inproc import contract_envelope
     from coordinator.engine import RoundEngine
+    from coordinator.inproc import contract_envelope
     from tasks.base import InvalidProposal
 
     task = create_task("routing", {"map": "empty-8-8", "robots": 6, "blocks": 2, "exact_limit": 0})

@@ -13,20 +13,36 @@ from agents.worker import Worker, WorkerConfig
 from blockopt.cli import UsageError, build_parser, proposer_options
 from tests.conftest import Coordinator
 from tests.fake_openai import FakeConfig, ServerThread
-from tests.llm_support import QUAD_PARAMS
-from tests.llm_support import quad_llm_server  # noqa: F401  (the module's "server" fixture)
+from tests.llm_support import (
+    QUAD_PARAMS,
+    quad_llm_server,  # noqa: F401  (the module's "server" fixture)
+)
 
 pytestmark = pytest.mark.timeout(120)
 
-FAST = {"connect_timeout_s": "2", "read_timeout_s": "5", "call_deadline_s": "10", "total_deadline_s": "20",
-        "backoff_base_s": "0.01", "backoff_max_s": "0.05"}
-
+FAST = {
+    "connect_timeout_s": "2",
+    "read_timeout_s": "5",
+    "call_deadline_s": "10",
+    "total_deadline_s": "20",
+    "backoff_base_s": "0.01",
+    "backoff_max_s": "0.05",
+}
 
 
 def llm_worker(coord: Coordinator, task: dict[str, Any], base_url: str, name: str = "llm") -> Worker:
     options = {"base_url": base_url, **FAST}
-    return Worker(WorkerConfig(coordinator=coord.url, task=task["id"], join_token=task["join_token"],
-                               proposer="llm", proposer_options=options, name=name, poll_wait=0.5))
+    return Worker(
+        WorkerConfig(
+            coordinator=coord.url,
+            task=task["id"],
+            join_token=task["join_token"],
+            proposer="llm",
+            proposer_options=options,
+            name=name,
+            poll_wait=0.5,
+        )
+    )
 
 
 def run_in_thread(worker: Worker) -> threading.Thread:
@@ -45,9 +61,15 @@ def test_abandoned_usage_counts_once_and_spends_the_token_budget(coordinator: Co
     task = coordinator.create_task(budgets={"tokens": 100, "rounds": 50})
     client, _ = coordinator.join(task)
     lease = client.post(f"/v1/tasks/{task['id']}/leases").json()
-    body = {"id": "gone-1", "block": lease["block"], "base_version": lease["version"], "outcome": "failed",
-            "failure": "malformed_json", "reason": "no JSON object",
-            "usage": {"prompt_tokens": 120, "completion_tokens": 30, "calls": 2, "model": "m-1"}}
+    body = {
+        "id": "gone-1",
+        "block": lease["block"],
+        "base_version": lease["version"],
+        "outcome": "failed",
+        "failure": "malformed_json",
+        "reason": "no JSON object",
+        "usage": {"prompt_tokens": 120, "completion_tokens": 30, "calls": 2, "model": "m-1"},
+    }
     first = client.post(f"/v1/tasks/{task['id']}/leases/{lease['lease_id']}/abandon", json=body)
     again = client.post(f"/v1/tasks/{task['id']}/leases/{lease['lease_id']}/abandon", json=body)
     assert first.json()["recorded"] is True and again.json()["recorded"] is False  # a retry is counted once
@@ -87,11 +109,14 @@ def test_llm_worker_reports_every_token_it_spends(coordinator: Coordinator, serv
     assert report["usage"]["tokens_per_unit_improvement"] > 0
     assert report["usage"]["tokens_per_solved_task"] == spent.tokens
     rows = lines(coordinator, task["id"])
-    assert rows[0]["type"] == "abandoned" and rows[0]["code"] == "malformed_json" and rows[0]["agent"] == agent
+    assert (
+        rows[0]["type"] == "abandoned" and rows[0]["code"] == "malformed_json" and rows[0]["agent"] == agent
+    )
     assert rows[0]["usage"]["calls"] == 2 and rows[0]["response_chars"] > 0
     merged = [r for r in rows if r["type"] == "proposal" and r["verdict"] == "accepted"]
-    assert merged and all(r["prompt_tokens"] > 0 and r["response_tokens"] > 0 and r["prompt_chars"] > 0
-                          for r in merged)
+    assert merged and all(
+        r["prompt_tokens"] > 0 and r["response_tokens"] > 0 and r["prompt_chars"] > 0 for r in merged
+    )
     for r in merged:
         assert r["error"] == pytest.approx(abs(r["predicted"] - r["delta"]))
     assert sum(r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in rows) == spent.tokens
@@ -116,23 +141,48 @@ def test_trajectories_of_an_unknown_task_is_404(coordinator: Coordinator) -> Non
 
 @pytest.mark.parametrize("command", ["agent", "fleet"])
 def test_llm_flags_become_proposer_options(command: str) -> None:
-    args = build_parser().parse_args([
-        command, "--coordinator", "http://c", "--task", "t", "--proposer", "llm",
-        "--proposer-option", "max_tokens=512", "--proposer-option", "model=old",
-        "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m-2", "--reasoning-effort", "high"])
-    assert proposer_options(args) == {"max_tokens": "512", "model": "m-2", "base_url": "http://127.0.0.1:9/v1",
-                                      "reasoning_effort": "high"}
+    args = build_parser().parse_args(
+        [
+            command,
+            "--coordinator",
+            "http://c",
+            "--task",
+            "t",
+            "--proposer",
+            "llm",
+            "--proposer-option",
+            "max_tokens=512",
+            "--proposer-option",
+            "model=old",
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm-model",
+            "m-2",
+            "--reasoning-effort",
+            "high",
+        ]
+    )
+    assert proposer_options(args) == {
+        "max_tokens": "512",
+        "model": "m-2",
+        "base_url": "http://127.0.0.1:9/v1",
+        "reasoning_effort": "high",
+    }
 
 
 def test_llm_flags_on_run_and_their_errors() -> None:
     parser = build_parser()
-    args = parser.parse_args(["run", "routing", "--agents", "6", "--proposer", "simulated-llm",
-                              "--reasoning-effort", "medium"])
+    args = parser.parse_args(
+        ["run", "routing", "--agents", "6", "--proposer", "simulated-llm", "--reasoning-effort", "medium"]
+    )
     assert proposer_options(args, args.agents) == {"reasoning_effort": "medium", "concurrent_streams": "6"}
     with pytest.raises(UsageError, match="need --proposer llm"):
         proposer_options(parser.parse_args(["run", "quadratic", "--llm-model", "x"]))
     with pytest.raises(UsageError, match="llm proposer"):
-        proposer_options(parser.parse_args(["run", "quadratic", "--proposer", "llm",
-                                            "--proposer-option", "max_tokens=two"]))
+        proposer_options(
+            parser.parse_args(
+                ["run", "quadratic", "--proposer", "llm", "--proposer-option", "max_tokens=two"]
+            )
+        )
     with pytest.raises(SystemExit):
         parser.parse_args(["run", "quadratic", "--reasoning-effort", "extreme"])

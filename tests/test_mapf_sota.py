@@ -43,7 +43,8 @@ def test_parsed_plans_are_judged_by_our_validator() -> None:
     horizon = max(len(a), len(b))
     steps = [[(p[min(t, len(p) - 1)]) for p in (a, b)] for t in range(horizon)]
     lacam = "agents=2\ncomp_time_initial_solution=3\nsolution=\n" + "".join(
-        f"{t}:" + "".join(f"({x},{y})," for x, y in conf) + "\n" for t, conf in enumerate(steps))
+        f"{t}:" + "".join(f"({x},{y})," for x, y in conf) + "\n" for t, conf in enumerate(steps)
+    )
     parsed = mapf_sota._paths_lacam3(lacam)
     assert [p[: len(q)] for p, q in zip(parsed, (a, b))] == [a, b]
     good = mapf_sota._row(task, "lns2", {"paths": [a, b], "seconds": 1.0})

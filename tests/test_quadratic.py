@@ -48,7 +48,7 @@ def test_matrix_is_symmetric_positive_definite() -> None:
 def test_optimum_is_the_minimum() -> None:
     task = make(blocks=5, dim=3)
     x_star = np.linalg.solve(task.a, task.b)
-    state = task.apply(task.initial_state(), {i: x_star[i * 3:(i + 1) * 3] for i in range(5)})
+    state = task.apply(task.initial_state(), {i: x_star[i * 3 : (i + 1) * 3] for i in range(5)})
     assert task.objective(state) == pytest.approx(task.reference().value, rel=1e-12)
     assert task.reference().kind == "optimum"
 
@@ -114,8 +114,12 @@ def test_noisy_and_stale_proposers_mispredict() -> None:
 
 @pytest.mark.parametrize(
     ("block", "value", "code"),
-    [(9, [0.0, 0.0, 0.0], "wrong_block"), (1, [0.0, 0.0], "bad_shape"), (1, "abc", "bad_shape"),
-     (1, [0.0, float("nan"), 0.0], "bad_value")],
+    [
+        (9, [0.0, 0.0, 0.0], "wrong_block"),
+        (1, [0.0, 0.0], "bad_shape"),
+        (1, "abc", "bad_shape"),
+        (1, [0.0, float("nan"), 0.0], "bad_value"),
+    ],
 )
 def test_validate_rejects_bad_values(block: int, value: object, code: str) -> None:
     with pytest.raises(InvalidProposal) as err:

@@ -39,7 +39,11 @@ from tests.redis_support import (
 )
 
 TASK = {"kind": "quadratic", "params": {"blocks": 8, "dim": 3, "coupling": 0.3}, "merge_policy": "checked"}
-BIG_TASK = {"kind": "quadratic", "params": {"blocks": 24, "dim": 4, "coupling": 0.3}, "merge_policy": "checked"}
+BIG_TASK = {
+    "kind": "quadratic",
+    "params": {"blocks": 24, "dim": 4, "coupling": 0.3},
+    "merge_policy": "checked",
+}
 """Rounds of ~24 proposals: the engine holds the round lock long enough to catch it there."""
 SLOW_TASK = {**TASK, "params": {"blocks": 8, "dim": 3, "coupling": 0.9}}
 """Strong coupling: dozens of rounds to converge, so a stop after three always lands mid-run."""
@@ -80,8 +84,10 @@ class Cluster:
 
     def start_replicas(self, *names: str) -> list[Replica]:
         """Launch the processes together, then wait for each to be ready (start-up is the slow part)."""
-        started = [Replica(n, self.url, self.prefix, self.workdir / f"{n}.log", lock_ttl=self.lock_ttl)
-                   for n in names]
+        started = [
+            Replica(n, self.url, self.prefix, self.workdir / f"{n}.log", lock_ttl=self.lock_ttl)
+            for n in names
+        ]
         self.replicas += started
         for r in started:
             r.launch()
@@ -93,8 +99,15 @@ class Cluster:
         self.fleets.append(Fleet.start(replica, task, agents, self.workdir / f"fleet{seed}.log", seed))
 
     def tracker(self, replica: Replica, task: dict[str, Any], seed: int) -> None:
-        config = WorkerConfig(coordinator=replica.url, task=task["id"], join_token=task["join_token"],
-                              name=f"tracker{seed}", seed=seed, poll_wait=1.0, max_retries=3)
+        config = WorkerConfig(
+            coordinator=replica.url,
+            task=task["id"],
+            join_token=task["join_token"],
+            name=f"tracker{seed}",
+            seed=seed,
+            poll_wait=1.0,
+            max_retries=3,
+        )
         worker = TrackingWorker(config, self.stop, self.acked)
         thread = threading.Thread(target=worker.run, name=f"tracker{seed}", daemon=True)
         thread.start()
@@ -128,7 +141,9 @@ class Cluster:
         """The invariants every fault must keep."""
         b = self.books(task_id)
         rounds = b["rounds"]
-        assert [r["round"] for r in rounds] == list(range(len(rounds))), "a round was committed twice or skipped"
+        assert [r["round"] for r in rounds] == list(range(len(rounds))), (
+            "a round was committed twice or skipped"
+        )
         for prev, cur in zip(rounds, rounds[1:]):
             assert cur["version"] >= prev["version"], "the version went back"
             if cur["accepted"]:
@@ -137,13 +152,16 @@ class Cluster:
         assert set(acked) <= b["proposals"], "an acknowledged proposal is missing from the store"
         if verdict_before is not None:
             early = {pid for t, pid in self.acked if t < verdict_before}
-            assert early <= b["verdicts"], f"{len(early - b['verdicts'])} acknowledged proposals never got a verdict"
+            assert early <= b["verdicts"], (
+                f"{len(early - b['verdicts'])} acknowledged proposals never got a verdict"
+            )
         return b
 
     def finished(self, replica: Replica, task_id: str) -> dict[str, Any]:
         def done() -> dict[str, Any] | None:
             v = view(replica, task_id)
             return v if v is not None and v["status"] != "running" else None
+
         result: dict[str, Any] = wait_until(done, SOLVE_TIMEOUT, f"task {task_id} to finish", every=0.2)
         return result
 
@@ -168,14 +186,18 @@ class Cluster:
             holder.signal(signal.SIGSTOP)
             b = self.books(task_id)
             age = time.time() - (float(lock["expires_at"]) - self.lock_ttl)
-            if (b["lock"].get("owner") == lock["owner"] and b["committed_fence"] < int(b["lock"]["fence"])
-                    and age >= min_age):
+            if (
+                b["lock"].get("owner") == lock["owner"]
+                and b["committed_fence"] < int(b["lock"]["fence"])
+                and age >= min_age
+            ):
                 return holder, int(b["lock"]["fence"])
             holder.signal(signal.SIGCONT)
             return None
 
-        result: tuple[Replica, int] = wait_until(catch, 120, "a replica holding the round lock mid-round",
-                                                 every=0.002)
+        result: tuple[Replica, int] = wait_until(
+            catch, 120, "a replica holding the round lock mid-round", every=0.002
+        )
         return result
 
 
@@ -230,8 +252,10 @@ def test_sigkill_of_the_lock_holder_fails_over(cluster: Cluster) -> None:
     killed_at = time.monotonic()
     wait_until(lambda: cluster.books(task["id"])["committed_fence"] > fence, 60, "another replica to commit")
     failover = time.monotonic() - killed_at
-    print(f"failover: a round committed {failover:.2f}s after SIGKILL of the lock holder "
-          f"(round lock TTL {cluster.lock_ttl}s)")
+    print(
+        f"failover: a round committed {failover:.2f}s after SIGKILL of the lock holder "
+        f"(round lock TTL {cluster.lock_ttl}s)"
+    )
     (cluster.workdir / "failover.txt").write_text(f"{failover:.3f}\n")
     if survivor is a:  # the killed replica's fleet has nobody to talk to: give the survivor enough agents
         cluster.fleet(a, task, 3, seed=5)
@@ -246,8 +270,14 @@ def test_paused_lock_holder_cannot_commit_late(cluster: Cluster) -> None:
     its commit is refused by the fencing token. The task never stops by itself (rounds keep coming), and
     a catch that landed after the holder's engine (it then has nothing to commit) is simply tried again."""
     a, b = cluster.start_replicas("a", "b")
-    task = create_task(a, **{**BIG_TASK, "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000},
-                             "budgets": {"rounds": 1_000_000}})
+    task = create_task(
+        a,
+        **{
+            **BIG_TASK,
+            "stop": {"relative_gap": 0.0, "stall_rounds": 1_000_000},
+            "budgets": {"rounds": 1_000_000},
+        },
+    )
     cluster.fleet(a, task, 12, seed=1)
     cluster.fleet(b, task, 12, seed=2)
     cluster.tracker(a, task, seed=3)
@@ -258,12 +288,18 @@ def test_paused_lock_holder_cannot_commit_late(cluster: Cluster) -> None:
         assert time.monotonic() < deadline, "no late commit was caught and refused"
         holder, fence = cluster.lock_holder(task["id"], min_age=0.005)
         stopped_at = time.monotonic()
-        wait_until(lambda: cluster.books(task["id"])["committed_fence"] > fence, 60,
-                   "the other replica to take the lapsed lock and commit")
+        wait_until(
+            lambda: cluster.books(task["id"])["committed_fence"] > fence,
+            60,
+            "the other replica to take the lapsed lock and commit",
+        )
         holder.signal(signal.SIGCONT)
         try:
-            wait_until(lambda: f"fencing token {fence} is stale" in holder.log(), 10,
-                       "the resumed replica's late commit to be refused")
+            wait_until(
+                lambda: f"fencing token {fence} is stale" in holder.log(),
+                10,
+                "the resumed replica's late commit to be refused",
+            )
             refused = True
         except AssertionError:
             continue

@@ -12,12 +12,11 @@ from collections.abc import AsyncIterator
 import pytest
 
 from coordinator import errors
-from coordinator.store.base import Commit, Store, TaskRuntime
+from coordinator.store.base import Commit, RoundEntry, Store, TaskRuntime
 from coordinator.store.redis import KeySpace, RedisStore
 from coordinator.store.redis.commit import CommitMode
 from tests.redis_support import new_prefix, require_redis
 from tests.store_contract import StoreContract, head, proposal, record, spec, verdict
-from coordinator.store.base import RoundEntry
 
 T0 = 1_000_000.0
 
@@ -87,8 +86,15 @@ async def test_second_store_sees_the_first_ones_writes(rstore: RedisStore) -> No
         assert [q.proposal.id for q in pending] == ["p-1"]
         fence = await other.acquire_round_lock("t-1", "replica-b", 5.0, T0)
         assert fence is not None
-        await other.commit("t-1", Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=1),
-                                         verdicts=[verdict("p-1", lease.block)]))
+        await other.commit(
+            "t-1",
+            Commit(
+                expected_version=0,
+                fence=fence,
+                runtime=TaskRuntime(round=1),
+                verdicts=[verdict("p-1", lease.block)],
+            ),
+        )
         assert await other.pending_proposals("t-1") == []
         assert (await other.get_proposal("t-1", "p-1"))[1] is not None
     finally:
@@ -105,8 +111,12 @@ async def test_paused_holder_cannot_commit_late(rstore: RedisStore) -> None:
     assert fresh is not None and fresh > late
     entry = RoundEntry(record=record(0, 0, accepted=0), closed_at=T0)
     with pytest.raises(errors.StaleFence):
-        await rstore.commit("t-1", Commit(expected_version=0, fence=late, runtime=TaskRuntime(round=1), round=entry))
-    await rstore.commit("t-1", Commit(expected_version=0, fence=fresh, runtime=TaskRuntime(round=1), round=entry))
+        await rstore.commit(
+            "t-1", Commit(expected_version=0, fence=late, runtime=TaskRuntime(round=1), round=entry)
+        )
+    await rstore.commit(
+        "t-1", Commit(expected_version=0, fence=fresh, runtime=TaskRuntime(round=1), round=entry)
+    )
     assert [e.record.round for e in await rstore.rounds("t-1")] == [0]
 
 
@@ -118,9 +128,16 @@ async def test_concurrent_commits_one_wins(rstore: RedisStore) -> None:
 
     async def attempt(i: int) -> bool:
         try:
-            await rstore.commit("t-1", Commit(expected_version=0, fence=fence, runtime=TaskRuntime(round=1),
-                                              head=head(1).model_copy(update={"objective": float(i)}),
-                                              counters={"commits": 1}))
+            await rstore.commit(
+                "t-1",
+                Commit(
+                    expected_version=0,
+                    fence=fence,
+                    runtime=TaskRuntime(round=1),
+                    head=head(1).model_copy(update={"objective": float(i)}),
+                    counters={"commits": 1},
+                ),
+            )
             return True
         except errors.VersionConflict:
             return False
@@ -139,10 +156,18 @@ async def test_retried_commit_is_applied_once(rstore: RedisStore) -> None:
     k = rstore.keys.task("t-1")
     from coordinator.store.redis.commit import CommitArgs
 
-    args = CommitArgs(commit_id="c-1", fence=fence, expected_version=0, new_version=None, head_json="",
-                      runtime_body=TaskRuntime(round=1).model_dump_json(), runtime_end="",
-                      round_json=RoundEntry(record=record(0, 0, 0), closed_at=T0).model_dump_json(),
-                      verdicts=[], counters=[("rounds", 1.0)])
+    args = CommitArgs(
+        commit_id="c-1",
+        fence=fence,
+        expected_version=0,
+        new_version=None,
+        head_json="",
+        runtime_body=TaskRuntime(round=1).model_dump_json(),
+        runtime_end="",
+        round_json=RoundEntry(record=record(0, 0, 0), closed_at=T0).model_dump_json(),
+        verdicts=[],
+        counters=[("rounds", 1.0)],
+    )
     assert (await rstore._commit(k, args))[0] == "ok"
     assert (await rstore._commit(k, args))[0] == "ok"
     assert len(await rstore.rounds("t-1")) == 1

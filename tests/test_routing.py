@@ -78,7 +78,15 @@ def test_exact_optimum_beats_or_matches_heuristic_on_a_crowded_grid() -> None:
     from tasks.routing.exact import exact_optimum, prioritized_plan
 
     task = routing(
-        {"map": "generated", "width": 6, "height": 6, "density": 0.1, "robots": 6, "seed": 3, "exact_limit": 0}
+        {
+            "map": "generated",
+            "width": 6,
+            "height": 6,
+            "density": 0.1,
+            "robots": 6,
+            "seed": 3,
+            "exact_limit": 0,
+        }
     )
     plan = prioritized_plan(task.inst)
     assert plan is not None
@@ -195,17 +203,42 @@ def test_validator_reports_structural_errors() -> None:
     rows = ["...", ".@.", "..."]
     verdict = validate_plan(rows, [(0, 0)], [(2, 2)], [[(0, 0), (1, 1), (2, 2)]])
     assert not verdict.valid and any("blocked" in e for e in verdict.errors)
-    verdict = validate_plan(rows, [(0, 0), (2, 0)], [(2, 0), (0, 0)], [[(0, 0), (1, 0), (2, 0)], [(2, 0), (1, 0), (0, 0)]])
+    verdict = validate_plan(
+        rows, [(0, 0), (2, 0)], [(2, 0), (0, 0)], [[(0, 0), (1, 0), (2, 0)], [(2, 0), (1, 0), (0, 0)]]
+    )
     assert not verdict.valid and len(verdict.vertex_conflicts) == 1
 
 
 def test_cli_run_solves_a_small_instance(tmp_path: FsPath, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "r.json"
-    code = main([
-        "run", "routing", "--map", "empty-16-16", "--robots", "12", "--agents", "2", "--merge", "independent",
-        "--seed", "1", "--time-limit", "20", "--inproc", "--time-budget", "0.1", "--patience", "0", "--exact-limit", "0", "--quiet",
-        "--report", str(report),
-    ])
+    code = main(
+        [
+            "run",
+            "routing",
+            "--map",
+            "empty-16-16",
+            "--robots",
+            "12",
+            "--agents",
+            "2",
+            "--merge",
+            "independent",
+            "--seed",
+            "1",
+            "--time-limit",
+            "20",
+            "--inproc",
+            "--time-budget",
+            "0.1",
+            "--patience",
+            "0",
+            "--exact-limit",
+            "0",
+            "--quiet",
+            "--report",
+            str(report),
+        ]
+    )
     assert code == 0
     data = json.loads(report.read_text())
     assert data["feasible"] is True
@@ -260,9 +293,18 @@ def test_regrouping_puts_robots_that_hold_each_other_up_in_one_block() -> None:
     proposer = task.make_proposer(task.ProposerParams(time_budget=0.3), seed=1)
     while not task.feasible(snap.state):  # the heuristic's plan: collision-free, some robots detour or wait
         drafts = [proposer.propose(contract_envelope(task, snap, b, {})) for b in task.blocks()]
-        proposals = [Proposal(id=f"p{snap.version}-{d.block}", agent="a", block=d.block, value=d.value,
-                              base_version=snap.version, predicted_improvement=d.predicted_improvement)
-                     for d in drafts if d is not None]
+        proposals = [
+            Proposal(
+                id=f"p{snap.version}-{d.block}",
+                agent="a",
+                block=d.block,
+                value=d.value,
+                base_version=snap.version,
+                predicted_improvement=d.predicted_improvement,
+            )
+            for d in drafts
+            if d is not None
+        ]
         snap = engine.run_round(snap, proposals, snap.version).snapshot
     state = snap.state
     weights = holding_up(task.grid, task.inst.starts, task.inst.goals, state.paths, state.index)
@@ -283,27 +325,63 @@ def test_regrouping_puts_robots_that_hold_each_other_up_in_one_block() -> None:
     # A proposal made for the old grouping is stale; the old robots' paths are refused as the wrong robots.
     moved = next(b for b in task.blocks() if new.state.blocks[b] != state.blocks[b])
     old_value = task.encode_value(task.block_value(state, moved))
-    late = Proposal(id="late", agent="a", block=moved, value=old_value, base_version=snap.version,
-                    predicted_improvement=1.0)
+    late = Proposal(
+        id="late",
+        agent="a",
+        block=moved,
+        value=old_value,
+        base_version=snap.version,
+        predicted_improvement=1.0,
+    )
     assert engine.run_round(new, [late], 100).verdicts[0].code == "stale_base"
     with pytest.raises(InvalidProposal) as info:
         task.evaluate_change(new.state, {moved: task.validate(moved, old_value)})
     assert info.value.code == "wrong_robot" and "block's robots are" in info.value.reason
     # The grouping is part of the state: stored and loaded with it.
     again = task.load_state(json.loads(json.dumps(task.dump_state(new.state))))
-    assert again.blocks == new.state.blocks and task.contract(again, moved)["robots"][0]["id"] == new.state.blocks[moved][0]
-    assert small(map="random-32-32-10", robots=50, blocks=3, partition="spatial", regroup=False).regroup(state, 0) is None
+    assert (
+        again.blocks == new.state.blocks
+        and task.contract(again, moved)["robots"][0]["id"] == new.state.blocks[moved][0]
+    )
+    assert (
+        small(map="random-32-32-10", robots=50, blocks=3, partition="spatial", regroup=False).regroup(
+            state, 0
+        )
+        is None
+    )
 
 
 def test_service_run_stops_when_the_team_finds_nothing_more(tmp_path: FsPath) -> None:
     """Real coordinator and agent processes: heuristic agents that find nothing report it, so the empty
     rounds close, the blocks are regrouped, and the run converges long before its time limit."""
     report = tmp_path / "r.json"
-    code = main([
-        "run", "routing", "--map", "empty-16-16", "--robots", "16", "--agents", "2", "--merge", "checked",
-        "--seed", "1", "--time-limit", "120", "--time-budget", "0.1", "--patience", "0", "--exact-limit", "0",
-        "--quiet", "--report", str(report),
-    ])
+    code = main(
+        [
+            "run",
+            "routing",
+            "--map",
+            "empty-16-16",
+            "--robots",
+            "16",
+            "--agents",
+            "2",
+            "--merge",
+            "checked",
+            "--seed",
+            "1",
+            "--time-limit",
+            "120",
+            "--time-budget",
+            "0.1",
+            "--patience",
+            "0",
+            "--exact-limit",
+            "0",
+            "--quiet",
+            "--report",
+            str(report),
+        ]
+    )
     assert code == 0
     data = json.loads(report.read_text())
     assert data["status"] == "stalled" and data["feasible"] is True

@@ -28,8 +28,12 @@ def _plan(seed: int, robots: int) -> tuple[Grid, list[tuple[int, ...]], list[int
 
 
 @settings(max_examples=80, deadline=None)
-@given(seed=st.integers(0, 10**6), robots=st.integers(2, 12), k=st.integers(1, 8),
-       name=st.sampled_from(sorted(GENERATORS)))
+@given(
+    seed=st.integers(0, 10**6),
+    robots=st.integers(2, 12),
+    k=st.integers(1, 8),
+    name=st.sampled_from(sorted(GENERATORS)),
+)
 def test_generators_return_distinct_robots_at_most_k(seed: int, robots: int, k: int, name: str) -> None:
     grid, paths, starts, goals = _plan(seed, robots)
     group = GENERATORS[name](grid, paths, starts, goals, k, random.Random(seed), set())

@@ -18,9 +18,9 @@ from coordinator.engine import EngineSettings, RoundEngine
 from coordinator.records import Proposal
 from tasks.registry import InvalidParams
 from tasks.routing import RoutingTask
-from tasks.routing.task import RoutingState
 from tasks.routing.instance import RoutingParams
 from tasks.routing.occupancy import Path, canonical
+from tasks.routing.task import RoutingState
 from tasks.routing.validator import validate_plan
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -28,8 +28,15 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 
 def make(width: int, height: int, density: float, robots: int, blocks: int, seed: int) -> RoutingTask | None:
     params = RoutingParams(
-        map="generated", width=width, height=height, density=density, robots=robots,
-        blocks=min(blocks, robots), seed=seed, exact_limit=0, partition="round_robin",
+        map="generated",
+        width=width,
+        height=height,
+        density=density,
+        robots=robots,
+        blocks=min(blocks, robots),
+        seed=seed,
+        exact_limit=0,
+        partition="round_robin",
     )
     try:
         return RoutingTask(params)
@@ -60,7 +67,9 @@ def random_path(task: RoutingTask, robot: int, rng: random.Random, wander: int =
     return canonical(path)
 
 
-def random_value(task: RoutingTask, block: int, rng: random.Random, state: RoutingState | None = None) -> tuple[Path, ...]:
+def random_value(
+    task: RoutingTask, block: int, rng: random.Random, state: RoutingState | None = None
+) -> tuple[Path, ...]:
     blocks = task.inst.blocks if state is None else state.blocks
     return tuple(random_path(task, r, rng) for r in blocks[block])
 
@@ -71,7 +80,7 @@ def reshuffled(task: RoutingTask, state: RoutingState, rng: random.Random) -> Ro
     rng.shuffle(robots)
     blocks, at = [], 0
     for b in state.blocks:
-        blocks.append(tuple(robots[at:at + len(b)]))
+        blocks.append(tuple(robots[at : at + len(b)]))
         at += len(b)
     return replace(state, blocks=tuple(blocks))
 
@@ -84,7 +93,10 @@ def check_against_validator(task: RoutingTask, paths: tuple[Path, ...]) -> None:
     state = task.state_of(paths)
     g = task.grid
     verdict = validate_plan(
-        g.rows(), [g.xy(s) for s in task.inst.starts], [g.xy(t) for t in task.inst.goals], xy_plan(task, paths)
+        g.rows(),
+        [g.xy(s) for s in task.inst.starts],
+        [g.xy(t) for t in task.inst.goals],
+        xy_plan(task, paths),
     )
     assert not verdict.errors
     assert verdict.soc == state.soc
@@ -150,7 +162,11 @@ def test_a_commit_never_makes_the_objective_worse(task: RoutingTask, seed: int, 
     for round_index in range(4):
         proposals = [
             Proposal(
-                id=uuid.uuid4().hex, agent=f"a{i}", block=b, base_version=snap.version, predicted_improvement=1.0,
+                id=uuid.uuid4().hex,
+                agent=f"a{i}",
+                block=b,
+                base_version=snap.version,
+                predicted_improvement=1.0,
                 value=task.encode_value(random_value(task, b, rng, snap.state)),
             )
             for i, b in enumerate(rng.choices(task.blocks(), k=rng.randint(0, 4)))
@@ -159,7 +175,9 @@ def test_a_commit_never_makes_the_objective_worse(task: RoutingTask, seed: int, 
         new = outcome.snapshot
         assert new.objective <= snap.objective
         assert new.objective == task.full_objective(new.state.paths)
-        if outcome.record.regrouped:  # same plan, new grouping of the same sizes, every block at the new version
+        if (
+            outcome.record.regrouped
+        ):  # same plan, new grouping of the same sizes, every block at the new version
             assert outcome.record.accepted == 0 and new.state.paths == snap.state.paths
             assert sorted(map(len, new.state.blocks)) == sorted(map(len, snap.state.blocks))
             assert sorted(r for b in new.state.blocks for r in b) == list(range(task.inst.n_robots))
@@ -176,7 +194,9 @@ def test_prediction_is_exact_when_the_contract_sees_everything(task: RoutingTask
     state = task.apply(task.initial_state(), {b: random_value(task, b, rng) for b in task.blocks()})
     block = rng.choice(task.blocks())
     proposer = task.make_proposer(task.ProposerParams(time_budget=0.05), seed=seed)
-    draft = proposer.propose({"block": block, "version": 0, "budget": {}, "data": task.contract(state, block)})
+    draft = proposer.propose(
+        {"block": block, "version": 0, "budget": {}, "data": task.contract(state, block)}
+    )
     if draft is None:
         return
     value = task.validate(block, draft.value)
@@ -187,10 +207,14 @@ def test_prediction_is_exact_when_the_contract_sees_everything(task: RoutingTask
 
 @FAST
 @given(
-    n=st.integers(2, 40), k=st.integers(2, 6), seed=st.integers(0, 10**6),
+    n=st.integers(2, 40),
+    k=st.integers(2, 6),
+    seed=st.integers(0, 10**6),
     pairs=st.lists(st.tuples(st.integers(0, 39), st.integers(0, 39), st.integers(1, 5)), max_size=120),
 )
-def test_regrouping_keeps_block_sizes_and_never_cuts_more(n: int, k: int, seed: int, pairs: list[tuple[int, int, int]]) -> None:
+def test_regrouping_keeps_block_sizes_and_never_cuts_more(
+    n: int, k: int, seed: int, pairs: list[tuple[int, int, int]]
+) -> None:
     from tasks.routing.partition import by_interaction, shaken
 
     k = min(k, n)

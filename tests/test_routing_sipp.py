@@ -35,8 +35,11 @@ def _walk(grid: Grid, rng: random.Random, free: list[int], length: int) -> list[
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    width=st.integers(2, 7), height=st.integers(2, 7), density=st.sampled_from([0.0, 0.15, 0.3]),
-    others=st.integers(0, 6), seed=st.integers(0, 10**6),
+    width=st.integers(2, 7),
+    height=st.integers(2, 7),
+    density=st.sampled_from([0.0, 0.15, 0.3]),
+    others=st.integers(0, 6),
+    seed=st.integers(0, 10**6),
 )
 def test_sipp_arrives_when_space_time_astar_does(
     width: int, height: int, density: float, others: int, seed: int

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.conftest import ADMIN, Coordinator
 
@@ -32,7 +31,9 @@ def lease(agent: httpx.Client, task_id: str) -> dict[str, Any]:
     return r.json()
 
 
-def propose(agent: httpx.Client, task_id: str, grant: dict[str, Any], wait: float = 5.0, **over: Any) -> httpx.Response:
+def propose(
+    agent: httpx.Client, task_id: str, grant: dict[str, Any], wait: float = 5.0, **over: Any
+) -> httpx.Response:
     """Submit the exact block minimizer computed from the contract (the heuristic, by hand)."""
     import numpy as np
 
@@ -40,8 +41,14 @@ def propose(agent: httpx.Client, task_id: str, grant: dict[str, Any], wait: floa
     a = np.asarray(data["local_objective"]["A"])
     b = np.asarray(data["local_objective"]["b"])
     y = np.linalg.solve(a, b - np.asarray(data["correction"]))
-    body = {"lease_id": grant["lease_id"], "block": grant["block"], "base_version": grant["version"],
-            "value": y.tolist(), "predicted_improvement": 1.0, "usage": {"calls": 1, "model": "by-hand"}}
+    body = {
+        "lease_id": grant["lease_id"],
+        "block": grant["block"],
+        "base_version": grant["version"],
+        "value": y.tolist(),
+        "predicted_improvement": 1.0,
+        "usage": {"calls": 1, "model": "by-hand"},
+    }
     body.update(over)
     return agent.post(f"/v1/tasks/{task_id}/proposals", json=body, params={"wait": wait})
 
@@ -50,8 +57,18 @@ def test_protocol_round_trip(coordinator: Coordinator) -> None:
     task = coordinator.create_task(params={"blocks": 2, "dim": 2, "coupling": 0.0})
     tid = task["id"]
     view = coordinator.admin.get(f"/v1/tasks/{tid}").json()
-    for key in ("id", "kind", "status", "round", "objective", "gap", "feasible", "reference", "version",
-                "merge_policy"):
+    for key in (
+        "id",
+        "kind",
+        "status",
+        "round",
+        "objective",
+        "gap",
+        "feasible",
+        "reference",
+        "version",
+        "merge_policy",
+    ):
         assert key in view
     assert view["status"] == "running" and view["round"] == 0
     a1, joined = coordinator.join(task, "one")
@@ -71,10 +88,24 @@ def test_protocol_round_trip(coordinator: Coordinator) -> None:
     assert view["status"] == "optimal" and view["relative_gap"] < 1e-10 and view["version"] == 1
     rounds = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()["rounds"]
     assert len(rounds) == 1
-    for key in ("round", "objective", "gap", "merged", "interfering", "kappa", "gamma", "delta", "predicted_gap",
-                "hit", "a_priori_rhs", "a_priori_held"):
+    for key in (
+        "round",
+        "objective",
+        "gap",
+        "merged",
+        "interfering",
+        "kappa",
+        "gamma",
+        "delta",
+        "predicted_gap",
+        "hit",
+        "a_priori_rhs",
+        "a_priori_held",
+    ):
         assert key in rounds[0]
-    assert rounds[0]["merged"] == 2 and rounds[0]["predicted_gap"] is None  # no earlier rounds to forecast from
+    assert (
+        rounds[0]["merged"] == 2 and rounds[0]["predicted_gap"] is None
+    )  # no earlier rounds to forecast from
     report = coordinator.admin.get(f"/v1/tasks/{tid}/report").json()
     assert report["status"] == "optimal" and report["proposals"]["accepted"] == 2
     assert report["usage"]["calls"] == 2 and report["checks"]["one_step"]["rounds"] == 0
@@ -86,8 +117,9 @@ def test_protocol_round_trip(coordinator: Coordinator) -> None:
 
 def test_next_lease_comes_with_the_verdict(coordinator: Coordinator) -> None:
     """``?next_lease=true``: the verdict response carries the agent's next lease (one request per proposal)."""
-    task = coordinator.create_task(params={"blocks": 3, "dim": 2, "coupling": 0.3},
-                                   stop={"relative_gap": 0.0, "stall_rounds": 100})
+    task = coordinator.create_task(
+        params={"blocks": 3, "dim": 2, "coupling": 0.3}, stop={"relative_gap": 0.0, "stall_rounds": 100}
+    )
     tid = task["id"]
     a1, j1 = coordinator.join(task, "one")
     a2, j2 = coordinator.join(task, "two")
@@ -106,9 +138,17 @@ def test_next_lease_comes_with_the_verdict(coordinator: Coordinator) -> None:
     assert g3["block"] != n2["block"]
     later = propose(a2, tid, n2, wait=0)  # the folded-in lease is a real lease
     assert later.status_code in (200, 202), later.text
-    sub = a1.post(f"/v1/tasks/{tid}/proposals", params={"wait": 5, "next_lease": "true"}, json={
-        "lease_id": g3["lease_id"], "block": g3["block"], "base_version": g3["version"],
-        "value": [0.0, 0.0], "predicted_improvement": 0.0})
+    sub = a1.post(
+        f"/v1/tasks/{tid}/proposals",
+        params={"wait": 5, "next_lease": "true"},
+        json={
+            "lease_id": g3["lease_id"],
+            "block": g3["block"],
+            "base_version": g3["version"],
+            "value": [0.0, 0.0],
+            "predicted_improvement": 0.0,
+        },
+    )
     assert sub.status_code == 200, sub.text
     assert sub.json()["next_lease"] is not None and sub.json()["next_lease"]["agent_id"] == j1["agent_id"]
 
@@ -160,7 +200,9 @@ def test_401_unauthorized(coordinator: Coordinator) -> None:
     error_of(r, 401, "unauthorized")
     no_secrets(r, joined["token"])
     # a join token is not an agent token
-    error_of(coordinator.client(task["join_token"]).post(f"/v1/tasks/{task['id']}/leases"), 401, "unauthorized")
+    error_of(
+        coordinator.client(task["join_token"]).post(f"/v1/tasks/{task['id']}/leases"), 401, "unauthorized"
+    )
 
 
 def test_403_wrong_block_and_foreign_lease(coordinator: Coordinator) -> None:
@@ -180,14 +222,18 @@ def test_403_admin_disabled(coordinator_factory: Any) -> None:
 
     coord = coordinator_factory()
     # a service without an admin token refuses administration rather than allowing it
-    import coordinator.app as app_module
     from prometheus_client import CollectorRegistry
 
+    import coordinator.app as app_module
     from coordinator.embedded import EmbeddedServer
     from coordinator.store import MemoryStore
 
-    with EmbeddedServer(app_module.create_app(ServiceSettings(), MemoryStore(), CollectorRegistry())) as server:
-        r = httpx.post(f"{server.url}/v1/tasks", json={"kind": "quadratic"}, headers={"Authorization": "Bearer x"})
+    with EmbeddedServer(
+        app_module.create_app(ServiceSettings(), MemoryStore(), CollectorRegistry())
+    ) as server:
+        r = httpx.post(
+            f"{server.url}/v1/tasks", json={"kind": "quadratic"}, headers={"Authorization": "Bearer x"}
+        )
         error_of(r, 403, "forbidden")
     assert coord.admin.get("/healthz").status_code == 200
 
@@ -233,7 +279,10 @@ def test_409_stale_base_verdict(coordinator: Coordinator) -> None:
     if g2["block"] == g1["block"]:
         assert stale.json()["verdict"]["code"] == "stale_base"
     else:
-        assert stale.json()["verdict"]["code"] in ("merged", "not_improving")  # rebased: its block is unchanged
+        assert stale.json()["verdict"]["code"] in (
+            "merged",
+            "not_improving",
+        )  # rebased: its block is unchanged
 
 
 def test_413_body_too_large(coordinator_factory: Any) -> None:
@@ -242,27 +291,45 @@ def test_413_body_too_large(coordinator_factory: Any) -> None:
     agent, _ = coord.join(task)
     grant = lease(agent, task["id"])
     error_of(propose(agent, task["id"], grant, value=[0.0] * 5000), 413, "payload_too_large")
+
     # chunked (no Content-Length) is counted too
     def chunks() -> Any:
         for _ in range(10):
             yield b" " * 1000
-    r = agent.post(f"/v1/tasks/{task['id']}/proposals", content=chunks(), headers={"Content-Type": "application/json"})
+
+    r = agent.post(
+        f"/v1/tasks/{task['id']}/proposals", content=chunks(), headers={"Content-Type": "application/json"}
+    )
     error_of(r, 413, "payload_too_large")
 
 
 def test_400_and_422_invalid(coordinator: Coordinator) -> None:
     err = error_of(coordinator.admin.post("/v1/tasks", json={"kind": "nosuchkind"}), 400, "invalid_request")
     assert "nosuchkind" in err["message"]
-    err = error_of(coordinator.admin.post("/v1/tasks", json={"kind": "quadratic", "params": {"blocks": 0}}),
-                   400, "invalid_request")
+    err = error_of(
+        coordinator.admin.post("/v1/tasks", json={"kind": "quadratic", "params": {"blocks": 0}}),
+        400,
+        "invalid_request",
+    )
     assert err["field"] == "params.blocks"
-    error_of(coordinator.admin.post("/v1/tasks", json={"kind": "quadratic", "params": {"colour": 1}}),
-             400, "invalid_request")
-    err = error_of(coordinator.admin.post("/v1/tasks", json={"kind": "quadratic", "merge_policy": "yolo"}),
-                   422, "validation_error")
+    error_of(
+        coordinator.admin.post("/v1/tasks", json={"kind": "quadratic", "params": {"colour": 1}}),
+        400,
+        "invalid_request",
+    )
+    err = error_of(
+        coordinator.admin.post("/v1/tasks", json={"kind": "quadratic", "merge_policy": "yolo"}),
+        422,
+        "validation_error",
+    )
     assert "merge_policy" in err["message"]
-    error_of(coordinator.admin.post("/v1/tasks", content=b"{not json", headers={"Content-Type": "application/json"}),
-             422, "validation_error")
+    error_of(
+        coordinator.admin.post(
+            "/v1/tasks", content=b"{not json", headers={"Content-Type": "application/json"}
+        ),
+        422,
+        "validation_error",
+    )
     task = coordinator.create_task()
     agent, _ = coordinator.join(task)
     grant = lease(agent, task["id"])
@@ -337,7 +404,9 @@ def test_health_and_docs(coordinator: Coordinator) -> None:
             assert has_example, (method, path)
 
 
-def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(coordinator: Coordinator) -> None:
+def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(
+    coordinator: Coordinator,
+) -> None:
     """A lease that ends with "nothing found" (abandon) is a report: a quorum of them closes an empty,
     stalled round, so a task whose agents can no longer improve it converges instead of idling."""
     task = coordinator.create_task(params={"blocks": 2, "dim": 2})
@@ -349,11 +418,21 @@ def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(co
             break  # the task has ended: no more leases
         for client, r in leases:
             lease = r.json()
-            body = {"id": f"idle-{n}-{lease['block']}", "block": lease["block"], "base_version": lease["version"],
-                    "outcome": "declined", "reason": "no improving move"}
-            assert client.post(f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body).status_code == 200
+            body = {
+                "id": f"idle-{n}-{lease['block']}",
+                "block": lease["block"],
+                "base_version": lease["version"],
+                "outcome": "declined",
+                "reason": "no improving move",
+            }
+            assert (
+                client.post(f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body).status_code
+                == 200
+            )
         coordinator.wait_for(tid, lambda v, n=n: v["round"] > n or v["status"] != "running", timeout=20)
-    stall = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=20)  # set just after the round
+    stall = coordinator.wait_for(
+        tid, lambda v: v["status"] != "running", timeout=20
+    )  # set just after the round
     assert stall["status"] == "stalled"
     rounds = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()
     rows = rounds["rounds"] if isinstance(rounds, dict) else rounds
@@ -374,9 +453,17 @@ def test_blocks_regroup_only_once_every_leased_block_has_answered(coordinator: C
     heuristic = local.make_proposer(local.ProposerParams(time_budget=2.0), seed=1)
 
     def submit(agent: httpx.Client, grant: dict[str, Any], value: Any) -> None:
-        body = {"lease_id": grant["lease_id"], "block": grant["block"], "base_version": grant["version"],
-                "value": value, "predicted_improvement": 1.0}
-        assert agent.post(f"/v1/tasks/{tid}/proposals", json=body, params={"wait": 0}).status_code in (200, 202)
+        body = {
+            "lease_id": grant["lease_id"],
+            "block": grant["block"],
+            "base_version": grant["version"],
+            "value": value,
+            "predicted_improvement": 1.0,
+        }
+        assert agent.post(f"/v1/tasks/{tid}/proposals", json=body, params={"wait": 0}).status_code in (
+            200,
+            202,
+        )
 
     def rows() -> list[dict[str, Any]]:
         got = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()

@@ -68,7 +68,9 @@ def test_agents_solve_quadratic_and_metrics_show_it(coordinator: Coordinator, pr
     report = coordinator.admin.get(f"/v1/tasks/{tid}/report").json()
     assert 1 <= report["agents"] <= 3 and report["status"] == "optimal"  # a slow starter may find it done
     prior = report["checks"]["a_priori"]
-    assert prior["rounds_held"] == prior["rounds_checked"]  # 3 agents on 12 blocks: mostly precondition_failed
+    assert (
+        prior["rounds_held"] == prior["rounds_checked"]
+    )  # 3 agents on 12 blocks: mostly precondition_failed
     # (the floor need not be 0 here: a straggler rebased onto a newer version carries a stale correction)
 
     m = metrics(coordinator.admin)
@@ -80,8 +82,10 @@ def test_agents_solve_quadratic_and_metrics_show_it(coordinator: Coordinator, pr
     assert one(m["blockopt_regroups_total"], task=tid) == sum(r["regrouped"] for r in report["history"]) == 0
     assert one(m["blockopt_a_priori_checks_total"], task=tid, result="failed") == 0
     assert one(m["blockopt_a_priori_checks_total"], task=tid, result="held") == prior["rounds_held"]
-    assert one(m["blockopt_a_priori_checks_total"], task=tid, result="precondition_failed") == (
-        prior["rounds_precondition_failed"])
+    assert (
+        one(m["blockopt_a_priori_checks_total"], task=tid, result="precondition_failed")
+        == (prior["rounds_precondition_failed"])
+    )
     one_step = report["checks"]["one_step"]
     assert one(m["blockopt_forecast_checks_total"], task=tid, result="hit") == one_step["hits"]
     assert one(m["blockopt_accounting_violations_total"], task=tid) == 0
@@ -95,8 +99,12 @@ def test_agents_solve_quadratic_and_metrics_show_it(coordinator: Coordinator, pr
     assert one(m["blockopt_delta"], task=tid) >= 0
     assert one(m["blockopt_leases_active"], task=tid) == 0
     assert one(m["blockopt_leases_granted_total"], task=tid) >= received
-    assert one(m["blockopt_interference_edges_total"], task=tid) == sum(r["interfering"] for r in report["history"])
-    calls = m["blockopt_agent_calls_total"]  # a lease that found nothing was a call too ("nothing found" report)
+    assert one(m["blockopt_interference_edges_total"], task=tid) == sum(
+        r["interfering"] for r in report["history"]
+    )
+    calls = m[
+        "blockopt_agent_calls_total"
+    ]  # a lease that found nothing was a call too ("nothing found" report)
     assert 1 <= len(calls) <= report["agents"]
     assert sum(calls.values()) == received + report["proposals"]["abandoned"]
     assert all(dict(k)["model"] == "heuristic" for k in calls)
@@ -104,17 +112,24 @@ def test_agents_solve_quadratic_and_metrics_show_it(coordinator: Coordinator, pr
     assert one(m["blockopt_scoring_duration_seconds_count"], mode="rounds") == report["rounds"]
 
 
-def test_lagging_proposers_empty_rounds_do_not_stop_the_task_early(coordinator: Coordinator, procs: list[Any]) -> None:
+def test_lagging_proposers_empty_rounds_do_not_stop_the_task_early(
+    coordinator: Coordinator, procs: list[Any]
+) -> None:
     """Agents that see corrections 3 leases old find nothing for a while after each change (their view
     catches up); the stall rule adds that lag, as the engine-only path does, instead of calling it converged."""
-    task = coordinator.create_task(params={"blocks": 4, "dim": 3, "coupling": 0.5}, merge_policy="checked",
-                                   proposer={"name": "heuristic", "knobs": {"staleness": 3}},
-                                   stop={"stall_rounds": 2})
+    task = coordinator.create_task(
+        params={"blocks": 4, "dim": 3, "coupling": 0.5},
+        merge_policy="checked",
+        proposer={"name": "heuristic", "knobs": {"staleness": 3}},
+        stop={"stall_rounds": 2},
+    )
     tid = task["id"]
     procs += [agent_process(coordinator, task, "--name", f"w{i}", "--seed", str(i)) for i in range(4)]
     view = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=90)
     assert view["status"] in ("optimal", "stalled"), view
-    assert view["relative_gap"] <= 1e-5, view  # measured: 6e-11..6e-8 under load (without the lag: 3e-4..3e-2)
+    assert view["relative_gap"] <= 1e-5, (
+        view
+    )  # measured: 6e-11..6e-8 under load (without the lag: 3e-4..3e-2)
 
 
 def wait_lease(coord: Coordinator, tid: str) -> None:
@@ -137,7 +152,9 @@ def test_sigkill_mid_lease_loses_nothing(coordinator_factory: Any, procs: list[A
     m = metrics(coord.admin)
     assert one(m["blockopt_leases_expired_total"], task=tid) >= 1  # the killed agent's lease lapsed...
     report = coord.admin.get(f"/v1/tasks/{tid}/report").json()
-    assert report["proposals"]["received"] == report["proposals"]["accepted"] + report["proposals"]["rejected"]
+    assert (
+        report["proposals"]["received"] == report["proposals"]["accepted"] + report["proposals"]["rejected"]
+    )
 
 
 def test_sigterm_releases_the_lease(coordinator_factory: Any, procs: list[Any]) -> None:
@@ -161,11 +178,22 @@ def test_serve_and_fleet_commands(procs: list[Any], tmp_path: Any) -> None:
     sock.close()
     token_file = tmp_path / "admin"
     token_file.write_text("file-admin-token-7c1e9a04b2d6\n")
-    serve = blockopt_process("serve", "--port", str(port), "--admin-token-file", str(token_file),
-                             "--round-deadline", "0.5", "--log-level", "warning")
+    serve = blockopt_process(
+        "serve",
+        "--port",
+        str(port),
+        "--admin-token-file",
+        str(token_file),
+        "--round-deadline",
+        "0.5",
+        "--log-level",
+        "warning",
+    )
     procs.append(serve)
     url = f"http://127.0.0.1:{port}"
-    admin = httpx.Client(base_url=url, headers={"Authorization": "Bearer file-admin-token-7c1e9a04b2d6"}, timeout=30)
+    admin = httpx.Client(
+        base_url=url, headers={"Authorization": "Bearer file-admin-token-7c1e9a04b2d6"}, timeout=30
+    )
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -178,9 +206,20 @@ def test_serve_and_fleet_commands(procs: list[Any], tmp_path: Any) -> None:
     created = admin.post("/v1/tasks", json={"kind": "quadratic", "params": {"blocks": 8, "dim": 2}})
     assert created.status_code == 201, created.text
     task = created.json()
-    fleet = blockopt_process("fleet", "--coordinator", url, "--task", task["id"], "--agents", "4",
-                             "--processes", "2", "--log-level", "warning",
-                             env={"BLOCKOPT_JOIN_TOKEN": task["join_token"]})
+    fleet = blockopt_process(
+        "fleet",
+        "--coordinator",
+        url,
+        "--task",
+        task["id"],
+        "--agents",
+        "4",
+        "--processes",
+        "2",
+        "--log-level",
+        "warning",
+        env={"BLOCKOPT_JOIN_TOKEN": task["join_token"]},
+    )
     procs.append(fleet)
     assert fleet.wait(120) == 0
     view = admin.get(f"/v1/tasks/{task['id']}").json()
@@ -195,6 +234,11 @@ def test_serve_and_fleet_commands(procs: list[Any], tmp_path: Any) -> None:
 
 def test_serve_refuses_without_admin_token() -> None:
     env = {k: v for k, v in os.environ.items() if k != "BLOCKOPT_ADMIN_TOKEN"}
-    done = subprocess.run([sys.executable, "-m", "blockopt", "serve", "--port", "1"], env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "blockopt", "serve", "--port", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "admin token" in done.stderr

@@ -92,9 +92,16 @@ def test_bad_flag_values_name_the_flag() -> None:
         parse("--lease-ttl", "0")
 
 
-@pytest.mark.parametrize("token", ["short-token-1234", "REPLACE-ME-with-openssl-rand-hex-24",
-                                   "changeme-changeme-changeme-123", "my-s3cret-admin-token-for-prod-9",
-                                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"])
+@pytest.mark.parametrize(
+    "token",
+    [
+        "short-token-1234",
+        "REPLACE-ME-with-openssl-rand-hex-24",
+        "changeme-changeme-changeme-123",
+        "my-s3cret-admin-token-for-prod-9",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    ],
+)
 def test_weak_admin_tokens_are_refused(token: str) -> None:
     assert weak_token_reason(token) is not None
     with pytest.raises(ValueError, match="insecure-dev-token"):
@@ -110,9 +117,18 @@ def test_a_generated_token_is_accepted() -> None:
 
 
 def test_serve_refuses_a_placeholder_token_with_one_line() -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_ADMIN_TOKEN": "REPLACE-ME-with-openssl-rand-hex-24"}
-    done = subprocess.run([sys.executable, "-m", "blockopt", "serve", "--port", "1"], env=env,
-                          capture_output=True, text=True, timeout=60)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "BLOCKOPT_ADMIN_TOKEN": "REPLACE-ME-with-openssl-rand-hex-24",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "blockopt", "serve", "--port", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "placeholder" in done.stderr and "REPLACE-ME" not in done.stderr
 
@@ -126,10 +142,30 @@ def served(tmp_path: Path) -> Iterator[tuple[str, httpx.Client, subprocess.Popen
     metrics = tmp_path / "metrics"
     metrics.write_text("serve-flags-metrics-token\n")
     proc = blockopt_process(
-        "serve", "--port", str(port), "--log-level", "warning", "--rate-per-agent", "0.01", "--rate-burst", "2",
-        "--max-body-bytes", "2000", "--lease-ttl", "3", "--default-max-rounds", "7", "--kind", "quadratic",
-        "--metrics-token-file", str(metrics), "--max-wait", "0.5", "--public-read",
-        env={"BLOCKOPT_ADMIN_TOKEN": STRONG})
+        "serve",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--rate-per-agent",
+        "0.01",
+        "--rate-burst",
+        "2",
+        "--max-body-bytes",
+        "2000",
+        "--lease-ttl",
+        "3",
+        "--default-max-rounds",
+        "7",
+        "--kind",
+        "quadratic",
+        "--metrics-token-file",
+        str(metrics),
+        "--max-wait",
+        "0.5",
+        "--public-read",
+        env={"BLOCKOPT_ADMIN_TOKEN": STRONG},
+    )
     url = f"http://127.0.0.1:{port}"
     admin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {STRONG}"}, timeout=30)
     deadline = time.monotonic() + 60
@@ -150,7 +186,9 @@ def served(tmp_path: Path) -> Iterator[tuple[str, httpx.Client, subprocess.Popen
 def test_serve_flags_take_effect(served: tuple[str, httpx.Client, subprocess.Popen[bytes]]) -> None:
     url, admin, proc = served
     # --max-body-bytes: a 3,000-byte body is refused before it is read
-    big = admin.post("/v1/tasks", json={"kind": "quadratic", "params": {}, "proposer": {"knobs": {"x": "y" * 3000}}})
+    big = admin.post(
+        "/v1/tasks", json={"kind": "quadratic", "params": {}, "proposer": {"knobs": {"x": "y" * 3000}}}
+    )
     assert big.status_code == 413 and big.json()["error"]["code"] == "payload_too_large"
     # --kind: only the served kinds
     other = admin.post("/v1/tasks", json={"kind": "routing", "params": {}})
@@ -161,8 +199,11 @@ def test_serve_flags_take_effect(served: tuple[str, httpx.Client, subprocess.Pop
     # --public-read: no token needed to read
     assert httpx.get(f"{url}/v1/tasks/{task['id']}").status_code == 200
     # --lease-ttl
-    joined = httpx.post(f"{url}/v1/tasks/{task['id']}/agents", json={"name": "f"},
-                        headers={"Authorization": f"Bearer {task['join_token']}"}).json()
+    joined = httpx.post(
+        f"{url}/v1/tasks/{task['id']}/agents",
+        json={"name": "f"},
+        headers={"Authorization": f"Bearer {task['join_token']}"},
+    ).json()
     assert joined["lease_ttl"] == 3.0
     agent = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {joined['token']}"}, timeout=30)
     grant = agent.post(f"/v1/tasks/{task['id']}/leases").json()
@@ -174,10 +215,15 @@ def test_serve_flags_take_effect(served: tuple[str, httpx.Client, subprocess.Pop
     agent.close()
     # --metrics-token-file
     assert httpx.get(f"{url}/metrics").status_code == 401
-    assert httpx.get(f"{url}/metrics", headers={"Authorization": "Bearer serve-flags-metrics-token"}).status_code == 200
+    assert (
+        httpx.get(f"{url}/metrics", headers={"Authorization": "Bearer serve-flags-metrics-token"}).status_code
+        == 200
+    )
 
 
-def test_data_dirs_confine_params_paths(coordinator_factory: Callable[..., Coordinator], tmp_path: Path) -> None:
+def test_data_dirs_confine_params_paths(
+    coordinator_factory: Callable[..., Coordinator], tmp_path: Path
+) -> None:
     allowed = tmp_path / "maps"
     allowed.mkdir()
     shutil.copy(DATA / "maps" / "empty-8-8.map", allowed / "mine.map")
@@ -190,7 +236,12 @@ def test_data_dirs_confine_params_paths(coordinator_factory: Callable[..., Coord
     def create(map_value: str) -> httpx.Response:
         return coord.admin.post("/v1/tasks", json={"kind": "routing", "params": {"map": map_value, **small}})
 
-    for bad in (str(outside), str(allowed / ".." / "elsewhere.map"), str(allowed / "escape.map"), "/etc/passwd"):
+    for bad in (
+        str(outside),
+        str(allowed / ".." / "elsewhere.map"),
+        str(allowed / "escape.map"),
+        "/etc/passwd",
+    ):
         r = create(bad)
         assert r.status_code == 400, (bad, r.text)
         err = r.json()["error"]
@@ -211,9 +262,32 @@ def test_no_data_dirs_means_no_paths(coordinator: Coordinator, tmp_path: Path) -
 def test_blockopt_run_accepts_a_path_named_on_its_own_command_line(tmp_path: Path) -> None:
     shutil.copy(DATA / "maps" / "empty-8-8.map", tmp_path / "mine.map")
     done = subprocess.run(
-        [sys.executable, "-m", "blockopt", "run", "routing", "--map", str(tmp_path / "mine.map"),
-         "--scen", "empty-8-8-random-1", "--robots", "2", "--agents", "1", "--processes", "1",
-         "--exact-limit", "0", "--max-rounds", "5", "--quiet"],
-        env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "blockopt",
+            "run",
+            "routing",
+            "--map",
+            str(tmp_path / "mine.map"),
+            "--scen",
+            "empty-8-8-random-1",
+            "--robots",
+            "2",
+            "--agents",
+            "1",
+            "--processes",
+            "1",
+            "--exact-limit",
+            "0",
+            "--max-rounds",
+            "5",
+            "--quiet",
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "mine" in done.stdout

@@ -17,7 +17,11 @@ import pytest
 from tests.chaos_support import Agents, count_losses, rounds, task_view, wait_terminal
 from tests.redis_support import Replica, create_task, wait_until
 
-SLOW_TASK = {"kind": "quadratic", "params": {"blocks": 8, "dim": 3, "coupling": 0.9}, "merge_policy": "checked"}
+SLOW_TASK = {
+    "kind": "quadratic",
+    "params": {"blocks": 8, "dim": 3, "coupling": 0.9},
+    "merge_policy": "checked",
+}
 """Strong coupling: dozens of rounds to converge, so every kill lands mid-run."""
 
 
@@ -45,7 +49,9 @@ def test_kill_9_and_restart_on_the_same_file_loses_nothing(tmp_path: Path) -> No
         final = wait_terminal(node.url, task["id"], 180)
         assert final["status"] == "optimal", final
         agents.stop()
-        losses = count_losses("coordinator kill -9 x3 (sqlite)", node.url, task["id"], agents.acknowledged(), started)
+        losses = count_losses(
+            "coordinator kill -9 x3 (sqlite)", node.url, task["id"], agents.acknowledged(), started
+        )
         assert losses.acknowledged > 0
         assert losses.lost == 0, losses
         assert kills == 3

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from coordinator import errors
-from coordinator.store import make_store, store_option
 from coordinator.settings import ServiceSettings
+from coordinator.store import make_store, store_option
 from coordinator.store.base import Store
 from coordinator.store.sqlite import SQLiteStore
 from tests.conftest import REPO
@@ -33,7 +33,9 @@ class TestSQLiteStore(StoreContract):
 
 def test_store_urls() -> None:
     assert store_option("sqlite:///var/lib/blockopt/state.db") == {
-        "store": "sqlite", "sqlite_path": "/var/lib/blockopt/state.db"}
+        "store": "sqlite",
+        "sqlite_path": "/var/lib/blockopt/state.db",
+    }
     with pytest.raises(errors.InvalidRequest, match="needs a file"):
         store_option("sqlite://")
     with pytest.raises(errors.InvalidRequest, match="does not exist"):
@@ -88,14 +90,23 @@ def _commit_race(path: str, owner: str, attempts: int, results: multiprocessing.
         store = SQLiteStore(path)
         won = 0
         for _ in range(attempts):
-            fence = await store.acquire_round_lock("t-1", owner, 0.001, T0 + 10)  # TTL lapses at once: all race
+            fence = await store.acquire_round_lock(
+                "t-1", owner, 0.001, T0 + 10
+            )  # TTL lapses at once: all race
             current = await store.get_head("t-1")
             if fence is None:
                 continue
             try:
-                await store.commit("t-1", Commit(expected_version=current.version, fence=fence,
-                                                 runtime=TaskRuntime(round=current.version + 1),
-                                                 head=head(current.version + 1), counters={"commits": 1}))
+                await store.commit(
+                    "t-1",
+                    Commit(
+                        expected_version=current.version,
+                        fence=fence,
+                        runtime=TaskRuntime(round=current.version + 1),
+                        head=head(current.version + 1),
+                        counters={"commits": 1},
+                    ),
+                )
                 won += 1
             except (errors.StaleFence, errors.VersionConflict):
                 pass
@@ -128,16 +139,32 @@ async def test_commits_from_several_processes_are_version_checked(tmp_path: Path
 
 def _blockopt(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "blockopt", *args], capture_output=True, text=True, timeout=300,
-                          env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "blockopt", *args], capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 @pytest.mark.slow  # a whole service run with agent processes
 @pytest.mark.anyio
 async def test_blockopt_run_keeps_its_books_in_a_sqlite_file(tmp_path: Path) -> None:
     path = tmp_path / "run.db"
-    done = _blockopt("run", "quadratic", "--blocks", "4", "--dim", "2", "--agents", "2", "--processes", "1",
-                     "--max-rounds", "200", "--quiet", "--store", f"sqlite://{path}")
+    done = _blockopt(
+        "run",
+        "quadratic",
+        "--blocks",
+        "4",
+        "--dim",
+        "2",
+        "--agents",
+        "2",
+        "--processes",
+        "1",
+        "--max-rounds",
+        "200",
+        "--quiet",
+        "--store",
+        f"sqlite://{path}",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     store = SQLiteStore(path)
     (task,) = await store.list_tasks()
@@ -147,15 +174,23 @@ async def test_blockopt_run_keeps_its_books_in_a_sqlite_file(tmp_path: Path) -> 
     await store.close()
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["run", "quadratic", "--store", "sqlite://"], "needs a file"),
-    (["run", "quadratic", "--inproc", "--store", "sqlite:///tmp/x.db"], "--inproc keeps no store"),
-    (["run", "quadratic", "--store", "mysql://db"], "--store must be"),
-    (["serve", "--store", "sqlite:///no/such/dir/state.db"], "does not exist"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "quadratic", "--store", "sqlite://"], "needs a file"),
+        (["run", "quadratic", "--inproc", "--store", "sqlite:///tmp/x.db"], "--inproc keeps no store"),
+        (["run", "quadratic", "--store", "mysql://db"], "--store must be"),
+        (["serve", "--store", "sqlite:///no/such/dir/state.db"], "does not exist"),
+    ],
+)
 def test_bad_store_options_give_one_line_and_exit_2(args: list[str], needle: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "blockopt", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_ADMIN_TOKEN": "t" * 32})
+    done = subprocess.run(
+        [sys.executable, "-m", "blockopt", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_ADMIN_TOKEN": "t" * 32},
+    )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], done.stderr

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks.base import InvalidProposal
-from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
+from tasks.sqlplan.indexes import parse_index_spec
 from tasks.sqlplan.plan import render
 from tasks.sqlplan.sandbox import Sandbox, SandboxError, StepCapExceeded
 from tasks.sqlplan.task import BlockChange, SqlPlanParams, SqlPlanTask
@@ -80,7 +80,9 @@ def test_engine_rejects_a_failing_plan_with_its_reason(task: SqlPlanTask) -> Non
     engine = RoundEngine(task)
     snap = engine.initial_snapshot()
     b = block_of(task, "q03")
-    value = {"plans": {"q03": {"hints": [{"scope": 0, "table": "orders", "index": spec("orders", "o_orderdate")}]}}}
+    value = {
+        "plans": {"q03": {"hints": [{"scope": 0, "table": "orders", "index": spec("orders", "o_orderdate")}]}}
+    }
     p = Proposal(id="p1", agent="a", block=b, value=value, base_version=0, predicted_improvement=1.0)
     out = engine.run_round(snap, [p], 0)
     v = out.verdicts[0]
@@ -96,19 +98,31 @@ def test_engine_rejects_a_failing_plan_with_its_reason(task: SqlPlanTask) -> Non
         ({"add": [spec("nosuchtable", "x")]}, "unknown_table"),
         ({"add": [spec("lineitem", "l_partkey) ; ATTACH DATABASE 'x' AS y; --")]}, "bad_identifier"),
         ({"add": [spec("lineitem", "nosuchcolumn")]}, "unknown_column"),
-        ({"add": [{"table": "lineitem", "columns": [{"name": "l_partkey", "collate": "x; PRAGMA y"}]}]},
-         "bad_identifier"),
+        (
+            {"add": [{"table": "lineitem", "columns": [{"name": "l_partkey", "collate": "x; PRAGMA y"}]}]},
+            "bad_identifier",
+        ),
         ({"add": [{"table": "sqlite_master", "columns": ["name"]}]}, "unknown_table"),
-        ({"plans": {"q03": {"hints": [{"scope": 0, "table": "customer; DELETE FROM orders", "index": None}]}}},
-         "unknown_table"),
-        ({"plans": {"q03": {"orders": {"0": ["customer", "orders", "lineitem", "pragma_table_info"]}}}},
-         "bad_order"),
+        (
+            {
+                "plans": {
+                    "q03": {"hints": [{"scope": 0, "table": "customer; DELETE FROM orders", "index": None}]}
+                }
+            },
+            "unknown_table",
+        ),
+        (
+            {"plans": {"q03": {"orders": {"0": ["customer", "orders", "lineitem", "pragma_table_info"]}}}},
+            "bad_order",
+        ),
         ({"plans": {"q13": {"orders": {"1": ["orders", "customer"]}}}}, "illegal_move"),
         ({"plans": {"q03": {"sql": "DELETE FROM orders"}}}, "bad_shape"),
         ({"sql": "ATTACH DATABASE '/tmp/x' AS x"}, "bad_shape"),
     ],
 )
-def test_malicious_values_are_refused(task: SqlPlanTask, db_path: Path, value: dict[str, Any], code: str) -> None:
+def test_malicious_values_are_refused(
+    task: SqlPlanTask, db_path: Path, value: dict[str, Any], code: str
+) -> None:
     before = digest(db_path)
     b = block_of(task, "q03")
     if "plans" in value and "q13" in value["plans"]:
@@ -156,7 +170,9 @@ def test_step_cap_stops_a_runaway_query(db_path: Path) -> None:
     box = Sandbox(db_path, default_cap=50)
     try:
         with pytest.raises(StepCapExceeded):
-            box.query("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n")
+            box.query(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
+            )
         assert box.query("SELECT count(*) FROM nation").rows == [(25,)]
     finally:
         box.close()
@@ -167,9 +183,12 @@ def test_rendered_plan_uses_cross_join_and_hints(task: SqlPlanTask) -> None:
 
     model = task.ev.models["q21"]
     plan = parse_plan(
-        {"orders": {"0": ["nation", "supplier", "l1", "orders"]},
-         "hints": [{"scope": 0, "table": "orders", "index": None}]},
-        model, task.workload.schema,
+        {
+            "orders": {"0": ["nation", "supplier", "l1", "orders"]},
+            "hints": [{"scope": 0, "table": "orders", "index": None}],
+        },
+        model,
+        task.workload.schema,
     )
     sql = render(model, plan, task.ev.builtin)
     assert "nation CROSS JOIN supplier CROSS JOIN lineitem AS l1 CROSS JOIN orders NOT INDEXED" in sql
@@ -178,8 +197,10 @@ def test_rendered_plan_uses_cross_join_and_hints(task: SqlPlanTask) -> None:
 
 
 def test_index_ddl_is_rendered_from_the_spec(task: SqlPlanTask) -> None:
-    s = parse_index_spec({"table": "part", "columns": [{"name": "p_name", "collate": "nocase"}, "p_size"],
-                          "unique": False}, task.workload.schema)
+    s = parse_index_spec(
+        {"table": "part", "columns": [{"name": "p_name", "collate": "nocase"}, "p_size"], "unique": False},
+        task.workload.schema,
+    )
     assert s.create_sql() == f"CREATE INDEX {s.name} ON part(p_name COLLATE NOCASE, p_size)"
     assert s.drop_sql() == f"DROP INDEX IF EXISTS {s.name}"
 
@@ -203,9 +224,14 @@ def test_budget_penalty_and_feasibility(db_path: Path) -> None:
 
 
 CANDIDATES = [
-    ("lineitem", ["l_shipdate"]), ("lineitem", ["l_partkey"]), ("orders", ["o_orderdate"]),
-    ("orders", ["o_custkey"]), ("part", ["p_size"]), ("customer", ["c_mktsegment"]),
-    ("lineitem", ["l_orderkey", "l_suppkey"]), ("supplier", ["s_nationkey"]),
+    ("lineitem", ["l_shipdate"]),
+    ("lineitem", ["l_partkey"]),
+    ("orders", ["o_orderdate"]),
+    ("orders", ["o_custkey"]),
+    ("part", ["p_size"]),
+    ("customer", ["c_mktsegment"]),
+    ("lineitem", ["l_orderkey", "l_suppkey"]),
+    ("supplier", ["s_nationkey"]),
 ]
 
 
@@ -213,7 +239,9 @@ CANDIDATES = [
 @given(
     adds=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(CANDIDATES)), min_size=1, max_size=4),
 )
-def test_incremental_and_full_costs_agree(task: SqlPlanTask, adds: list[tuple[int, tuple[str, list[str]]]]) -> None:
+def test_incremental_and_full_costs_agree(
+    task: SqlPlanTask, adds: list[tuple[int, tuple[str, list[str]]]]
+) -> None:
     state = task.initial_state()
     for block, (table, cols) in adds:
         value = task.validate(block, {"add": [spec(table, *cols)]})
@@ -251,16 +279,22 @@ def test_proposer_improves_its_block(task: SqlPlanTask) -> None:
 def test_state_round_trips(task: SqlPlanTask) -> None:
     s0 = task.initial_state()
     b = block_of(task, "q03")
-    v = task.validate(b, {"plans": {"q03": {"orders": {"0": ["orders", "customer", "lineitem"]}}},
-                          "add": [spec("orders", "o_orderdate")]})
+    v = task.validate(
+        b,
+        {
+            "plans": {"q03": {"orders": {"0": ["orders", "customer", "lineitem"]}}},
+            "add": [spec("orders", "o_orderdate")],
+        },
+    )
     s1 = task.apply(s0, {b: v})
     s2 = task.load_state(task.dump_state(s1))
     assert task.objective(s2) == task.objective(s1)
     assert task.validate(b, task.encode_value(v)) == v
 
 
-def test_expert_baselines_are_optional(task: SqlPlanTask, monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_expert_baselines_are_optional(
+    task: SqlPlanTask, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tasks.sqlplan import baselines, expert
 
     monkeypatch.setattr(expert, "shell", lambda: None)
@@ -269,7 +303,9 @@ def test_expert_baselines_are_optional(task: SqlPlanTask, monkeypatch: pytest.Mo
     assert "sqlite3" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(not __import__("shutil").which("sqlite3"), reason="sqlite3 shell (apt: sqlite3) not installed")
+@pytest.mark.skipif(
+    not __import__("shutil").which("sqlite3"), reason="sqlite3 shell (apt: sqlite3) not installed"
+)
 def test_expert_recommendations_become_specs(task: SqlPlanTask) -> None:
     from tasks.sqlplan import expert
 
@@ -290,8 +326,9 @@ def test_users_own_database_and_queries(tmp_path: Path) -> None:
     con.close()
     qdir = tmp_path / "queries"
     qdir.mkdir()
-    (qdir / "a.sql").write_text("select c.name, sum(o.total) from c, o where o.cid = c.id and c.city = 'city3' "
-                                "group by c.name;")
+    (qdir / "a.sql").write_text(
+        "select c.name, sum(o.total) from c, o where o.cid = c.id and c.city = 'city3' group by c.name;"
+    )
     (qdir / "b.sql").write_text("select count(*) from o where cid = 42;")
     t = SqlPlanTask(SqlPlanParams(blocks=2, db=str(db), queries=str(qdir), baselines=False))
     s0 = t.initial_state()

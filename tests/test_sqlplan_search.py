@@ -41,7 +41,9 @@ def test_hint_search_keeps_no_hint_that_does_not_pay(task: SqlPlanTask) -> None:
     """INDEXED BY an index of no use to q06 makes it dearer: measured, and not kept by the search."""
     model = task.ev.models["q06"]
     spec = {"table": "lineitem", "columns": ["l_comment"]}
-    forced = parse_plan({"hints": [{"scope": 0, "table": "lineitem", "index": spec}]}, model, task.workload.schema)
+    forced = parse_plan(
+        {"hints": [{"scope": 0, "table": "lineitem", "index": spec}]}, model, task.workload.schema
+    )
     assert "INDEXED BY" in render(model, forced, task.ev.builtin)
     idx = frozenset(forced.hinted_indexes())
     default = task.ev.measure("q06", DEFAULT_PLAN, idx).cost
@@ -54,12 +56,21 @@ def test_hint_search_keeps_no_hint_that_does_not_pay(task: SqlPlanTask) -> None:
 def test_covering_candidates_put_group_by_columns_first(task: SqlPlanTask) -> None:
     proposer = task.make_proposer(task.ProposerParams(use_expert=False))
     cands = [c.columns for c in proposer.candidates("q01")]
-    assert ("l_returnflag", "l_linestatus", "l_shipdate", "l_discount", "l_extendedprice", "l_quantity",
-            "l_tax") in cands
+    assert (
+        "l_returnflag",
+        "l_linestatus",
+        "l_shipdate",
+        "l_discount",
+        "l_extendedprice",
+        "l_quantity",
+        "l_tax",
+    ) in cands
 
 
 items = st.lists(
-    st.tuples(st.integers(0, 50), st.integers(1, 30), st.sampled_from([None, "a", "b"])), min_size=0, max_size=9
+    st.tuples(st.integers(0, 50), st.integers(1, 30), st.sampled_from([None, "a", "b"])),
+    min_size=0,
+    max_size=9,
 )
 
 

@@ -12,20 +12,36 @@ import pytest
 from agents.worker import Worker, WorkerConfig
 from tests.conftest import Coordinator
 from tests.fake_openai import ServerThread
-from tests.llm_support import QUAD_PARAMS
-from tests.llm_support import quad_llm_server  # noqa: F401  (the module's "server" fixture)
+from tests.llm_support import (
+    QUAD_PARAMS,
+    quad_llm_server,  # noqa: F401  (the module's "server" fixture)
+)
 
 pytestmark = pytest.mark.timeout(180)
 
-FAST = {"connect_timeout_s": "2", "read_timeout_s": "5", "call_deadline_s": "10", "total_deadline_s": "20",
-        "backoff_base_s": "0.01", "backoff_max_s": "0.05"}
+FAST = {
+    "connect_timeout_s": "2",
+    "read_timeout_s": "5",
+    "call_deadline_s": "10",
+    "total_deadline_s": "20",
+    "backoff_base_s": "0.01",
+    "backoff_max_s": "0.05",
+}
 
 
 def run_team(coord: Coordinator, server: ServerThread, stop_when: dict[str, Any]) -> dict[str, Any]:
     task = coord.create_task(params=QUAD_PARAMS, budgets={"rounds": 300}, stop_when=stop_when)
-    worker = Worker(WorkerConfig(coordinator=coord.url, task=task["id"], join_token=task["join_token"],
-                                 proposer="llm", proposer_options={"base_url": server.base_url, **FAST},
-                                 name="llm", poll_wait=0.5))
+    worker = Worker(
+        WorkerConfig(
+            coordinator=coord.url,
+            task=task["id"],
+            join_token=task["join_token"],
+            proposer="llm",
+            proposer_options={"base_url": server.base_url, **FAST},
+            name="llm",
+            poll_wait=0.5,
+        )
+    )
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:
@@ -49,12 +65,15 @@ def test_llm_team_stops_when_the_forecast_gain_per_1k_tokens_falls_below_the_thr
     assert report["usage"]["tokens"] > 0 and report["rounds"] >= 6  # min_rounds: the forecast needs some
 
 
-def test_a_threshold_the_team_clears_lets_it_reach_the_optimum(coordinator: Coordinator, server: ServerThread) -> None:
+def test_a_threshold_the_team_clears_lets_it_reach_the_optimum(
+    coordinator: Coordinator, server: ServerThread
+) -> None:
     report = run_team(coordinator, server, {"gain_per_1k_tokens": 1e-12})
     assert report["status"] == "optimal"
 
 
 def test_stop_when_needs_a_threshold(coordinator: Coordinator) -> None:
-    r = coordinator.admin.post("/v1/tasks", json={"kind": "quadratic", "params": QUAD_PARAMS,
-                                                  "stop_when": {"horizon_rounds": 3}})
+    r = coordinator.admin.post(
+        "/v1/tasks", json={"kind": "quadratic", "params": QUAD_PARAMS, "stop_when": {"horizon_rounds": 3}}
+    )
     assert r.status_code == 422 and "gain_per_1k_tokens or gain_per_agent_second" in r.text

@@ -172,14 +172,30 @@ def test_a_preset_and_the_team_defaults_come_from_the_kind(tmp_path: Path) -> No
     """quadratic's preset "theory" sets 16 blocks; routing's team default gives one block per agent."""
     report = tmp_path / "q.json"
     run = subprocess.run(
-        [BLOCKOPT, "run", "quadratic", "--preset", "theory", "--dim", "2", "--inproc", "--max-rounds", "2",
-         "--quiet", "--report", str(report)],
-        capture_output=True, text=True, timeout=120,
+        [
+            BLOCKOPT,
+            "run",
+            "quadratic",
+            "--preset",
+            "theory",
+            "--dim",
+            "2",
+            "--inproc",
+            "--max-rounds",
+            "2",
+            "--quiet",
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode in (0, 1), run.stderr
     assert json.loads(report.read_text())["task"]["name"] == "quadratic-n16-d2-c0.3-s7"
-    bad = subprocess.run([BLOCKOPT, "run", "quadratic", "--preset", "nope"], capture_output=True, text=True,
-                         timeout=120)
+    bad = subprocess.run(
+        [BLOCKOPT, "run", "quadratic", "--preset", "nope"], capture_output=True, text=True, timeout=120
+    )
     assert bad.returncode == 2 and "invalid choice: 'nope'" in bad.stderr
     assert kind_class("routing").team_defaults(5) == {"blocks": 5}
     assert kind_class("quadratic").team_defaults(5) == {}

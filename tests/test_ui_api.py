@@ -12,14 +12,21 @@ import pytest
 
 from agents.worker import Worker, WorkerConfig
 from coordinator.ui.hint import live_view_hint
-from tests.conftest import ADMIN, Coordinator
+from tests.conftest import Coordinator
 
 
 def solve(coord: Coordinator, task: dict[str, Any], agents: int = 2) -> dict[str, Any]:
     """Real workers in threads, over HTTP, until the task ends."""
     stop = threading.Event()
-    workers = [Worker(WorkerConfig(coordinator=coord.url, task=task["id"], join_token=task["join_token"],
-                                   name=f"w{i}", seed=i), stop) for i in range(agents)]
+    workers = [
+        Worker(
+            WorkerConfig(
+                coordinator=coord.url, task=task["id"], join_token=task["join_token"], name=f"w{i}", seed=i
+            ),
+            stop,
+        )
+        for i in range(agents)
+    ]
     threads = [threading.Thread(target=w.run, daemon=True) for w in workers]
     for t in threads:
         t.start()
@@ -31,11 +38,16 @@ def solve(coord: Coordinator, task: dict[str, Any], agents: int = 2) -> dict[str
             t.join(30)
 
 
-def events(coord: Coordinator, task_id: str, headers: dict[str, str] | None = None, since: int = 0) -> list[tuple[str, Any]]:
+def events(
+    coord: Coordinator, task_id: str, headers: dict[str, str] | None = None, since: int = 0
+) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
-    with httpx.stream("GET", f"{coord.url}/v1/tasks/{task_id}/events?since={since}",
-                      headers={"Authorization": coord.admin.headers["Authorization"], **(headers or {})},
-                      timeout=60) as r:
+    with httpx.stream(
+        "GET",
+        f"{coord.url}/v1/tasks/{task_id}/events?since={since}",
+        headers={"Authorization": coord.admin.headers["Authorization"], **(headers or {})},
+        timeout=60,
+    ) as r:
         kind = ""
         for line in r.iter_lines():
             if line.startswith("event: "):
@@ -52,7 +64,10 @@ def test_agents_route_lists_every_agent_with_verdicts_and_usage(coordinator: Coo
     assert r.status_code == 200, r.text
     body = r.json()
     assert sorted(a["name"] for a in body["agents"]) == ["w0", "w1", "w2"]
-    trajectories = [json.loads(line) for line in coordinator.admin.get(f"/v1/tasks/{task['id']}/trajectories").text.splitlines()]
+    trajectories = [
+        json.loads(line)
+        for line in coordinator.admin.get(f"/v1/tasks/{task['id']}/trajectories").text.splitlines()
+    ]
     proposals = [t for t in trajectories if t["type"] == "proposal"]
     assert sum(a["proposals"] for a in body["agents"]) == len(proposals) > 0
     assert sum(a["accepted"] for a in body["agents"]) == sum(p["verdict"] == "accepted" for p in proposals)
@@ -103,7 +118,9 @@ def test_view_route_serves_the_kinds_model_and_renderer(coordinator: Coordinator
 
 
 def test_routing_view_has_one_path_per_robot(coordinator: Coordinator) -> None:
-    task = coordinator.create_task(kind="routing", params={"map": "random-32-32-10", "robots": 12, "exact_limit": 0})
+    task = coordinator.create_task(
+        kind="routing", params={"map": "random-32-32-10", "robots": 12, "exact_limit": 0}
+    )
     view = coordinator.admin.get(f"/v1/tasks/{task['id']}/view").json()
     m = view["model"]
     assert len(m["paths"]) == 12 and m["width"] == 32 and len(m["rows"]) == m["height"]

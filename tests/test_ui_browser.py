@@ -18,8 +18,11 @@ from tests.conftest import ADMIN, start_coordinator
 from tests.redis_support import Fleet, Replica, create_task, new_prefix, purge, require_redis
 
 TERMINAL = {"converged", "optimal", "stalled", "budget_exhausted", "stopped", "failed", "diminishing_returns"}
-ROUTING_20 = {"kind": "routing", "params": {"map": "random-32-32-10", "scen": "random-32-32-10-random-1",
-                                            "robots": 20, "exact_limit": 0}, "budgets": {"seconds": 120}}
+ROUTING_20 = {
+    "kind": "routing",
+    "params": {"map": "random-32-32-10", "scen": "random-32-32-10-random-1", "robots": 20, "exact_limit": 0},
+    "budgets": {"seconds": 120},
+}
 QUADRATIC_SLOW = {"kind": "quadratic", "params": {"blocks": 8, "dim": 3, "coupling": 0.9}}
 """Strong coupling: dozens of rounds, so a coordinator restart lands mid-run."""
 ROWS_PER_PAGE = 20
@@ -32,7 +35,9 @@ def rounds_of(url: str, task_id: str) -> list[int]:
 
 
 def agents_of(url: str, task_id: str) -> list[str]:
-    r = httpx.get(f"{url}/v1/tasks/{task_id}/agents", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30)
+    r = httpx.get(
+        f"{url}/v1/tasks/{task_id}/agents", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30
+    )
     assert r.status_code == 200, r.text
     return [a["id"] for a in r.json()["agents"]]
 
@@ -47,7 +52,10 @@ def open_task_page(b: Browser, url: str, task_id: str) -> None:
 
 def chart_rounds(b: Browser) -> list[int]:
     """The rounds the convergence chart has drawn (canvas: the chart keeps the list), sorted."""
-    return sorted(int(r) for r in b.js("const p = window.blockoptPage; return p && p.chart ? p.chart.drawnRounds() : [];"))
+    return sorted(
+        int(r)
+        for r in b.js("const p = window.blockoptPage; return p && p.chart ? p.chart.drawnRounds() : [];")
+    )
 
 
 def status_shown(b: Browser) -> str:
@@ -64,7 +72,9 @@ def memory_replica(tmp_path: Path) -> Iterator[Replica]:
 
 
 @pytest.mark.slow
-def test_task_page_follows_a_routing_run_live(browser: Browser, memory_replica: Replica, tmp_path: Path) -> None:
+def test_task_page_follows_a_routing_run_live(
+    browser: Browser, memory_replica: Replica, tmp_path: Path
+) -> None:
     b, url = browser, memory_replica.url
     task = create_task(memory_replica, **ROUTING_20)
     open_task_page(b, url, task["id"])
@@ -79,14 +89,28 @@ def test_task_page_follows_a_routing_run_live(browser: Browser, memory_replica: 
     rounds = rounds_of(url, task["id"])
     assert rounds, "the run recorded no round"
     b.wait(lambda: chart_rounds(b) == sorted(rounds), 20, "one chart point per round")
-    b.wait(lambda: b.count("#rounds tbody tr") == min(len(rounds), ROWS_PER_PAGE), 10, "the newest rounds in the table")
-    assert b.js("return [...document.querySelectorAll('#rounds tbody tr')].map(r => Number(r.dataset.round));") \
+    b.wait(
+        lambda: b.count("#rounds tbody tr") == min(len(rounds), ROWS_PER_PAGE),
+        10,
+        "the newest rounds in the table",
+    )
+    assert (
+        b.js("return [...document.querySelectorAll('#rounds tbody tr')].map(r => Number(r.dataset.round));")
         == sorted(rounds, reverse=True)[:ROWS_PER_PAGE]
+    )
     b.wait(lambda: b.count("svg.routing-map polyline.robot-path") == 20, 20, "one path per robot on the map")
     agents = agents_of(url, task["id"])
     assert len(agents) == 3
-    b.wait(lambda: sorted(b.js("return [...document.querySelectorAll('#agents tbody tr')].map(r => r.dataset.agent);"))
-           == sorted(agents), 20, "every agent in the agents table")
+    b.wait(
+        lambda: (
+            sorted(
+                b.js("return [...document.querySelectorAll('#agents tbody tr')].map(r => r.dataset.agent);")
+            )
+            == sorted(agents)
+        ),
+        20,
+        "every agent in the agents table",
+    )
     assert b.text("#task-status") in TERMINAL
     # the map's time slider and play button drive the robots
     assert float(b.js("return Number(document.getElementById('routing-time').max);")) > 0
@@ -141,8 +165,12 @@ def test_page_reconnects_after_a_coordinator_restart(browser: Browser, tmp_path:
         assert b.count("#rounds tbody tr") == min(len(rounds), ROWS_PER_PAGE)
         assert len(rounds) > ROWS_PER_PAGE, "the slow task should outlast one page of the rounds table"
         b.js("document.getElementById('rounds-older').click();")
-        assert b.js("return [...document.querySelectorAll('#rounds tbody tr')].map(r => Number(r.dataset.round));") \
-            == sorted(rounds, reverse=True)[ROWS_PER_PAGE:2 * ROWS_PER_PAGE]
+        assert (
+            b.js(
+                "return [...document.querySelectorAll('#rounds tbody tr')].map(r => Number(r.dataset.round));"
+            )
+            == sorted(rounds, reverse=True)[ROWS_PER_PAGE : 2 * ROWS_PER_PAGE]
+        )
         # the reconnect asked for what came after its last event (Last-Event-ID): no round arrived twice
         assert b.js("return window.blockoptStats.roundEvents;") == len(rounds)
     finally:
@@ -166,8 +194,11 @@ def test_missing_or_bad_token_shows_a_clear_message(browser: Browser) -> None:
         b.wait(lambda: "refused this token" in b.text("#message"), 30, "a message for a wrong token")
         assert "401" in b.text("#message")
         b.set_token(ADMIN)
-        b.wait(lambda: not b.visible("#message") and b.count("#kind-view .residual") == 4, 30,
-               "the message gone and the kind's view drawn with a good token")
+        b.wait(
+            lambda: not b.visible("#message") and b.count("#kind-view .residual") == 4,
+            30,
+            "the message gone and the kind's view drawn with a good token",
+        )
         assert b.js("return Object.keys(sessionStorage).map(k => sessionStorage.getItem(k));") == [ADMIN]
         assert ADMIN not in b.driver.current_url
     finally:
@@ -183,8 +214,14 @@ def test_docs_list_the_operations_with_no_route_out(browser: Browser) -> None:
         b.wait(lambda: b.count(".opblock") >= 10, 60, "Swagger UI's operations")
         assert "/v1/tasks/{task_id}/events" in b.text("#swagger-ui")
         b.open(f"{coord.url}/redoc")
-        b.wait(lambda: "/v1/tasks/{task_id}/agents" in b.text("body") or b.count("[data-section-id^='operation/']") >= 10,
-               60, "ReDoc's operations")
+        b.wait(
+            lambda: (
+                "/v1/tasks/{task_id}/agents" in b.text("body")
+                or b.count("[data-section-id^='operation/']") >= 10
+            ),
+            60,
+            "ReDoc's operations",
+        )
     finally:
         coord.admin.close()
         server.stop()
@@ -202,8 +239,11 @@ def test_default_cdn_docs_stay_blank_with_no_route_out(browser: Browser) -> None
         b = browser
         b.open(f"{server.url}/docs")
         b.wait(lambda: b.js("return document.readyState") == "complete", 30, "the page to load")
-        b.wait(lambda: any("swagger" in e.lower() or "ERR_NAME_NOT_RESOLVED" in e for e in b.errors()), 30,
-               "the CDN assets to fail")
+        b.wait(
+            lambda: any("swagger" in e.lower() or "ERR_NAME_NOT_RESOLVED" in e for e in b.errors()),
+            30,
+            "the CDN assets to fail",
+        )
         assert b.count(".opblock") == 0
 
 
@@ -211,14 +251,18 @@ def test_default_cdn_docs_stay_blank_with_no_route_out(browser: Browser) -> None
 def test_sqlplan_panel_draws_cost_bars_and_the_index_budget(browser: Browser) -> None:
     server, coord = start_coordinator()
     try:
-        task = coord.create_task(kind="sqlplan", params={"blocks": 2, "scale": 0.01, "baselines": False,
-                                                        "index_budget_mb": 7})
+        task = coord.create_task(
+            kind="sqlplan", params={"blocks": 2, "scale": 0.01, "baselines": False, "index_budget_mb": 7}
+        )
         model = coord.admin.get(f"/v1/tasks/{task['id']}/view").json()["model"]
         series = [k for k in model["per_query"][0] if k not in ("query", "equivalent")]
         b = browser
         open_task_page(b, coord.url, task["id"])
-        b.wait(lambda: b.count("svg.sqlplan-costs rect.cost-bar") == len(model["per_query"]) * len(series), 60,
-               "one bar per query and series")
+        b.wait(
+            lambda: b.count("svg.sqlplan-costs rect.cost-bar") == len(model["per_query"]) * len(series),
+            60,
+            "one bar per query and series",
+        )
         assert "of a 7.00 MiB budget" in b.text("#sqlplan-budget")
         assert b.errors() == [], b.errors()
     finally:

@@ -41,11 +41,25 @@ def wait_line(q: queue.Queue[str], pattern: str, timeout: float) -> re.Match[str
 
 
 def test_run_with_ui_prints_the_url_and_serves_after_the_end() -> None:
-    proc = blockopt_process("run", "quadratic", "--blocks", "4", "--dim", "2", "--agents", "2", "--processes", "1",
-                            "--ui", env={"BLOCKOPT_ADMIN_TOKEN": ""})
+    proc = blockopt_process(
+        "run",
+        "quadratic",
+        "--blocks",
+        "4",
+        "--dim",
+        "2",
+        "--agents",
+        "2",
+        "--processes",
+        "1",
+        "--ui",
+        env={"BLOCKOPT_ADMIN_TOKEN": ""},
+    )
     try:
         q = lines_of(proc)
-        m = wait_line(q, r"live view: (http://127\.0\.0\.1:\d+)/ui/#/tasks/(t-\w+)\s+\(paste the token (\S+) ", 60)
+        m = wait_line(
+            q, r"live view: (http://127\.0\.0\.1:\d+)/ui/#/tasks/(t-\w+)\s+\(paste the token (\S+) ", 60
+        )
         base, task_id, token = m.groups()
         assert httpx.get(f"{base}/ui/").status_code == 200
         wait_line(q, r"still serving .*Ctrl-C", 120)
@@ -66,4 +80,7 @@ def test_ui_with_inproc_is_a_usage_error() -> None:
     proc = blockopt_process("run", "quadratic", "--inproc", "--ui")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
-    assert err.decode().strip().splitlines()[-1] == "blockopt: error: --ui needs the service path (drop --inproc)"
+    assert (
+        err.decode().strip().splitlines()[-1]
+        == "blockopt: error: --ui needs the service path (drop --inproc)"
+    )

@@ -14,6 +14,15 @@ from agents.llm.simulated import ServingRates, SimulatedLLMProposer
 from agents.llm.usage import LLMUsage
 
 __all__ = [
-    "ChatClient", "ChatResult", "LLMError", "LLMProposer", "LLMSettings", "LLMUsage", "Outcome",
-    "ServingRates", "SimulatedLLMProposer", "make_llm_proposer", "make_simulated_proposer",
+    "ChatClient",
+    "ChatResult",
+    "LLMError",
+    "LLMProposer",
+    "LLMSettings",
+    "LLMUsage",
+    "Outcome",
+    "ServingRates",
+    "SimulatedLLMProposer",
+    "make_llm_proposer",
+    "make_simulated_proposer",
 ]

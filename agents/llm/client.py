@@ -86,8 +86,14 @@ class _Failed(Exception):
     """One attempt failed; ``retryable`` says whether another may succeed."""
 
     def __init__(
-        self, kind: str, message: str, *, retryable: bool, status: int | None = None,
-        retry_after: float | None = None, model_ran: bool = False,
+        self,
+        kind: str,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+        model_ran: bool = False,
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -200,9 +206,13 @@ class ChatClient:
                 model=usage.model,
             )
             return ChatResult(
-                text=result.text, finish_reason=result.finish_reason, usage=usage,
-                reasoning=result.reasoning, usage_estimated=result.usage_estimated,
-                usage_anomaly=result.usage_anomaly, retries=tuple(retries),
+                text=result.text,
+                finish_reason=result.finish_reason,
+                usage=usage,
+                reasoning=result.reasoning,
+                usage_estimated=result.usage_estimated,
+                usage_anomaly=result.usage_anomaly,
+                retries=tuple(retries),
             )
 
     # -- retry policy -------------------------------------------------------
@@ -227,8 +237,10 @@ class ChatClient:
         s = self.settings
         remaining = max(0.001, deadline - time.monotonic())
         timeout = httpx.Timeout(
-            connect=min(s.connect_timeout_s, remaining), read=min(s.read_timeout_s, remaining),
-            write=min(s.connect_timeout_s, remaining), pool=min(s.connect_timeout_s, remaining),
+            connect=min(s.connect_timeout_s, remaining),
+            read=min(s.read_timeout_s, remaining),
+            write=min(s.connect_timeout_s, remaining),
+            pool=min(s.connect_timeout_s, remaining),
         )
         try:
             with self._http.stream("POST", "chat/completions", json=body, timeout=timeout) as resp:
@@ -240,8 +252,12 @@ class ChatClient:
         except httpx.TimeoutException as exc:
             # A connect timeout means the server never saw the request; a read timeout may mean it is generating.
             ran = not isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout)
-            raise _Failed("timeout", f"no answer within the timeout ({type(exc).__name__})",
-                          retryable=True, model_ran=ran) from None
+            raise _Failed(
+                "timeout",
+                f"no answer within the timeout ({type(exc).__name__})",
+                retryable=True,
+                model_ran=ran,
+            ) from None
         except httpx.TransportError as exc:
             raise _Failed("transport", f"{type(exc).__name__}: {exc}", retryable=True) from None
         return self._parse_body(raw, body)
@@ -250,34 +266,54 @@ class ChatClient:
         read = 0
         for chunk in resp.iter_bytes():
             if time.monotonic() > deadline:
-                raise _Failed("timeout", "the answer did not finish before the call deadline",
-                              retryable=True, model_ran=True)
+                raise _Failed(
+                    "timeout",
+                    "the answer did not finish before the call deadline",
+                    retryable=True,
+                    model_ran=True,
+                )
             read += len(chunk)
             self._check_size(read)
             yield chunk
 
     def _check_size(self, read: int) -> None:
         if read > self.settings.max_response_bytes:
-            raise _Failed("oversized", f"the answer exceeds {self.settings.max_response_bytes} bytes; "
-                          "stopped reading it", retryable=False, model_ran=True)
+            raise _Failed(
+                "oversized",
+                f"the answer exceeds {self.settings.max_response_bytes} bytes; stopped reading it",
+                retryable=False,
+                model_ran=True,
+            )
 
     def _status_failure(self, resp: httpx.Response) -> _Failed:
         resp.read()
         status = resp.status_code
         detail = resp.text[:300].strip()
         if status == 429:
-            return _Failed("rate_limited", f"429 rate limited: {detail}", retryable=True, status=status,
-                           retry_after=parse_retry_after(resp.headers))
+            return _Failed(
+                "rate_limited",
+                f"429 rate limited: {detail}",
+                retryable=True,
+                status=status,
+                retry_after=parse_retry_after(resp.headers),
+            )
         if status >= 500 or status in RETRYABLE_STATUS:
-            return _Failed("server_error", f"{status}: {detail}", retryable=True, status=status,
-                           retry_after=parse_retry_after(resp.headers))
+            return _Failed(
+                "server_error",
+                f"{status}: {detail}",
+                retryable=True,
+                status=status,
+                retry_after=parse_retry_after(resp.headers),
+            )
         return _Failed("http_error", f"{status}: {detail}", retryable=False, status=status)
 
     def _parse_body(self, raw: bytes, body: dict[str, Any]) -> ChatResult:
         try:
             data = json.loads(raw)
         except ValueError:
-            raise _Failed("bad_response", f"not JSON: {raw[:200]!r}", retryable=True, model_ran=True) from None
+            raise _Failed(
+                "bad_response", f"not JSON: {raw[:200]!r}", retryable=True, model_ran=True
+            ) from None
         try:
             reply = parse_reply(data)
         except ReplyError as exc:
@@ -302,8 +338,12 @@ class ChatClient:
         read, choices_seen = 0, 0
         for line in resp.iter_lines():
             if time.monotonic() > deadline:
-                raise _Failed("timeout", "the stream did not finish before the call deadline",
-                              retryable=True, model_ran=True)
+                raise _Failed(
+                    "timeout",
+                    "the stream did not finish before the call deadline",
+                    retryable=True,
+                    model_ran=True,
+                )
             read += len(line) + 1
             self._check_size(read)
             if not line.startswith("data:"):
@@ -314,8 +354,9 @@ class ChatClient:
             try:
                 chunk = parse_reply(json.loads(payload), streamed_chunk=True)
             except ValueError:
-                raise _Failed("bad_response", f"bad stream chunk: {payload[:120]!r}",
-                              retryable=True, model_ran=True) from None
+                raise _Failed(
+                    "bad_response", f"bad stream chunk: {payload[:120]!r}", retryable=True, model_ran=True
+                ) from None
             except ReplyError as exc:
                 raise _Failed(exc.kind, str(exc), retryable=False, model_ran=True) from None
             model = chunk.model or model
@@ -342,11 +383,18 @@ class ChatClient:
         """(usage, estimated, anomaly): the server's figures when plausible, else our estimate."""
         name = (model or self.settings.model)[:200]
         thought = estimate_tokens(reasoning or "")
-        estimate = UsageCheck(estimate_chat_tokens(body["messages"]), estimate_tokens(text) + thought, thought)
+        estimate = UsageCheck(
+            estimate_chat_tokens(body["messages"]), estimate_tokens(text) + thought, thought
+        )
         checked, estimated = estimate, True
         if isinstance(reported, dict) and "prompt_tokens" in reported:
             checked = check_usage(reported, estimate, int(body.get("max_tokens") or self.settings.max_tokens))
             estimated = checked.anomaly is not None
-        usage = LLMUsage(prompt_tokens=checked.prompt_tokens, completion_tokens=checked.completion_tokens,
-                         reasoning_tokens=checked.reasoning_tokens, calls=1, model=name)
+        usage = LLMUsage(
+            prompt_tokens=checked.prompt_tokens,
+            completion_tokens=checked.completion_tokens,
+            reasoning_tokens=checked.reasoning_tokens,
+            calls=1,
+            model=name,
+        )
         return usage, estimated, checked.anomaly

@@ -43,7 +43,9 @@ def _float_sized_int(text: str) -> int:
     return int(text)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_float_sized_int)
+_DECODER = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_float_sized_int
+)
 
 
 def _decode(text: str, pos: int = 0) -> tuple[Any, int]:

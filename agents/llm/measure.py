@@ -48,7 +48,9 @@ def o200k_counter() -> Callable[[list[dict[str, str]]], int] | None:
     return lambda messages: 40 + sum(4 + len(enc.encode(m["content"])) for m in messages)
 
 
-def measure(kind: str, params: dict[str, Any], float_digits: int | None = 8, sweep: bool = True) -> dict[str, Any]:
+def measure(
+    kind: str, params: dict[str, Any], float_digits: int | None = 8, sweep: bool = True
+) -> dict[str, Any]:
     task = create_task(kind, params)
     template = template_for(kind, float_digits)
     real = o200k_counter()

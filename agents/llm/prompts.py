@@ -74,7 +74,11 @@ def budget_line(budget: Mapping[str, Any]) -> str:
         parts.append(f"{shown} {units.get(key, key)}")
     if not parts:
         return "Budget left: not limited."
-    return "Budget left: " + ", ".join(parts) + ". Spend reasoning in proportion: when little is left, answer directly."
+    return (
+        "Budget left: "
+        + ", ".join(parts)
+        + ". Spend reasoning in proportion: when little is left, answer directly."
+    )
 
 
 class PromptTemplate:
@@ -109,17 +113,19 @@ class PromptTemplate:
     # -- rendering --------------------------------------------------------------
     def messages(self, contract: Mapping[str, Any]) -> list[Message]:
         block = contract["block"]
-        user = "\n\n".join([
-            self.describe(contract),
-            budget_line(contract.get("budget") or {}),
-            (
-                f'Answer with exactly one JSON object: {{"block": {block}, "value": <your new value>, '
-                f'"predicted_improvement": <how much your change lowers your block\'s objective, a number>}}. '
-                'If you find no improvement, answer with "value": null.'
-            ),
-            f"The contract (block {block}, state version {contract.get('version', 0)}):\n"
-            + embed_contract(contract, self.float_digits),
-        ])
+        user = "\n\n".join(
+            [
+                self.describe(contract),
+                budget_line(contract.get("budget") or {}),
+                (
+                    f'Answer with exactly one JSON object: {{"block": {block}, "value": <your new value>, '
+                    f'"predicted_improvement": <how much your change lowers your block\'s objective, a number>}}. '
+                    'If you find no improvement, answer with "value": null.'
+                ),
+                f"The contract (block {block}, state version {contract.get('version', 0)}):\n"
+                + embed_contract(contract, self.float_digits),
+            ]
+        )
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
     def response_format(self, contract: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,10 +30,21 @@ MIN_COMPLETION_TOKENS = 64
 """Below this many tokens of budget left, a call cannot produce an answer: do not make it."""
 
 OutcomeStatus = Literal["draft", "declined", "failed"]
-REFUSAL = re.compile(r"^\W*(i'?m sorry|i am sorry|sorry,|i can(?:no|')t|i cannot|i won'?t|i'?m unable|i am unable|"
-                     r"i'?m not able|as an ai)", re.IGNORECASE)
+REFUSAL = re.compile(
+    r"^\W*(i'?m sorry|i am sorry|sorry,|i can(?:no|')t|i cannot|i won'?t|i'?m unable|i am unable|"
+    r"i'?m not able|as an ai)",
+    re.IGNORECASE,
+)
 """How a refusal in plain text starts (checked only when the reply holds no JSON)."""
-VALIDATOR_CRASHES = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)
+VALIDATOR_CRASHES = (
+    TypeError,
+    ValueError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+)
 """What a kind's validator may raise on a value of a shape it never expected: the value is wrongly shaped."""
 
 
@@ -145,20 +156,34 @@ class LLMProposer(Proposer):
             status = "draft"
         self.repairs.update(t.repair_asked)
         self.last_outcome = Outcome(
-            status=status, block=block, turns=t.turns, repair_asked=tuple(t.repair_asked),
-            prompt_tokens_estimate=t.prompt_tokens_estimate, prompt_chars=t.prompt_chars,
-            response_chars=t.response_chars, json_from=t.json_from, usage=spent,
+            status=status,
+            block=block,
+            turns=t.turns,
+            repair_asked=tuple(t.repair_asked),
+            prompt_tokens_estimate=t.prompt_tokens_estimate,
+            prompt_chars=t.prompt_chars,
+            response_chars=t.response_chars,
+            json_from=t.json_from,
+            usage=spent,
             usage_anomalies=tuple(t.usage_anomalies),
         )
         if found is None:
             return None
         value, predicted, source = found
         return Draft(
-            block=block, value=value, predicted_improvement=predicted,
-            info={"usage": spent.as_dict(), "turns": t.turns, "repaired": list(t.repair_asked),
-                  "json_from": t.json_from, "predicted_from": source,
-                  "prompt_chars": t.prompt_chars, "response_chars": t.response_chars,
-                  "usage_anomalies": list(t.usage_anomalies)},
+            block=block,
+            value=value,
+            predicted_improvement=predicted,
+            info={
+                "usage": spent.as_dict(),
+                "turns": t.turns,
+                "repaired": list(t.repair_asked),
+                "json_from": t.json_from,
+                "predicted_from": source,
+                "prompt_chars": t.prompt_chars,
+                "response_chars": t.response_chars,
+                "usage_anomalies": list(t.usage_anomalies),
+            },
         )
 
     # -- the turns ------------------------------------------------------------------
@@ -224,18 +249,26 @@ class LLMProposer(Proposer):
             t.usage_anomalies.append(result.usage_anomaly)
         return result
 
-    def _interpret(self, result: ChatResult, contract: Mapping[str, Any], t: _Turns) -> tuple[Any, float, str] | None:
+    def _interpret(
+        self, result: ChatResult, contract: Mapping[str, Any], t: _Turns
+    ) -> tuple[Any, float, str] | None:
         try:
             obj, how = extract_json(result.text)
         except NonFinite as exc:
             raise _Bad("non_finite", f"{exc}; write every number as a finite JSON number") from None
         except NoJSON as exc:
             if result.finish_reason == "length":
-                raise _Bad("truncated", "your answer was cut off at the token limit before the JSON object "
-                           "was complete; reply with the JSON object only, no explanation") from None
+                raise _Bad(
+                    "truncated",
+                    "your answer was cut off at the token limit before the JSON object "
+                    "was complete; reply with the JSON object only, no explanation",
+                ) from None
             if REFUSAL.match(result.text):
-                raise _Bad("refusal", "you declined to answer; reply with the JSON object for your block "
-                           '(its "value" may be null to propose nothing)') from None
+                raise _Bad(
+                    "refusal",
+                    "you declined to answer; reply with the JSON object for your block "
+                    '(its "value" may be null to propose nothing)',
+                ) from None
             raise _Bad("malformed_json", f"could not read a JSON object from your reply: {exc}") from None
         t.json_from = how
         if "value" not in obj:
@@ -251,8 +284,9 @@ class LLMProposer(Proposer):
         except InvalidProposal as exc:
             raise _Bad(exc.code, exc.reason) from None
         except VALIDATOR_CRASHES as exc:
-            raise _Bad("wrong_shape", f'"value" does not have the shape your block needs ({type(exc).__name__})'
-                       ) from None
+            raise _Bad(
+                "wrong_shape", f'"value" does not have the shape your block needs ({type(exc).__name__})'
+            ) from None
         value = self.task.encode_value(decoded)
         try:
             gain = self.template.surrogate_gain(contract, decoded)
@@ -266,15 +300,27 @@ class LLMProposer(Proposer):
     def _give_up(self, t: _Turns, kind: str, reason: str) -> Outcome:
         self.failures[kind] += 1
         return Outcome(
-            status="failed", block=t.block, turns=t.turns, failure=kind, reason=reason,
-            repair_asked=tuple(t.repair_asked), prompt_tokens_estimate=t.prompt_tokens_estimate,
-            prompt_chars=t.prompt_chars, response_chars=t.response_chars, json_from=t.json_from,
+            status="failed",
+            block=t.block,
+            turns=t.turns,
+            failure=kind,
+            reason=reason,
+            repair_asked=tuple(t.repair_asked),
+            prompt_tokens_estimate=t.prompt_tokens_estimate,
+            prompt_chars=t.prompt_chars,
+            response_chars=t.response_chars,
+            json_from=t.json_from,
         )
 
     def counters(self) -> dict[str, Any]:
         """Failure and repair counts, for logs and metrics."""
-        return {"failures": dict(self.failures), "repairs": dict(self.repairs), "declined": self.declined,
-                "usage_anomalies": self.usage_anomalies, "usage": self.total_usage.as_dict()}
+        return {
+            "failures": dict(self.failures),
+            "repairs": dict(self.repairs),
+            "declined": self.declined,
+            "usage_anomalies": self.usage_anomalies,
+            "usage": self.total_usage.as_dict(),
+        }
 
 
 def _with_usage(outcome: Outcome, usage: LLMUsage, anomalies: tuple[str, ...] = ()) -> Outcome:

@@ -59,8 +59,9 @@ def parse_reply(data: Any, *, streamed_chunk: bool = False) -> Reply:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise ReplyError("wrong_shape", f"the server's answer is not a chat completion ({where}: {first['msg']})"
-                         ) from None
+        raise ReplyError(
+            "wrong_shape", f"the server's answer is not a chat completion ({where}: {first['msg']})"
+        ) from None
     if not streamed_chunk and not reply.choices:
         raise ReplyError("empty_choices", "the server's answer has no choices")
     return reply
@@ -97,8 +98,11 @@ def check_usage(reported: dict[str, Any], estimate: UsageCheck, max_tokens: int)
     details = reported.get("completion_tokens_details") or {}
     if not isinstance(details, dict):
         details = {}
-    fields = {"prompt_tokens": reported.get("prompt_tokens"), "completion_tokens": reported.get("completion_tokens"),
-              "reasoning_tokens": details.get("reasoning_tokens", 0)}
+    fields = {
+        "prompt_tokens": reported.get("prompt_tokens"),
+        "completion_tokens": reported.get("completion_tokens"),
+        "reasoning_tokens": details.get("reasoning_tokens", 0),
+    }
     counts = {name: _count(value if value is not None else 0) for name, value in fields.items()}
     for name, count in counts.items():
         if count is None:
@@ -107,7 +111,11 @@ def check_usage(reported: dict[str, Any], estimate: UsageCheck, max_tokens: int)
             return _flagged(estimate, f"usage {name} is negative ({count})")
         if count > ABSURD_TOKENS:
             return _flagged(estimate, f"usage {name} is absurd ({count})")
-    prompt, completion, reasoning = counts["prompt_tokens"], counts["completion_tokens"], counts["reasoning_tokens"]
+    prompt, completion, reasoning = (
+        counts["prompt_tokens"],
+        counts["completion_tokens"],
+        counts["reasoning_tokens"],
+    )
     assert prompt is not None and completion is not None and reasoning is not None
     if completion > max(max_tokens, 1) * 4:
         return _flagged(estimate, f"usage completion_tokens {completion} exceeds the {max_tokens} asked for")

@@ -62,7 +62,9 @@ class ServingRates(BaseModel):
         return self.decode_tokens_per_s / (1.0 + self.batch_slowdown * (self.concurrent_streams - 1))
 
     def latency(self, prompt_tokens: int, output_tokens: int) -> float:
-        return self.overhead_s + prompt_tokens / self.prefill_tokens_per_s + output_tokens / self.decode_rate()
+        return (
+            self.overhead_s + prompt_tokens / self.prefill_tokens_per_s + output_tokens / self.decode_rate()
+        )
 
 
 class SimulatedLLMProposer(Proposer):
@@ -118,14 +120,21 @@ class SimulatedLLMProposer(Proposer):
             seconds = latency
             self.virtual_seconds += latency
         usage = LLMUsage(
-            prompt_tokens=prompt, completion_tokens=output,
+            prompt_tokens=prompt,
+            completion_tokens=output,
             reasoning_tokens=self.rates.reasoning_tokens.get(self.effort, 0),
-            calls=1, seconds=seconds, model=self.label,
+            calls=1,
+            seconds=seconds,
+            model=self.label,
         )
         self.last_usage = usage
         self.total_usage = self.total_usage + usage
         if draft is None:
             return None
-        info: dict[str, Any] = {**draft.info, "usage": usage.as_dict(), "simulated": True,
-                                "prompt_chars": sum(len(m["content"]) for m in messages)}
+        info: dict[str, Any] = {
+            **draft.info,
+            "usage": usage.as_dict(),
+            "simulated": True,
+            "prompt_chars": sum(len(m["content"]) for m in messages),
+        }
         return Draft(draft.block, draft.value, draft.predicted_improvement, info)

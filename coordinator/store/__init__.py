@@ -26,7 +26,8 @@ def store_option(value: str) -> dict[str, Any]:
 
     raise InvalidRequest(
         f"--store must be 'memory', sqlite:///path/state.db or a redis://HOST:PORT/DB URL, not '{value}'",
-        store=value)
+        store=value,
+    )
 
 
 def make_store(settings: ServiceSettings | str) -> Store:
@@ -50,8 +51,9 @@ def make_store(settings: ServiceSettings | str) -> Store:
         return SQLiteStore(settings.sqlite_path)
     from coordinator.errors import InvalidRequest
 
-    raise InvalidRequest(f"store '{kind}' is not available in this build (known: memory, sqlite, redis)",
-                         store=kind)
+    raise InvalidRequest(
+        f"store '{kind}' is not available in this build (known: memory, sqlite, redis)", store=kind
+    )
 
 
 __all__ = ["MemoryStore", "Store", "make_store", "store_option"]

@@ -26,8 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from coordinator import errors
 from coordinator.forecast import StopWhen
 from coordinator.ledger import UsageTotals
-from coordinator.status import TERMINAL, TaskStatus
 from coordinator.records import MergePolicy, Proposal, RoundRecord, Usage, Verdict
+from coordinator.status import TERMINAL as TERMINAL  # re-exported: stores and the service read it here
+from coordinator.status import TaskStatus
 
 TaskMode = Literal["rounds", "async"]
 
@@ -254,7 +255,9 @@ class Store(abc.ABC):
 
     # -- leases ---------------------------------------------------------------
     @abc.abstractmethod
-    async def acquire_lease(self, task_id: str, agent: str, version: int, ttl: float, now: float) -> Lease | None:
+    async def acquire_lease(
+        self, task_id: str, agent: str, version: int, ttl: float, now: float
+    ) -> Lease | None:
         """The agent's active lease if it has one, else a free block (not leased, no queued
         proposal), least recently leased first; None when every block is taken."""
 

@@ -70,7 +70,9 @@ def _copy_json(value: Any) -> Any:
 
 
 def _copy_head(head: Head) -> Head:
-    return head.model_copy(update={"block_versions": list(head.block_versions), "state": _copy_json(head.state)})
+    return head.model_copy(
+        update={"block_versions": list(head.block_versions), "state": _copy_json(head.state)}
+    )
 
 
 def _copy_runtime(runtime: TaskRuntime) -> TaskRuntime:
@@ -102,7 +104,9 @@ class MemoryStore(Store):
         with self._lock:
             if spec.id in self._tasks:
                 raise errors.Conflict(f"task '{spec.id}' already exists", task_id=spec.id)
-            self._tasks[spec.id] = _TaskBooks(spec=spec.model_copy(deep=True), head=head.model_copy(deep=True))
+            self._tasks[spec.id] = _TaskBooks(
+                spec=spec.model_copy(deep=True), head=head.model_copy(deep=True)
+            )
 
     async def get_task(self, task_id: str) -> TaskSpec:
         with self._lock:
@@ -145,8 +149,15 @@ class MemoryStore(Store):
         """Records as the SQLite store counts rows: one per task, lease, proposal, round, counter, ..."""
         with self._lock:
             return sum(
-                1 + len(b.leases) + len(b.lease_seq) + len(b.proposals) + len(b.rounds) + len(b.counters)
-                + len(b.usage) + len(b.abandoned) + len(b.agents)
+                1
+                + len(b.leases)
+                + len(b.lease_seq)
+                + len(b.proposals)
+                + len(b.rounds)
+                + len(b.counters)
+                + len(b.usage)
+                + len(b.abandoned)
+                + len(b.agents)
                 for b in self._tasks.values()
             )
 
@@ -186,7 +197,8 @@ class MemoryStore(Store):
             if books.head.version != commit.expected_version:
                 raise errors.VersionConflict(
                     f"head is at version {books.head.version}, expected {commit.expected_version}",
-                    task_id=task_id, current_version=books.head.version,
+                    task_id=task_id,
+                    current_version=books.head.version,
                 )
             if commit.head is not None:
                 if commit.head.version <= books.head.version:
@@ -240,7 +252,9 @@ class MemoryStore(Store):
             books.counters["leases_expired"] += len(lapsed)
         return lapsed
 
-    async def acquire_lease(self, task_id: str, agent: str, version: int, ttl: float, now: float) -> Lease | None:
+    async def acquire_lease(
+        self, task_id: str, agent: str, version: int, ttl: float, now: float
+    ) -> Lease | None:
         with self._lock:
             books = self._books(task_id)
             self._expire(books, now)
@@ -256,8 +270,13 @@ class MemoryStore(Store):
             books.seq += 1
             books.lease_seq[block] = books.seq
             lease = Lease(
-                id=uuid.uuid4().hex, task_id=task_id, block=block, agent=agent, version=version,
-                granted_at=now, expires_at=now + ttl,
+                id=uuid.uuid4().hex,
+                task_id=task_id,
+                block=block,
+                agent=agent,
+                version=version,
+                granted_at=now,
+                expires_at=now + ttl,
             )
             books.leases[block] = lease
             books.counters["leases_granted"] += 1
@@ -313,7 +332,8 @@ class MemoryStore(Store):
             if lease.block != proposal.block:
                 raise errors.WrongBlock(
                     f"the lease is for block {lease.block}, not block {proposal.block}",
-                    leased_block=lease.block, block=proposal.block,
+                    leased_block=lease.block,
+                    block=proposal.block,
                 )
             del books.leases[lease.block]
             queued = QueuedProposal(proposal=_copy_proposal(proposal), received_at=now)
@@ -326,8 +346,10 @@ class MemoryStore(Store):
 
     async def pending_proposals(self, task_id: str) -> list[QueuedProposal]:
         with self._lock:
-            return [q.model_copy(update={"proposal": _copy_proposal(q.proposal)})
-                    for q in self._books(task_id).pending.values()]
+            return [
+                q.model_copy(update={"proposal": _copy_proposal(q.proposal)})
+                for q in self._books(task_id).pending.values()
+            ]
 
     async def get_proposal(self, task_id: str, proposal_id: str) -> tuple[QueuedProposal, Verdict | None]:
         with self._lock:
@@ -367,8 +389,10 @@ class MemoryStore(Store):
         with self._lock:
             books = self._books(task_id)  # dicts keep insertion (arrival) order
             verdicts = books.verdicts
-            return [(q.model_copy(), v.model_copy() if (v := verdicts.get(pid)) else None)
-                    for pid, q in books.proposals.items()]
+            return [
+                (q.model_copy(), v.model_copy() if (v := verdicts.get(pid)) else None)
+                for pid, q in books.proposals.items()
+            ]
 
     async def abandoned(self, task_id: str) -> list[AbandonedLease]:
         with self._lock:

@@ -93,7 +93,7 @@ def path_of_url(url: str) -> Path:
     """``sqlite:///abs/path.db`` or ``sqlite://rel/path.db`` -> the file's path (query string dropped)."""
     if not url.startswith("sqlite://"):
         raise errors.InvalidRequest(f"a sqlite store URL starts with sqlite://, not '{url}'", store=url)
-    rest = url[len("sqlite://"):].split("?", 1)[0]
+    rest = url[len("sqlite://") :].split("?", 1)[0]
     if not rest or rest == "/":
         raise errors.InvalidRequest("the sqlite store needs a file: sqlite:///path/to/state.db", store=url)
     return Path(rest)
@@ -106,15 +106,19 @@ def _lease(raw: str) -> Lease:
 class SQLiteStore(Store):
     """Every Store call is one SQLite transaction on one connection (serialized by a thread lock)."""
 
-    def __init__(self, path: str | Path, synchronous: Synchronous = "full", busy_timeout: float = 10.0) -> None:
+    def __init__(
+        self, path: str | Path, synchronous: Synchronous = "full", busy_timeout: float = 10.0
+    ) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         if self.path.parent and not self.path.parent.exists():
-            raise errors.InvalidRequest(f"the sqlite store's directory {self.path.parent} does not exist",
-                                        store=str(self.path))
+            raise errors.InvalidRequest(
+                f"the sqlite store's directory {self.path.parent} does not exist", store=str(self.path)
+            )
         try:
-            self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,
-                                       check_same_thread=False)
+            self._db = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
@@ -123,8 +127,9 @@ class SQLiteStore(Store):
                     if statement.strip():
                         db.execute(statement)
         except sqlite3.Error as exc:
-            raise errors.InvalidRequest(f"cannot open the sqlite store {self.path}: {exc}",
-                                        store=str(self.path)) from None
+            raise errors.InvalidRequest(
+                f"cannot open the sqlite store {self.path}: {exc}", store=str(self.path)
+            ) from None
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
@@ -144,7 +149,9 @@ class SQLiteStore(Store):
                 yield db
             except sqlite3.OperationalError as exc:
                 db.execute("ROLLBACK")
-                raise errors.StoreUnavailable(f"the sqlite store failed a write: {exc}", retry_after=1.0) from None
+                raise errors.StoreUnavailable(
+                    f"the sqlite store failed a write: {exc}", retry_after=1.0
+                ) from None
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
@@ -153,7 +160,9 @@ class SQLiteStore(Store):
             except sqlite3.OperationalError as exc:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
-                raise errors.StoreUnavailable(f"the sqlite store could not commit: {exc}", retry_after=1.0) from None
+                raise errors.StoreUnavailable(
+                    f"the sqlite store could not commit: {exc}", retry_after=1.0
+                ) from None
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -164,7 +173,9 @@ class SQLiteStore(Store):
                 db.execute("BEGIN")
                 yield db
             except sqlite3.OperationalError as exc:
-                raise errors.StoreUnavailable(f"the sqlite store cannot be read: {exc}", retry_after=1.0) from None
+                raise errors.StoreUnavailable(
+                    f"the sqlite store cannot be read: {exc}", retry_after=1.0
+                ) from None
             finally:
                 if db.in_transaction:
                     db.execute("COMMIT")
@@ -185,8 +196,15 @@ class SQLiteStore(Store):
             seq = db.execute("SELECT COALESCE(MAX(created_seq), 0) + 1 FROM tasks").fetchone()[0]
             db.execute(
                 "INSERT INTO tasks (id, spec, head, version, runtime, status, created_seq) VALUES (?,?,?,?,?,?,?)",
-                (spec.id, spec.model_dump_json(), head.model_dump_json(), head.version,
-                 runtime.model_dump_json(), runtime.status, seq),
+                (
+                    spec.id,
+                    spec.model_dump_json(),
+                    head.model_dump_json(),
+                    head.version,
+                    runtime.model_dump_json(),
+                    runtime.status,
+                    seq,
+                ),
             )
 
     async def get_task(self, task_id: str) -> TaskSpec:
@@ -212,8 +230,10 @@ class SQLiteStore(Store):
             if runtime.status in TERMINAL:
                 return False
             runtime = runtime.model_copy(update={"status": status, "reason": reason, "finished_at": now})
-            db.execute("UPDATE tasks SET runtime = ?, status = ?, finished_at = ? WHERE id = ?",
-                       (runtime.model_dump_json(), status, now, task_id))
+            db.execute(
+                "UPDATE tasks SET runtime = ?, status = ?, finished_at = ? WHERE id = ?",
+                (runtime.model_dump_json(), status, now, task_id),
+            )
             db.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
             return True
 
@@ -238,8 +258,10 @@ class SQLiteStore(Store):
             held_by, fence, expires = self._task_row(db, task_id, "lock_owner, lock_fence, lock_expires")
             if held_by is not None and held_by != owner and expires > now:
                 return None
-            db.execute("UPDATE tasks SET lock_owner = ?, lock_fence = ?, lock_expires = ? WHERE id = ?",
-                       (owner, fence + 1, now + ttl, task_id))
+            db.execute(
+                "UPDATE tasks SET lock_owner = ?, lock_fence = ?, lock_expires = ? WHERE id = ?",
+                (owner, fence + 1, now + ttl, task_id),
+            )
             return int(fence) + 1
 
     async def renew_round_lock(self, task_id: str, fence: int, ttl: float, now: float) -> bool:
@@ -252,37 +274,58 @@ class SQLiteStore(Store):
 
     async def release_round_lock(self, task_id: str, fence: int) -> None:
         with self._write() as db:
-            db.execute("UPDATE tasks SET lock_owner = NULL, lock_expires = 0 WHERE id = ? AND lock_fence = ?",
-                       (task_id, fence))
+            db.execute(
+                "UPDATE tasks SET lock_owner = NULL, lock_expires = 0 WHERE id = ? AND lock_fence = ?",
+                (task_id, fence),
+            )
 
     async def commit(self, task_id: str, commit: Commit) -> None:
         with self._write() as db:
             held_by, fence, version, raw_runtime = self._task_row(
-                db, task_id, "lock_owner, lock_fence, version, runtime")
+                db, task_id, "lock_owner, lock_fence, version, runtime"
+            )
             if commit.fence != fence or held_by is None:
-                raise errors.StaleFence(f"fencing token {commit.fence} is stale (current {fence})", task_id=task_id)
+                raise errors.StaleFence(
+                    f"fencing token {commit.fence} is stale (current {fence})", task_id=task_id
+                )
             if version != commit.expected_version:
-                raise errors.VersionConflict(f"head is at version {version}, expected {commit.expected_version}",
-                                             task_id=task_id, current_version=version)
+                raise errors.VersionConflict(
+                    f"head is at version {version}, expected {commit.expected_version}",
+                    task_id=task_id,
+                    current_version=version,
+                )
             if commit.head is not None:
                 if commit.head.version <= version:
                     raise errors.VersionConflict("a commit must increase the version", task_id=task_id)
-                db.execute("UPDATE tasks SET head = ?, version = ? WHERE id = ?",
-                           (commit.head.model_dump_json(), commit.head.version, task_id))
+                db.execute(
+                    "UPDATE tasks SET head = ?, version = ? WHERE id = ?",
+                    (commit.head.model_dump_json(), commit.head.version, task_id),
+                )
             for v in commit.verdicts:
-                db.execute("UPDATE proposals SET verdict = ?, pending = 0 WHERE task_id = ? AND id = ?",
-                           (v.model_dump_json(), task_id, v.proposal_id))
+                db.execute(
+                    "UPDATE proposals SET verdict = ?, pending = 0 WHERE task_id = ? AND id = ?",
+                    (v.model_dump_json(), task_id, v.proposal_id),
+                )
             if commit.round is not None:
                 idx = db.execute("SELECT COUNT(*) FROM rounds WHERE task_id = ?", (task_id,)).fetchone()[0]
-                db.execute("INSERT INTO rounds (task_id, idx, body) VALUES (?,?,?)",
-                           (task_id, idx, commit.round.model_dump_json()))
+                db.execute(
+                    "INSERT INTO rounds (task_id, idx, body) VALUES (?,?,?)",
+                    (task_id, idx, commit.round.model_dump_json()),
+                )
             runtime = commit.runtime
             current = TaskRuntime.model_validate_json(raw_runtime)
             if current.status in TERMINAL:  # a stop landed meanwhile: keep it
-                runtime = runtime.model_copy(update={
-                    "status": current.status, "reason": current.reason, "finished_at": current.finished_at})
-            db.execute("UPDATE tasks SET runtime = ?, status = ?, finished_at = ? WHERE id = ?",
-                       (runtime.model_dump_json(), runtime.status, runtime.finished_at, task_id))
+                runtime = runtime.model_copy(
+                    update={
+                        "status": current.status,
+                        "reason": current.reason,
+                        "finished_at": current.finished_at,
+                    }
+                )
+            db.execute(
+                "UPDATE tasks SET runtime = ?, status = ?, finished_at = ? WHERE id = ?",
+                (runtime.model_dump_json(), runtime.status, runtime.finished_at, task_id),
+            )
             self._count(db, task_id, commit.counters)
 
     @staticmethod
@@ -296,29 +339,38 @@ class SQLiteStore(Store):
     async def rounds(self, task_id: str, since: int = 0) -> list[RoundEntry]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
-            rows = db.execute("SELECT body FROM rounds WHERE task_id = ? AND idx >= ? ORDER BY idx",
-                              (task_id, since)).fetchall()
+            rows = db.execute(
+                "SELECT body FROM rounds WHERE task_id = ? AND idx >= ? ORDER BY idx", (task_id, since)
+            ).fetchall()
         return [RoundEntry.model_validate_json(r[0]) for r in rows]
 
     async def counters(self, task_id: str) -> dict[str, float]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
-            return {name: value for name, value in db.execute(
-                "SELECT name, value FROM counters WHERE task_id = ?", (task_id,))}
+            return {
+                name: value
+                for name, value in db.execute(
+                    "SELECT name, value FROM counters WHERE task_id = ?", (task_id,)
+                )
+            }
 
     # -- agents -------------------------------------------------------------
     async def add_agent(self, agent: AgentRecord) -> None:
         with self._write() as db:
             self._task_row(db, agent.task_id, "1")
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM agents WHERE task_id = ?",
-                             (agent.task_id,)).fetchone()[0]
-            db.execute("INSERT OR REPLACE INTO agents (task_id, id, token_hash, seq, body) VALUES (?,?,?,?,?)",
-                       (agent.task_id, agent.id, agent.token_hash, seq, agent.model_dump_json()))
+            seq = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM agents WHERE task_id = ?", (agent.task_id,)
+            ).fetchone()[0]
+            db.execute(
+                "INSERT OR REPLACE INTO agents (task_id, id, token_hash, seq, body) VALUES (?,?,?,?,?)",
+                (agent.task_id, agent.id, agent.token_hash, seq, agent.model_dump_json()),
+            )
 
     async def agent_by_token(self, task_id: str, token_hash: str) -> AgentRecord | None:
         with self._read() as db:
-            row = db.execute("SELECT body FROM agents WHERE task_id = ? AND token_hash = ?",
-                             (task_id, token_hash)).fetchone()
+            row = db.execute(
+                "SELECT body FROM agents WHERE task_id = ? AND token_hash = ?", (task_id, token_hash)
+            ).fetchone()
         return AgentRecord.model_validate_json(row[0]) if row else None
 
     async def list_agents(self, task_id: str) -> list[AgentRecord]:
@@ -329,45 +381,75 @@ class SQLiteStore(Store):
 
     # -- leases ---------------------------------------------------------------
     def _expire(self, db: sqlite3.Connection, task_id: str, now: float) -> list[Lease]:
-        lapsed = [_lease(r[0]) for r in db.execute(
-            "SELECT body FROM leases WHERE task_id = ? AND expires_at <= ? ORDER BY block", (task_id, now))]
+        lapsed = [
+            _lease(r[0])
+            for r in db.execute(
+                "SELECT body FROM leases WHERE task_id = ? AND expires_at <= ? ORDER BY block", (task_id, now)
+            )
+        ]
         if lapsed:
             db.execute("DELETE FROM leases WHERE task_id = ? AND expires_at <= ?", (task_id, now))
             self._count(db, task_id, {"leases_expired": len(lapsed)})
         return lapsed
 
-    async def acquire_lease(self, task_id: str, agent: str, version: int, ttl: float, now: float) -> Lease | None:
+    async def acquire_lease(
+        self, task_id: str, agent: str, version: int, ttl: float, now: float
+    ) -> Lease | None:
         with self._write() as db:
             spec_raw, seq = self._task_row(db, task_id, "spec, lease_seq")
             self._expire(db, task_id, now)
-            mine = db.execute("SELECT body FROM leases WHERE task_id = ? AND agent = ? LIMIT 1",
-                              (task_id, agent)).fetchone()
+            mine = db.execute(
+                "SELECT body FROM leases WHERE task_id = ? AND agent = ? LIMIT 1", (task_id, agent)
+            ).fetchone()
             if mine:
                 return _lease(mine[0])
             busy = {r[0] for r in db.execute("SELECT block FROM leases WHERE task_id = ?", (task_id,))}
-            busy |= {r[0] for r in db.execute("SELECT block FROM proposals WHERE task_id = ? AND pending = 1",
-                                              (task_id,))}
+            busy |= {
+                r[0]
+                for r in db.execute(
+                    "SELECT block FROM proposals WHERE task_id = ? AND pending = 1", (task_id,)
+                )
+            }
             n_blocks = TaskSpec.model_validate_json(spec_raw).n_blocks
             free = [b for b in range(n_blocks) if b not in busy]
             if not free:
                 return None
-            last = dict(db.execute("SELECT block, seq FROM lease_seq WHERE task_id = ?", (task_id,)).fetchall())
+            last = dict(
+                db.execute("SELECT block, seq FROM lease_seq WHERE task_id = ?", (task_id,)).fetchall()
+            )
             block = min(free, key=lambda b: last.get(b, -1))  # least recently leased; ties: lowest block
             seq += 1
             db.execute("UPDATE tasks SET lease_seq = ? WHERE id = ?", (seq, task_id))
-            db.execute("INSERT OR REPLACE INTO lease_seq (task_id, block, seq) VALUES (?,?,?)", (task_id, block, seq))
-            lease = Lease(id=uuid.uuid4().hex, task_id=task_id, block=block, agent=agent, version=version,
-                          granted_at=now, expires_at=now + ttl)
-            db.execute("INSERT INTO leases (task_id, block, id, agent, body, expires_at) VALUES (?,?,?,?,?,?)",
-                       (task_id, block, lease.id, agent, lease.model_dump_json(), lease.expires_at))
+            db.execute(
+                "INSERT OR REPLACE INTO lease_seq (task_id, block, seq) VALUES (?,?,?)", (task_id, block, seq)
+            )
+            lease = Lease(
+                id=uuid.uuid4().hex,
+                task_id=task_id,
+                block=block,
+                agent=agent,
+                version=version,
+                granted_at=now,
+                expires_at=now + ttl,
+            )
+            db.execute(
+                "INSERT INTO leases (task_id, block, id, agent, body, expires_at) VALUES (?,?,?,?,?,?)",
+                (task_id, block, lease.id, agent, lease.model_dump_json(), lease.expires_at),
+            )
             self._count(db, task_id, {"leases_granted": 1})
             return lease
 
-    def _find_lease(self, db: sqlite3.Connection, task_id: str, lease_id: str, agent: str, now: float) -> Lease:
+    def _find_lease(
+        self, db: sqlite3.Connection, task_id: str, lease_id: str, agent: str, now: float
+    ) -> Lease:
         self._expire(db, task_id, now)
-        row = db.execute("SELECT body FROM leases WHERE task_id = ? AND id = ?", (task_id, lease_id)).fetchone()
+        row = db.execute(
+            "SELECT body FROM leases WHERE task_id = ? AND id = ?", (task_id, lease_id)
+        ).fetchone()
         if row is None:
-            raise errors.LeaseExpired("the lease expired or was released; lease a block again", lease_id=lease_id)
+            raise errors.LeaseExpired(
+                "the lease expired or was released; lease a block again", lease_id=lease_id
+            )
         lease = _lease(row[0])
         if lease.agent != agent:
             raise errors.Forbidden("this lease belongs to another agent", lease_id=lease_id)
@@ -378,14 +460,18 @@ class SQLiteStore(Store):
             self._task_row(db, task_id, "1")
             lease = self._find_lease(db, task_id, lease_id, agent, now)
             lease = lease.model_copy(update={"expires_at": now + ttl})
-            db.execute("UPDATE leases SET body = ?, expires_at = ? WHERE task_id = ? AND block = ?",
-                       (lease.model_dump_json(), lease.expires_at, task_id, lease.block))
+            db.execute(
+                "UPDATE leases SET body = ?, expires_at = ? WHERE task_id = ? AND block = ?",
+                (lease.model_dump_json(), lease.expires_at, task_id, lease.block),
+            )
             return lease
 
     async def release_lease(self, task_id: str, lease_id: str, agent: str) -> None:
         with self._write() as db:
             self._task_row(db, task_id, "1")
-            row = db.execute("SELECT agent FROM leases WHERE task_id = ? AND id = ?", (task_id, lease_id)).fetchone()
+            row = db.execute(
+                "SELECT agent FROM leases WHERE task_id = ? AND id = ?", (task_id, lease_id)
+            ).fetchone()
             if row is None:
                 return
             if row[0] != agent:
@@ -395,8 +481,9 @@ class SQLiteStore(Store):
     async def active_leases(self, task_id: str, now: float) -> list[Lease]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
-            rows = db.execute("SELECT body FROM leases WHERE task_id = ? AND expires_at > ? ORDER BY block",
-                              (task_id, now)).fetchall()
+            rows = db.execute(
+                "SELECT body FROM leases WHERE task_id = ? AND expires_at > ? ORDER BY block", (task_id, now)
+            ).fetchall()
         return [_lease(r[0]) for r in rows]
 
     async def expire_leases(self, task_id: str, now: float) -> list[Lease]:
@@ -410,20 +497,25 @@ class SQLiteStore(Store):
     ) -> tuple[QueuedProposal, bool]:
         with self._write() as db:
             self._task_row(db, task_id, "1")
-            known = db.execute("SELECT agent, body FROM proposals WHERE task_id = ? AND id = ?",
-                               (task_id, proposal.id)).fetchone()
+            known = db.execute(
+                "SELECT agent, body FROM proposals WHERE task_id = ? AND id = ?", (task_id, proposal.id)
+            ).fetchone()
             if known is not None:
                 if known[0] != proposal.agent:
                     raise errors.Conflict("that proposal id is taken", proposal_id=proposal.id)
                 return QueuedProposal.model_validate_json(known[1]), False
             lease = self._find_lease(db, task_id, lease_id, proposal.agent, now)
             if lease.block != proposal.block:
-                raise errors.WrongBlock(f"the lease is for block {lease.block}, not block {proposal.block}",
-                                        leased_block=lease.block, block=proposal.block)
+                raise errors.WrongBlock(
+                    f"the lease is for block {lease.block}, not block {proposal.block}",
+                    leased_block=lease.block,
+                    block=proposal.block,
+                )
             db.execute("DELETE FROM leases WHERE task_id = ? AND block = ?", (task_id, lease.block))
             queued = QueuedProposal(proposal=proposal, received_at=now)
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM proposals WHERE task_id = ?",
-                             (task_id,)).fetchone()[0]
+            seq = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM proposals WHERE task_id = ?", (task_id,)
+            ).fetchone()[0]
             db.execute(
                 "INSERT INTO proposals (task_id, id, seq, agent, block, received_at, body, pending) "
                 "VALUES (?,?,?,?,?,?,?,1)",
@@ -435,56 +527,72 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _add_usage(db: sqlite3.Connection, task_id: str, agent: str, usage: Any) -> None:
-        row = db.execute("SELECT body FROM usage WHERE task_id = ? AND agent = ? AND model = ?",
-                         (task_id, agent, usage.model)).fetchone()
+        row = db.execute(
+            "SELECT body FROM usage WHERE task_id = ? AND agent = ? AND model = ?",
+            (task_id, agent, usage.model),
+        ).fetchone()
         totals = UsageTotals.model_validate_json(row[0]) if row else UsageTotals()
         totals.add(usage)
-        db.execute("INSERT OR REPLACE INTO usage (task_id, agent, model, body) VALUES (?,?,?,?)",
-                   (task_id, agent, usage.model, totals.model_dump_json()))
+        db.execute(
+            "INSERT OR REPLACE INTO usage (task_id, agent, model, body) VALUES (?,?,?,?)",
+            (task_id, agent, usage.model, totals.model_dump_json()),
+        )
 
     async def pending_proposals(self, task_id: str) -> list[QueuedProposal]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
-            rows = db.execute("SELECT body FROM proposals WHERE task_id = ? AND pending = 1 ORDER BY seq",
-                              (task_id,)).fetchall()
+            rows = db.execute(
+                "SELECT body FROM proposals WHERE task_id = ? AND pending = 1 ORDER BY seq", (task_id,)
+            ).fetchall()
         return [QueuedProposal.model_validate_json(r[0]) for r in rows]
 
     async def get_proposal(self, task_id: str, proposal_id: str) -> tuple[QueuedProposal, Verdict | None]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
-            row = db.execute("SELECT body, verdict FROM proposals WHERE task_id = ? AND id = ?",
-                             (task_id, proposal_id)).fetchone()
+            row = db.execute(
+                "SELECT body, verdict FROM proposals WHERE task_id = ? AND id = ?", (task_id, proposal_id)
+            ).fetchone()
         if row is None:
             raise errors.NotFound(f"no proposal '{proposal_id}' in this task", proposal_id=proposal_id)
-        return QueuedProposal.model_validate_json(row[0]), (Verdict.model_validate_json(row[1]) if row[1] else None)
+        return QueuedProposal.model_validate_json(row[0]), (
+            Verdict.model_validate_json(row[1]) if row[1] else None
+        )
 
     async def queue_state(self, task_id: str, now: float) -> QueueState:
         with self._read() as db:
             self._task_row(db, task_id, "1")
             pending, oldest = db.execute(
                 "SELECT COUNT(*), MIN(received_at) FROM proposals WHERE task_id = ? AND pending = 1",
-                (task_id,)).fetchone()
-            leases = db.execute("SELECT COUNT(*) FROM leases WHERE task_id = ? AND expires_at > ?",
-                                (task_id, now)).fetchone()[0]
+                (task_id,),
+            ).fetchone()
+            leases = db.execute(
+                "SELECT COUNT(*) FROM leases WHERE task_id = ? AND expires_at > ?", (task_id, now)
+            ).fetchone()[0]
         return QueueState(int(pending), oldest, int(leases))
 
     async def usage(self, task_id: str) -> list[UsageRow]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
-            rows = db.execute("SELECT agent, model, body FROM usage WHERE task_id = ? ORDER BY rowid",
-                              (task_id,)).fetchall()
+            rows = db.execute(
+                "SELECT agent, model, body FROM usage WHERE task_id = ? ORDER BY rowid", (task_id,)
+            ).fetchall()
         return [UsageRow(agent=a, model=m, usage=UsageTotals.model_validate_json(b)) for a, m, b in rows]
 
     # -- trajectories -------------------------------------------------------------
     async def record_abandoned(self, task_id: str, record: AbandonedLease) -> bool:
         with self._write() as db:
             self._task_row(db, task_id, "1")
-            if db.execute("SELECT 1 FROM abandoned WHERE task_id = ? AND id = ?", (task_id, record.id)).fetchone():
+            if db.execute(
+                "SELECT 1 FROM abandoned WHERE task_id = ? AND id = ?", (task_id, record.id)
+            ).fetchone():
                 return False
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM abandoned WHERE task_id = ?",
-                             (task_id,)).fetchone()[0]
-            db.execute("INSERT INTO abandoned (task_id, id, seq, body) VALUES (?,?,?,?)",
-                       (task_id, record.id, seq, record.model_dump_json()))
+            seq = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM abandoned WHERE task_id = ?", (task_id,)
+            ).fetchone()[0]
+            db.execute(
+                "INSERT INTO abandoned (task_id, id, seq, body) VALUES (?,?,?,?)",
+                (task_id, record.id, seq, record.model_dump_json()),
+            )
             self._add_usage(db, task_id, record.agent, record.usage)
             self._count(db, task_id, {"abandoned": 1, f"abandoned:{record.failure or record.outcome}": 1})
             return True
@@ -492,15 +600,20 @@ class SQLiteStore(Store):
     async def proposal_log(self, task_id: str) -> list[tuple[QueuedProposal, Verdict | None]]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
-            rows = db.execute("SELECT body, verdict FROM proposals WHERE task_id = ? ORDER BY seq",
-                              (task_id,)).fetchall()
-        return [(QueuedProposal.model_validate_json(b), Verdict.model_validate_json(v) if v else None)
-                for b, v in rows]
+            rows = db.execute(
+                "SELECT body, verdict FROM proposals WHERE task_id = ? ORDER BY seq", (task_id,)
+            ).fetchall()
+        return [
+            (QueuedProposal.model_validate_json(b), Verdict.model_validate_json(v) if v else None)
+            for b, v in rows
+        ]
 
     async def abandoned(self, task_id: str) -> list[AbandonedLease]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
-            rows = db.execute("SELECT body FROM abandoned WHERE task_id = ? ORDER BY seq", (task_id,)).fetchall()
+            rows = db.execute(
+                "SELECT body FROM abandoned WHERE task_id = ? ORDER BY seq", (task_id,)
+            ).fetchall()
         return [AbandonedLease.model_validate_json(r[0]) for r in rows]
 
     async def ping(self) -> bool:

@@ -10,7 +10,7 @@ Modules, one job each: ``grid`` (map, BFS), ``movingai`` (file loading),
 
 from __future__ import annotations
 
-from tasks.routing.task import RoutingProposerParams, RoutingTask, RoutingState
+from tasks.routing.task import RoutingProposerParams, RoutingState, RoutingTask
 
 TASK = RoutingTask
 

@@ -67,7 +67,9 @@ def plan_path(
             continue
         parent[key] = pkey
         pops += 1
-        if pops % 2048 == 0 and (pops > expansions or (deadline is not None and time.perf_counter() > deadline)):
+        if pops % 2048 == 0 and (
+            pops > expansions or (deadline is not None and time.perf_counter() > deadline)
+        ):
             return None
         if cell == goal:
             # parking here from t on meets every later visit by another robot

@@ -16,7 +16,9 @@ from tasks.routing.instance import Instance
 from tasks.routing.occupancy import Path
 
 
-def region_of(inst: Instance, robots: tuple[int, ...], paths: tuple[Path, ...], margin: int) -> tuple[int, int, int, int]:
+def region_of(
+    inst: Instance, robots: tuple[int, ...], paths: tuple[Path, ...], margin: int
+) -> tuple[int, int, int, int]:
     w = inst.grid.width
     xs: list[int] = []
     ys: list[int] = []
@@ -84,7 +86,9 @@ def build_contract(
             for r in robots
         ],
         "region": [x0, y0, x1, y1],
-        "obstacles": [[x, y] for y in range(y0, y1 + 1) for x in range(x0, x1 + 1) if not grid.free[y * w + x]],
+        "obstacles": [
+            [x, y] for y in range(y0, y1 + 1) for x in range(x0, x1 + 1) if not grid.free[y * w + x]
+        ],
         "window": [0, window],
         "reservations": {
             "moves": moves,

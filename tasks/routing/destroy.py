@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import Path
 
-Generator = Callable[[Grid, Sequence[Path], Sequence[int], Sequence[int], int, random.Random, set[int]], list[int]]
+Generator = Callable[
+    [Grid, Sequence[Path], Sequence[int], Sequence[int], int, random.Random, set[int]], list[int]
+]
 
 
 def delays(grid: Grid, paths: Sequence[Path], starts: Sequence[int], goals: Sequence[int]) -> list[int]:
@@ -39,8 +41,15 @@ def _occupants(paths: Sequence[Path]) -> dict[tuple[int, int], list[int]]:
     return out
 
 
-def random_walk_from_delayed(grid: Grid, paths: Sequence[Path], starts: Sequence[int], goals: Sequence[int],
-                             k: int, rng: random.Random, tabu: set[int]) -> list[int]:
+def random_walk_from_delayed(
+    grid: Grid,
+    paths: Sequence[Path],
+    starts: Sequence[int],
+    goals: Sequence[int],
+    k: int,
+    rng: random.Random,
+    tabu: set[int],
+) -> list[int]:
     """The most-delayed robot not recently chosen, and the robots met on random walks along its way."""
     d = delays(grid, paths, starts, goals)
     order = sorted((i for i in range(len(paths)) if d[i] > 0), key=lambda i: -d[i])
@@ -77,8 +86,15 @@ def random_walk_from_delayed(grid: Grid, paths: Sequence[Path], starts: Sequence
     return chosen[:k]
 
 
-def intersection(grid: Grid, paths: Sequence[Path], starts: Sequence[int], goals: Sequence[int],
-                 k: int, rng: random.Random, tabu: set[int]) -> list[int]:
+def intersection(
+    grid: Grid,
+    paths: Sequence[Path],
+    starts: Sequence[int],
+    goals: Sequence[int],
+    k: int,
+    rng: random.Random,
+    tabu: set[int],
+) -> list[int]:
     """Robots visiting an intersection vertex, growing over nearby intersections (BFS) until k."""
     visits: dict[int, list[int]] = {}
     for i, p in enumerate(paths):
@@ -107,8 +123,15 @@ def intersection(grid: Grid, paths: Sequence[Path], starts: Sequence[int], goals
     return chosen
 
 
-def uniform(grid: Grid, paths: Sequence[Path], starts: Sequence[int], goals: Sequence[int],
-            k: int, rng: random.Random, tabu: set[int]) -> list[int]:
+def uniform(
+    grid: Grid,
+    paths: Sequence[Path],
+    starts: Sequence[int],
+    goals: Sequence[int],
+    k: int,
+    rng: random.Random,
+    tabu: set[int],
+) -> list[int]:
     return rng.sample(range(len(paths)), min(k, len(paths)))
 
 

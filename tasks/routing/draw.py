@@ -6,10 +6,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 from typing import Any  # noqa: E402
 
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 from matplotlib import animation  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 
@@ -28,7 +28,9 @@ def _colours(n: int) -> list[tuple[float, float, float, float]]:
 def _base(inst: Instance, title: str, size: float = 7.5) -> tuple[plt.Figure, plt.Axes]:
     g = inst.grid
     scale = size / max(g.width, g.height)
-    fig, ax = plt.subplots(figsize=(max(3.0, g.width * scale) + 0.4, max(3.0, g.height * scale) + 0.8), dpi=110)
+    fig, ax = plt.subplots(
+        figsize=(max(3.0, g.width * scale) + 0.4, max(3.0, g.height * scale) + 0.8), dpi=110
+    )
     free = np.array(g.free, dtype=float).reshape(g.height, g.width)
     ax.imshow(free, cmap=_MAP_COLOURS, vmin=0, vmax=1, origin="upper", interpolation="nearest")
     ax.set_xticks([])
@@ -102,10 +104,19 @@ def draw_animation(inst: Instance, paths: tuple[Path, ...], out: str, fps: int =
     for r in range(len(paths)):
         gx, gy = g.xy(inst.goals[r])
         ax.plot(gx, gy, "s", color=colours[r], ms=5, mfc="none", mew=1.2)
-    dots = ax.scatter([0] * len(paths), [0] * len(paths), s=36, c=colours, edgecolors="black", linewidths=0.5, zorder=3)
+    dots = ax.scatter(
+        [0] * len(paths), [0] * len(paths), s=36, c=colours, edgecolors="black", linewidths=0.5, zorder=3
+    )
     marks = ax.scatter([], [], s=120, marker="x", c="red", linewidths=2.5, zorder=4)
-    label = ax.text(0.01, 0.99, "", transform=ax.transAxes, va="top", fontsize=9,
-                    bbox={"facecolor": "white", "alpha": 0.8, "pad": 2})
+    label = ax.text(
+        0.01,
+        0.99,
+        "",
+        transform=ax.transAxes,
+        va="top",
+        fontsize=9,
+        bbox={"facecolor": "white", "alpha": 0.8, "pad": 2},
+    )
 
     def at(p: Path, t: int) -> tuple[int, int]:
         return g.xy(p[t] if t < len(p) else p[-1])

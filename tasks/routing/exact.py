@@ -91,7 +91,12 @@ def solve_with_slack(
         for u in range(g.n_cells):
             for v in g.moves(u):
                 if u < v:
-                    swap = [moves[k] for r in range(inst.n_robots) for k in ((r, t, u, v), (r, t, v, u)) if k in moves]
+                    swap = [
+                        moves[k]
+                        for r in range(inst.n_robots)
+                        for k in ((r, t, u, v), (r, t, v, u))
+                        if k in moves
+                    ]
                     if len(swap) > 1:
                         m.add(sum(swap) <= 1)
     m.add(sum(cost_terms) + offset <= sum(dists) + slack)

@@ -35,7 +35,9 @@ def largest_region(grid: Grid) -> list[int]:
 def random_agents(grid: Grid, k: int, seed: int) -> list[Agent]:
     region = largest_region(grid)
     if len(region) < k:
-        raise BadInstance("robots", f"the generated grid has {len(region)} connected free cells, {k} robots requested")
+        raise BadInstance(
+            "robots", f"the generated grid has {len(region)} connected free cells, {k} robots requested"
+        )
     rng = random.Random(seed + 1)
     starts = rng.sample(region, k)
     goals = rng.sample(region, k)

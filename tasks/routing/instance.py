@@ -30,7 +30,8 @@ class RoutingParams(BaseModel):
         description=f"bundled MovingAI map name, a .map path, or '{GENERATED}' for a seeded random grid",
     )
     scen: Annotated[str | None, SCEN_PATH] = Field(
-        None, description="scenario: 'random-N' for the map, a bundled name or a .scen path (default random-1)"
+        None,
+        description="scenario: 'random-N' for the map, a bundled name or a .scen path (default random-1)",
     )
     robots: int = Field(50, ge=1, le=2000, description="number of robots k (first k scenario lines)")
     blocks: int | None = Field(None, ge=1, le=2000, description="number of blocks (default: one per agent)")
@@ -48,10 +49,18 @@ class RoutingParams(BaseModel):
         description="after a round that merged nothing, re-partition so that robots holding each other up"
         " share a block (block sizes are kept)",
     )
-    margin: int = Field(4, ge=0, le=512, description="cells around the block's robots kept in the contract's reservation table")
+    margin: int = Field(
+        4,
+        ge=0,
+        le=512,
+        description="cells around the block's robots kept in the contract's reservation table",
+    )
     max_len: int | None = Field(None, ge=1, description="longest allowed path (default 2 x free cells)")
     exact_limit: float = Field(
-        10.0, ge=0.0, le=3600.0, description="CP-SAT seconds for the exact optimum of small instances (0 = off)"
+        10.0,
+        ge=0.0,
+        le=3600.0,
+        description="CP-SAT seconds for the exact optimum of small instances (0 = off)",
     )
 
 
@@ -73,7 +82,9 @@ def _bad(param: str, reason: str) -> InvalidParams:
     return InvalidParams("routing", param, reason)
 
 
-def _interaction_weights(grid: Grid, starts: tuple[int, ...], goals: tuple[int, ...], slack: int = 2) -> dict[tuple[int, int], float]:
+def _interaction_weights(
+    grid: Grid, starts: tuple[int, ...], goals: tuple[int, ...], slack: int = 2
+) -> dict[tuple[int, int], float]:
     """How often two robots' shortest paths pass one cell within ``slack`` steps of each other."""
     visits: dict[int, list[tuple[int, int]]] = {}
     for r, (s, g) in enumerate(zip(starts, goals, strict=True)):
@@ -110,7 +121,9 @@ def build_instance(p: RoutingParams) -> Instance:
     for label, cells in (("starts", starts), ("goals", goals)):
         if len(set(cells)) != len(cells):
             dup = next(c for c in cells if cells.count(c) > 1)
-            raise _bad("robots", f"two robots share the {label[:-1]} {grid.xy(dup)}: {label} must be distinct")
+            raise _bad(
+                "robots", f"two robots share the {label[:-1]} {grid.xy(dup)}: {label} must be distinct"
+            )
     for i, (s, g) in enumerate(zip(starts, goals, strict=True)):
         if grid.distances(g)[s] == UNREACHABLE:
             raise _bad("scen", f"robot {i} cannot reach its goal {grid.xy(g)} from {grid.xy(s)}")

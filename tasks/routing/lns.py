@@ -24,8 +24,9 @@ from tasks.routing.reservations import Reservations
 from tasks.routing.sipp import sipp_path
 
 
-def replan(grid: Grid, start: int, goal: int, table: Reservations, max_len: int,
-           deadline: float | None) -> tuple[Path, int] | None:
+def replan(
+    grid: Grid, start: int, goal: int, table: Reservations, max_len: int, deadline: float | None
+) -> tuple[Path, int] | None:
     """SIPP's earliest conflict-free path when there is one (few nodes per long wait); otherwise the
     conflict-minimizing space-time A* (LNS2's soft-constraint repair)."""
     path = sipp_path(grid, start, goal, table, max_len, deadline)
@@ -80,9 +81,7 @@ class RoutingProposer(Proposer):
     def _in_conflict(self, paths: list[Path], ext: list[int]) -> list[int]:
         """Robots with a conflict, with the table or inside the block."""
         index = OccupancyIndex.build(self.grid.n_cells, dict(enumerate(paths)))
-        return [
-            i for i, p in enumerate(paths) if ext[i] or index.cross_conflicts({i: p}, frozenset((i,)))
-        ]
+        return [i for i, p in enumerate(paths) if ext[i] or index.cross_conflicts({i: p}, frozenset((i,)))]
 
     def _neighbourhood(
         self, paths: list[Path], conflicted: list[int], starts: list[int], goals: list[int]
@@ -97,7 +96,9 @@ class RoutingProposer(Proposer):
         if name == "spatial":
             group = self._spatial(paths, k)
         else:
-            group = list(dict.fromkeys(GENERATORS[name](self.grid, paths, starts, goals, k, rng, self._tabu)))[:k]
+            group = list(
+                dict.fromkeys(GENERATORS[name](self.grid, paths, starts, goals, k, rng, self._tabu))
+            )[:k]
         if len(group) < k:
             rest = [j for j in range(len(paths)) if j not in set(group)]
             group += rng.sample(rest, k - len(group))
@@ -177,6 +178,10 @@ class RoutingProposer(Proposer):
             block=block,
             value=[[list(grid.xy(c)) for c in p] for p in best],
             predicted_improvement=initial - best_value,
-            info={"iterations": iterations, "replans": replans, "seconds": time.perf_counter() - started,
-                  "destroy_weights": {k: round(v, 4) for k, v in self.wheel.weights.items()}},
+            info={
+                "iterations": iterations,
+                "replans": replans,
+                "seconds": time.perf_counter() - started,
+                "destroy_weights": {k: round(v, 4) for k, v in self.wheel.weights.items()},
+            },
         )

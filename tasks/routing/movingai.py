@@ -41,7 +41,9 @@ def resolve_map(name: str) -> Path:
     if "/" not in name and not name.endswith(".map"):
         path = DATA / "maps" / f"{name}.map"
         if not path.is_file():
-            raise BadInstance("map", f"unknown map '{name}' (bundled: {', '.join(bundled_maps())}; or give a path)")
+            raise BadInstance(
+                "map", f"unknown map '{name}' (bundled: {', '.join(bundled_maps())}; or give a path)"
+            )
         return path
     path = Path(name)
     if not path.is_file():
@@ -57,7 +59,8 @@ def resolve_scen(name: str, map_name: str) -> Path:
             if path.is_file():
                 return path
         raise BadInstance(
-            "scen", f"unknown scenario '{name}' for map '{map_name}' (bundled: {', '.join(bundled_scenarios())})"
+            "scen",
+            f"unknown scenario '{name}' for map '{map_name}' (bundled: {', '.join(bundled_scenarios())})",
         )
     path = Path(name)
     if not path.is_file():
@@ -77,7 +80,9 @@ def parse_map(text: str, name: str) -> Grid:
     try:
         height, width = int(header["height"]), int(header["width"])
     except (KeyError, ValueError):
-        raise BadInstance("map", f"map '{name}': header needs 'height H' and 'width W' before 'map'") from None
+        raise BadInstance(
+            "map", f"map '{name}': header needs 'height H' and 'width W' before 'map'"
+        ) from None
     rows = lines[i + 1 : i + 1 + height]
     if len(rows) != height or any(len(r) < width for r in rows):
         raise BadInstance("map", f"map '{name}': expected {height} rows of {width} characters")
@@ -103,10 +108,14 @@ def parse_scen(text: str, grid: Grid, k: int, name: str) -> list[Agent]:
         try:
             sx, sy, gx, gy = (int(v) for v in f[4:8])
         except ValueError:
-            raise BadInstance("scen", f"scenario '{name}' line {lineno}: coordinates must be integers") from None
+            raise BadInstance(
+                "scen", f"scenario '{name}' line {lineno}: coordinates must be integers"
+            ) from None
         for x, y in ((sx, sy), (gx, gy)):
             if not grid.inside(x, y) or not grid.free[grid.cell(x, y)]:
-                raise BadInstance("scen", f"scenario '{name}' line {lineno}: ({x}, {y}) is not a free cell of the map")
+                raise BadInstance(
+                    "scen", f"scenario '{name}' line {lineno}: ({x}, {y}) is not a free cell of the map"
+                )
         agents.append(Agent((sx, sy), (gx, gy)))
         if len(agents) == k:
             return agents

@@ -162,9 +162,7 @@ def full_conflicts(n: int, paths: Mapping[int, Path]) -> int:
     return conflicts_among(n, paths)
 
 
-def change_in_conflicts(
-    index: OccupancyIndex, old: Mapping[int, Path], new: Mapping[int, Path]
-) -> int:
+def change_in_conflicts(index: OccupancyIndex, old: Mapping[int, Path], new: Mapping[int, Path]) -> int:
     """Conflicts after replacing ``old`` paths by ``new`` ones, minus before (same robots)."""
     robots = frozenset(new)
     n = index.n

@@ -15,7 +15,9 @@ def round_robin(n_robots: int, n_blocks: int) -> list[list[int]]:
     return [list(range(b, n_robots, n_blocks)) for b in range(n_blocks)]
 
 
-def spatial(points: Sequence[tuple[float, float]], n_blocks: int, seed: int = 0, iters: int = 20) -> list[list[int]]:
+def spatial(
+    points: Sequence[tuple[float, float]], n_blocks: int, seed: int = 0, iters: int = 20
+) -> list[list[int]]:
     """Balanced k-means on route midpoints: clusters of size ceil(n/k) or one less."""
     n = len(points)
     if n_blocks >= n:
@@ -41,7 +43,9 @@ def spatial(points: Sequence[tuple[float, float]], n_blocks: int, seed: int = 0,
         for b in range(n_blocks):
             members = [points[i] for i in range(n) if assign[i] == b]
             if members:
-                new.append((sum(p[0] for p in members) / len(members), sum(p[1] for p in members) / len(members)))
+                new.append(
+                    (sum(p[0] for p in members) / len(members), sum(p[1] for p in members) / len(members))
+                )
             else:
                 new.append(centres[b])
         if new == centres:

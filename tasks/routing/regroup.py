@@ -18,8 +18,12 @@ Blocks = tuple[tuple[int, ...], ...]
 
 
 def holding_up(
-    grid: Grid, starts: tuple[int, ...], goals: tuple[int, ...], paths: tuple[Path, ...],
-    index: OccupancyIndex, slack: int = 2,
+    grid: Grid,
+    starts: tuple[int, ...],
+    goals: tuple[int, ...],
+    paths: tuple[Path, ...],
+    index: OccupancyIndex,
+    slack: int = 2,
 ) -> dict[tuple[int, int], float]:
     """Weights (i < j) for robots near a delayed robot's shortest or current route, within ``slack`` steps."""
     n = grid.n_cells
@@ -55,7 +59,9 @@ def regroup(blocks: Blocks, weights: dict[tuple[int, int], float], attempt: int)
     current = [sorted(b) for b in blocks]
     involved = sorted({i for pair in weights for i in pair})
     swaps = max(1, len(involved) // 4)
-    starts = itertools.chain([current], (shaken(current, involved, swaps, seed=attempt * 3 + k) for k in range(3)))
+    starts = itertools.chain(
+        [current], (shaken(current, involved, swaps, seed=attempt * 3 + k) for k in range(3))
+    )
     for start in starts:
         new = [sorted(g) for g in by_interaction(weights, start)]
         if new != current:

@@ -87,7 +87,9 @@ def sipp_path(
             continue
         closed.add(node)
         pops += 1
-        if pops % 1024 == 0 and (pops > expansions or (deadline is not None and time.perf_counter() > deadline)):
+        if pops % 1024 == 0 and (
+            pops > expansions or (deadline is not None and time.perf_counter() > deadline)
+        ):
             return None
         lo, hi = intervals(cell)[iv]
         if cell == goal and hi == INF:
@@ -119,8 +121,11 @@ def sipp_path(
     return None
 
 
-def _unwind(parent: dict[tuple[int, int], tuple[int, int] | None], arrival: dict[tuple[int, int], int],
-            node: tuple[int, int]) -> Path:
+def _unwind(
+    parent: dict[tuple[int, int], tuple[int, int] | None],
+    arrival: dict[tuple[int, int], int],
+    node: tuple[int, int],
+) -> Path:
     """Cells per time step: each cell is held from its arrival until the step to the next one."""
     chain: list[tuple[int, int]] = []
     cur: tuple[int, int] | None = node

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pathlib
-
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -34,7 +33,9 @@ class RoutingProposerParams(BaseModel):
     time_budget: float = Field(0.5, gt=0.0, le=600.0, description="seconds of LNS per proposal")
     neighbourhood: int = Field(8, ge=1, le=1000, description="robots re-planned together in one LNS step")
     patience: int = Field(
-        3, ge=0, le=1000,
+        3,
+        ge=0,
+        le=1000,
         description="extra empty rounds before the run counts as stalled (LNS is random: a miss is not a proof)",
     )
 
@@ -60,7 +61,9 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     rejection_codes = frozenset({"illegal_move", "over_budget", "wrong_robot"})
     prompt = RoutingPrompt
     example = {"map": "random-32-32-10", "robots": 24, "blocks": 6, "exact_limit": 0, "time_budget": 0.3}
-    presets = {"demo": {"map": "random-32-32-10", "scen": "random-32-32-10-random-1", "robots": 50, "seed": 1}}
+    presets = {
+        "demo": {"map": "random-32-32-10", "scen": "random-32-32-10-random-1", "robots": 50, "seed": 1}
+    }
 
     @classmethod
     def team_defaults(cls, agents: int) -> dict[str, Any]:
@@ -91,7 +94,9 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def initial_state(self) -> RoutingState:
         """Every robot on its own shortest path, ignoring the others."""
         g = self.grid
-        paths = tuple(tuple(g.shortest_path(s, t)) for s, t in zip(self.inst.starts, self.inst.goals, strict=True))
+        paths = tuple(
+            tuple(g.shortest_path(s, t)) for s, t in zip(self.inst.starts, self.inst.goals, strict=True)
+        )
         return self.state_of(paths)
 
     def state_of(self, paths: tuple[Path, ...], blocks: Blocks | None = None) -> RoutingState:
@@ -109,7 +114,9 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         conflicts = full_conflicts(self.grid.n_cells, dict(enumerate(paths)))
         return float(sum(cost(p) for p in paths) + self.weight * conflicts)
 
-    def _changed(self, state: RoutingState, changes: Mapping[int, tuple[Path, ...]]) -> tuple[dict[int, Path], dict[int, Path]]:
+    def _changed(
+        self, state: RoutingState, changes: Mapping[int, tuple[Path, ...]]
+    ) -> tuple[dict[int, Path], dict[int, Path]]:
         old: dict[int, Path] = {}
         new: dict[int, Path] = {}
         for b, value in changes.items():
@@ -228,16 +235,21 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             if not g.free[c]:
                 raise InvalidProposal(f"{who}: ({x}, {y}) at t={t} is blocked", "illegal_move")
             if cells and c not in g.moves(cells[-1]):
-                raise InvalidProposal(f"{who}: jump from {g.xy(cells[-1])} to ({x}, {y}) at t={t}", "illegal_move")
+                raise InvalidProposal(
+                    f"{who}: jump from {g.xy(cells[-1])} to ({x}, {y}) at t={t}", "illegal_move"
+                )
             cells.append(c)
         if robot is None:
             found = self._robot_of_start.get(cells[0])
             if found is None:
-                raise InvalidProposal(f"{who}: starts at {g.xy(cells[0])}, where no robot starts", "illegal_move")
+                raise InvalidProposal(
+                    f"{who}: starts at {g.xy(cells[0])}, where no robot starts", "illegal_move"
+                )
             robot, who = found, f"{who} (robot {found})"
         elif cells[0] != self.inst.starts[robot]:
             raise InvalidProposal(
-                f"{who}: path starts at {g.xy(cells[0])}, not at {g.xy(self.inst.starts[robot])}", "illegal_move"
+                f"{who}: path starts at {g.xy(cells[0])}, not at {g.xy(self.inst.starts[robot])}",
+                "illegal_move",
             )
         if cells[-1] != self.inst.goals[robot]:
             raise InvalidProposal(
@@ -311,11 +323,18 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def pictures(self, state: RoutingState, stem: str) -> list[str]:
         from tasks.routing.draw import draw_animation, draw_plan
 
-        return [draw_plan(self.inst, state.paths, stem + "-plan.png"), draw_animation(self.inst, state.paths, stem + "-moves.gif")]
+        return [
+            draw_plan(self.inst, state.paths, stem + "-plan.png"),
+            draw_animation(self.inst, state.paths, stem + "-moves.gif"),
+        ]
 
     def make_proposer(self, knobs: BaseModel, seed: int = 0) -> RoutingProposer:
         k = RoutingProposerParams.model_validate(knobs.model_dump())
         return RoutingProposer(
-            self.grid, time_budget=k.time_budget, neighbourhood=k.neighbourhood, max_len=self.inst.max_len,
-            patience=k.patience, seed=seed,
+            self.grid,
+            time_budget=k.time_budget,
+            neighbourhood=k.neighbourhood,
+            max_len=self.inst.max_len,
+            patience=k.patience,
+            seed=seed,
         )

@@ -9,13 +9,18 @@ from tasks.routing.instance import Instance
 from tasks.routing.occupancy import Path
 
 
-def view_model(inst: Instance, paths: tuple[Path, ...], blocks: tuple[tuple[int, ...], ...], soc: int,
-               lower_bound: int) -> dict[str, Any]:
+def view_model(
+    inst: Instance, paths: tuple[Path, ...], blocks: tuple[tuple[int, ...], ...], soc: int, lower_bound: int
+) -> dict[str, Any]:
     """Cells are ``y * width + x``: a path of 400 robots stays a few hundred kilobytes of JSON."""
     return {
-        "width": inst.grid.width, "height": inst.grid.height, "rows": inst.grid.rows(),
-        "paths": [list(p) for p in paths], "blocks": [list(b) for b in blocks],
+        "width": inst.grid.width,
+        "height": inst.grid.height,
+        "rows": inst.grid.rows(),
+        "paths": [list(p) for p in paths],
+        "blocks": [list(b) for b in blocks],
         "goals": list(inst.goals),
         "conflicts": [list(c) for c in conflict_cells(inst, paths)],
-        "sum_of_costs": soc, "lower_bound": lower_bound,
+        "sum_of_costs": soc,
+        "lower_bound": lower_bound,
     }

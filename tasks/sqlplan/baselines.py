@@ -34,8 +34,13 @@ class Baseline:
         return sum(self.per_query.values())
 
     def to_json(self) -> dict[str, Any]:
-        return {"total": self.total, "index_bytes": self.index_bytes, "per_query": self.per_query,
-                "indexes": [i.label() for i in self.indexes], "note": self.note}
+        return {
+            "total": self.total,
+            "index_bytes": self.index_bytes,
+            "per_query": self.per_query,
+            "indexes": [i.label() for i in self.indexes],
+            "note": self.note,
+        }
 
 
 def default(ev: Evaluator) -> Baseline:
@@ -75,8 +80,15 @@ def expert_baselines(ev: Evaluator, specs: dict[str, list[IndexSpec]], budget: i
     per = {q: ev.measure(q, DEFAULT_PLAN, frozenset(s)).cost for q, s in specs.items()}
     out = [Baseline("expert_per_query", per, note="each query alone with its own .expert indexes")]
     union = frozenset(i for s in specs.values() for i in s)
-    out.append(Baseline("expert_union", _costs(ev, union), sum(ev.size(i) for i in union), sorted(union),
-                        note="all .expert indexes together"))
+    out.append(
+        Baseline(
+            "expert_union",
+            _costs(ev, union),
+            sum(ev.size(i) for i in union),
+            sorted(union),
+            note="all .expert indexes together",
+        )
+    )
     if budget is not None:
         chosen: frozenset[IndexSpec] = frozenset()
         current = _costs(ev, frozenset())
@@ -103,8 +115,15 @@ def expert_baselines(ev: Evaluator, specs: dict[str, list[IndexSpec]], budget: i
             chosen = chosen | {best[1]}
             used += ev.size(best[1])
             current = best[2]
-        out.append(Baseline("expert_budget", current, used, sorted(chosen),
-                            note=f"greedy .expert indexes by benefit per byte within {budget / 2**20:.1f} MiB"))
+        out.append(
+            Baseline(
+                "expert_budget",
+                current,
+                used,
+                sorted(chosen),
+                note=f"greedy .expert indexes by benefit per byte within {budget / 2**20:.1f} MiB",
+            )
+        )
     return out
 
 
@@ -117,8 +136,16 @@ def _cache_file(ev: Evaluator, budget: int | None) -> Path:
 def _load(path: Path, ev: Evaluator) -> list[Baseline] | None:
     try:
         data = json.loads(path.read_text())
-        return [Baseline(d["name"], d["per_query"], d["index_bytes"],
-                         [parse_index_spec(i, ev.workload.schema) for i in d["indexes"]], d["note"]) for d in data]
+        return [
+            Baseline(
+                d["name"],
+                d["per_query"],
+                d["index_bytes"],
+                [parse_index_spec(i, ev.workload.schema) for i in d["indexes"]],
+                d["note"],
+            )
+            for d in data
+        ]
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -135,8 +162,20 @@ def compute(ev: Evaluator, budget: int | None) -> list[Baseline]:
     if expert.shell() is not None:
         result += expert_baselines(ev, expert_specs(ev), budget)
     try:
-        path.write_text(json.dumps([{"name": b.name, "per_query": b.per_query, "index_bytes": b.index_bytes,
-                                     "indexes": [i.to_json() for i in b.indexes], "note": b.note} for b in result]))
+        path.write_text(
+            json.dumps(
+                [
+                    {
+                        "name": b.name,
+                        "per_query": b.per_query,
+                        "index_bytes": b.index_bytes,
+                        "indexes": [i.to_json() for i in b.indexes],
+                        "note": b.note,
+                    }
+                    for b in result
+                ]
+            )
+        )
     except OSError:
         pass
     return result

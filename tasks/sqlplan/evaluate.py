@@ -86,7 +86,9 @@ def _load_reference(workload: Workload) -> dict[str, tuple[list[tuple[Any, ...]]
         return {}
 
 
-def _store_reference(workload: Workload, rows: dict[str, list[tuple[Any, ...]]], costs: dict[str, int]) -> None:
+def _store_reference(
+    workload: Workload, rows: dict[str, list[tuple[Any, ...]]], costs: dict[str, int]
+) -> None:
     path = reference_file(workload)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -211,7 +213,13 @@ class Evaluator:
         return min(self.step_cap, 4 * self.default_cost[qid] + 1000)
 
     def measure(
-        self, qid: str, plan: QueryPlan, indexes: Iterable[IndexSpec], cap: int | None = None, *, fresh: bool = False
+        self,
+        qid: str,
+        plan: QueryPlan,
+        indexes: Iterable[IndexSpec],
+        cap: int | None = None,
+        *,
+        fresh: bool = False,
     ) -> Outcome:
         """Cost of ``qid`` under ``plan`` with ``indexes``; ``cap`` stops a probe early (not cached as a cost)."""
         rel = self.relevant(qid, indexes)
@@ -236,7 +244,9 @@ class Evaluator:
             if limit < full_cap:
                 self._floor[key] = max(self._floor.get(key, -1), limit)
                 return Outcome(limit + 1, 0.0, False, "stopped at the probe's step cap")
-            out = Outcome(full_cap, 0.0, False, f"{qid}: plan exceeds the step cap ({full_cap} x 1,000 VM steps)")
+            out = Outcome(
+                full_cap, 0.0, False, f"{qid}: plan exceeds the step cap ({full_cap} x 1,000 VM steps)"
+            )
             self._cache[key] = out
             return out
         except SandboxError as exc:
@@ -244,7 +254,9 @@ class Evaluator:
             self._cache[key] = out
             return out
         diff = compare_rows(run.rows, self.reference[qid])
-        out = Outcome(run.cost, run.seconds, not diff, f"{qid}: plan is not equivalent: {diff}" if diff else "")
+        out = Outcome(
+            run.cost, run.seconds, not diff, f"{qid}: plan is not equivalent: {diff}" if diff else ""
+        )
         if not fresh:
             self._cache[key] = out
         return out

@@ -29,8 +29,9 @@ def shell() -> str | None:
     if not path:
         return None
     try:
-        out = subprocess.run([path, ":memory:"], input=".expert\nSELECT 1;\n", capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            [path, ":memory:"], input=".expert\nSELECT 1;\n", capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return path if "(no new indexes)" in out.stdout or out.returncode == 0 else None
@@ -52,8 +53,10 @@ def _spec(stmt: str, schema: Schema) -> IndexSpec | None:
         else:
             cols.append(e.name)
     try:
-        return parse_index_spec({"table": idx.args["table"].name, "columns": cols,
-                                 "unique": bool(tree.args.get("unique"))}, schema)
+        return parse_index_spec(
+            {"table": idx.args["table"].name, "columns": cols, "unique": bool(tree.args.get("unique"))},
+            schema,
+        )
     except InvalidProposal:
         return None
 
@@ -64,8 +67,13 @@ def recommend(db_path: Path, sql: str, schema: Schema) -> list[IndexSpec]:
     if path is None:
         return []
     try:
-        out = subprocess.run([path, "-readonly", str(db_path)], input=f".expert\n{sql.strip()}\n",
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [path, "-readonly", str(db_path)],
+            input=f".expert\n{sql.strip()}\n",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     specs = []

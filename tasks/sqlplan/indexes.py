@@ -45,7 +45,9 @@ class IndexSpec:
         return {"table": self.table, "columns": cols, "unique": self.unique}
 
     def label(self) -> str:
-        cols = ", ".join(c if k == "BINARY" else f"{c} COLLATE {k}" for c, k in zip(self.columns, self.collations))
+        cols = ", ".join(
+            c if k == "BINARY" else f"{c} COLLATE {k}" for c, k in zip(self.columns, self.collations)
+        )
         return f"{'unique ' if self.unique else ''}{self.table}({cols})"
 
     def create_sql(self) -> str:
@@ -67,7 +69,9 @@ class IndexSpec:
         return create.sql("sqlite")
 
     def drop_sql(self) -> str:
-        return exp.Drop(tables=[exp.Table(this=exp.to_identifier(self.name))], kind="INDEX", exists=True).sql("sqlite")
+        return exp.Drop(tables=[exp.Table(this=exp.to_identifier(self.name))], kind="INDEX", exists=True).sql(
+            "sqlite"
+        )
 
 
 def _ident(value: Any, what: str) -> str:
@@ -98,7 +102,9 @@ def parse_index_spec(raw: Any, schema: Schema) -> IndexSpec:
                 raise InvalidProposal("a column is a name or {name, collate}", "bad_shape")
             coll = str(c.get("collate", "BINARY")).upper()
             if coll not in COLLATIONS:
-                raise InvalidProposal(f"collation {c.get('collate')!r} is not one of {COLLATIONS}", "bad_identifier")
+                raise InvalidProposal(
+                    f"collation {c.get('collate')!r} is not one of {COLLATIONS}", "bad_identifier"
+                )
             c = c.get("name")
         name = _ident(c, "column")
         if not schema.has_column(table, name):

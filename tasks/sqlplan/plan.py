@@ -73,8 +73,13 @@ class QueryModel:
 
     def describe(self) -> list[dict[str, Any]]:
         return [
-            {"scope": s.id, "refs": list(s.refs), "tables": s.tables, "reorderable": s.reorderable,
-             "join_pairs": [list(p) for p in s.joins]}
+            {
+                "scope": s.id,
+                "refs": list(s.refs),
+                "tables": s.tables,
+                "reorderable": s.reorderable,
+                "join_pairs": [list(p) for p in s.joins],
+            }
             for s in self.scopes
         ]
 
@@ -96,7 +101,8 @@ class QueryPlan:
         return {
             "orders": {str(s): list(o) for s, o in self.orders},
             "hints": [
-                {"scope": s, "table": r, "index": None if i is None else i.to_json()} for s, r, i in self.hints
+                {"scope": s, "table": r, "index": None if i is None else i.to_json()}
+                for s, r, i in self.hints
             ],
         }
 
@@ -153,7 +159,10 @@ def parse_query(qid: str, sql: str, schema: Schema) -> QueryModel:
         tables = {
             _ref(i): i.name
             for i in items
-            if isinstance(i, exp.Table) and i.name in schema.tables and i.name not in ctes and not i.args.get("db")
+            if isinstance(i, exp.Table)
+            and i.name in schema.tables
+            and i.name not in ctes
+            and not i.args.get("db")
         }
         joins = sel.args.get("joins") or []
         reorderable = len(items) >= 2 and all(_is_comma(j) for j in joins) and len(set(refs)) == len(refs)
@@ -180,7 +189,9 @@ def parse_plan(raw: Any, model: QueryModel, schema: Schema) -> QueryPlan:
         except (ValueError, IndexError, TypeError):
             raise InvalidProposal(f"{q}: no FROM list with id {key!r}", "unknown_scope") from None
         if not scope.reorderable:
-            raise InvalidProposal(f"{q}: FROM list {sid} cannot be reordered (not a comma list)", "illegal_move")
+            raise InvalidProposal(
+                f"{q}: FROM list {sid} cannot be reordered (not a comma list)", "illegal_move"
+            )
         if not isinstance(order, list) or sorted(map(str, order)) != sorted(scope.refs):
             raise InvalidProposal(
                 f"{q}: order for FROM list {sid} must be a permutation of {list(scope.refs)}", "bad_order"
@@ -199,7 +210,9 @@ def parse_plan(raw: Any, model: QueryModel, schema: Schema) -> QueryPlan:
             if int(h.get("scope", -1)) < 0:
                 raise IndexError
         except (ValueError, IndexError, TypeError):
-            raise InvalidProposal(f"{q}: hint names no FROM list ({h.get('scope')!r})", "unknown_scope") from None
+            raise InvalidProposal(
+                f"{q}: hint names no FROM list ({h.get('scope')!r})", "unknown_scope"
+            ) from None
         ref = h.get("table")
         if not isinstance(ref, str) or ref not in scope.tables:
             raise InvalidProposal(

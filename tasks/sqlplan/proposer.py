@@ -59,7 +59,9 @@ def referenced_columns(model: QueryModel, schema: Any) -> dict[str, set[str]]:
 
 def group_columns(model: QueryModel) -> list[str]:
     """Column names of the query's GROUP BY clauses, in their written order."""
-    return [c.name for g in model.tree.find_all(exp.Group) for e in g.expressions for c in e.find_all(exp.Column)]
+    return [
+        c.name for g in model.tree.find_all(exp.Group) for e in g.expressions for c in e.find_all(exp.Column)
+    ]
 
 
 class SqlPlanProposer(Proposer):
@@ -142,7 +144,10 @@ class SqlPlanProposer(Proposer):
         return total
 
     def _surrogate(
-        self, mine: dict[str, QueryPlan], others: dict[str, QueryPlan], idx: frozenset[IndexSpec],
+        self,
+        mine: dict[str, QueryPlan],
+        others: dict[str, QueryPlan],
+        idx: frozenset[IndexSpec],
         base_idx: frozenset[IndexSpec],
     ) -> tuple[float, dict[str, QueryPlan]]:
         changed = {i.table for i in idx ^ base_idx}
@@ -202,7 +207,9 @@ class SqlPlanProposer(Proposer):
             left.discard(nxt)
         return tuple(order)
 
-    def _improve_orders(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec], deadline: float) -> tuple[float, QueryPlan]:
+    def _improve_orders(
+        self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec], deadline: float
+    ) -> tuple[float, QueryPlan]:
         best_cost, best = self._best_plan(qid, plan, idx)
         model = self.ev.models[qid]
         for scope in model.scopes:
@@ -210,8 +217,12 @@ class SqlPlanProposer(Proposer):
                 continue
             current = dict(best.orders).get(scope.id)
             indexed = {i.table for i in idx}
-            through = [o for r, t in sorted(scope.tables.items()) if t in indexed
-                       for o in self._orders_through(scope, r)]
+            through = [
+                o
+                for r, t in sorted(scope.tables.items())
+                if t in indexed
+                for o in self._orders_through(scope, r)
+            ]
             for order in list(dict.fromkeys(through + self._orders(scope, current))):
                 if time.monotonic() > deadline:
                     return best_cost, best
@@ -244,17 +255,17 @@ class SqlPlanProposer(Proposer):
                     if (scope.id, ref) in current and current[(scope.id, ref)] == option:
                         continue
                     hints = {**current, (scope.id, ref): option}
-                    trial = QueryPlan(best.orders, tuple(sorted(((s, r, i) for (s, r), i in hints.items()),
-                                                                key=lambda h: (h[0], h[1]))))
+                    trial = QueryPlan(
+                        best.orders,
+                        tuple(sorted(((s, r, i) for (s, r), i in hints.items()), key=lambda h: (h[0], h[1]))),
+                    )
                     o = self.ev.measure(qid, trial, idx, cap=int(best_cost))
                     if o.ok and o.cost < best_cost:
                         best_cost, best = float(o.cost), trial
         return best_cost, best
 
     # -- the search ------------------------------------------------------------------------
-    def _accept(
-        self, trial: frozenset[IndexSpec], state: dict[str, Any]
-    ) -> bool:
+    def _accept(self, trial: frozenset[IndexSpec], state: dict[str, Any]) -> bool:
         """Move to ``trial`` when the surrogate (own + others' change + budget) decreases."""
         s, plans = self._surrogate(state["plans"], state["others"], trial, state["base"])
         s -= self._others(state["others"], state["base"], {i.table for i in trial ^ state["base"]})
@@ -310,8 +321,10 @@ class SqlPlanProposer(Proposer):
         if budgeted and winners:
             # CP-SAT picks the subset that fits the bytes left; the rest follow by gain per byte
             room = (self.task.budget or 0) - self.task.index_bytes(state["idx"])
-            items = [knapsack.Item(add, int(gain * size), size, group=q)
-                     for (gain, add), size, q in zip(winners, winner_sizes, winner_queries, strict=True)]
+            items = [
+                knapsack.Item(add, int(gain * size), size, group=q)
+                for (gain, add), size, q in zip(winners, winner_sizes, winner_queries, strict=True)
+            ]
             picked = knapsack.choose(items, room, seconds=min(1.0, max(0.1, deadline - time.monotonic()) / 4))
             by_gain = [add for _, add in sorted(winners, key=lambda w: -w[0])]
             order = list(dict.fromkeys([*(cast("frozenset[IndexSpec]", key) for key in picked), *by_gain]))
@@ -341,17 +354,28 @@ class SqlPlanProposer(Proposer):
         block = int(contract["block"])
         deadline = time.monotonic() + self.knobs.proposal_seconds
         schema = self.task.workload.schema
-        mine = {q["query"]: parse_plan(q["plan"], self.ev.models[q["query"]], schema) for q in data["queries"]}
+        mine = {
+            q["query"]: parse_plan(q["plan"], self.ev.models[q["query"]], schema) for q in data["queries"]
+        }
         others: dict[str, QueryPlan] = {}
         for readers in data["correction"]["readers"].values():
             for r in readers:
                 others[r["query"]] = parse_plan(r["plan"], self.ev.models[r["query"]], schema)
-        base = frozenset(parse_index_spec({k: v for k, v in i.items() if k != "bytes"}, schema)
-                         for i in data["indexes"])
+        base = frozenset(
+            parse_index_spec({k: v for k, v in i.items() if k != "bytes"}, schema) for i in data["indexes"]
+        )
         self._base = base
-        self._known = {r["query"]: float(r["cost"]) for rs in data["correction"]["readers"].values() for r in rs}
+        self._known = {
+            r["query"]: float(r["cost"]) for rs in data["correction"]["readers"].values() for r in rs
+        }
         start, _ = self._surrogate(mine, {}, base, base)
-        state: dict[str, Any] = {"plans": dict(mine), "others": others, "base": base, "idx": base, "best": start}
+        state: dict[str, Any] = {
+            "plans": dict(mine),
+            "others": others,
+            "base": base,
+            "idx": base,
+            "best": start,
+        }
         qids = list(mine)
         self.calls += 1
         # Alternate which comes first, so that an index that only pays off under a new join order
@@ -359,7 +383,9 @@ class SqlPlanProposer(Proposer):
         phases = ["index", "orders"] if self.calls % 2 else ["orders", "index"]
         for phase in phases:
             if phase == "index":
-                self._index_pass(qids, state, min(deadline, time.monotonic() + 0.6 * self.knobs.proposal_seconds))
+                self._index_pass(
+                    qids, state, min(deadline, time.monotonic() + 0.6 * self.knobs.proposal_seconds)
+                )
             else:
                 for q in sorted(qids, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
                     if time.monotonic() > deadline:
@@ -379,8 +405,12 @@ class SqlPlanProposer(Proposer):
             "add": [i.to_json() for i in sorted(idx - base)],
             "drop": [i.to_json() for i in sorted(base - idx)],
         }
-        return Draft(block=block, value=value, predicted_improvement=start - final,
-                     info={"indexes": len(idx), "runs": self.ev.runs})
+        return Draft(
+            block=block,
+            value=value,
+            predicted_improvement=start - final,
+            info={"indexes": len(idx), "runs": self.ev.runs},
+        )
 
 
 def _join_graph(scope: Scope) -> dict[str, set[str]]:

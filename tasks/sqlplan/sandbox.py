@@ -59,8 +59,9 @@ class Sandbox:
 
     def __init__(self, db_path: Path, default_cap: int = 2_000_000) -> None:
         src = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-        self.con = sqlite3.connect(":memory:", cached_statements=0, isolation_level=None,
-                                   check_same_thread=False)
+        self.con = sqlite3.connect(
+            ":memory:", cached_statements=0, isolation_level=None, check_same_thread=False
+        )
         try:
             src.backup(self.con)
         finally:
@@ -76,7 +77,9 @@ class Sandbox:
         self.con.close()
 
     # -- guards -----------------------------------------------------------
-    def _authorize(self, action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+    def _authorize(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None
+    ) -> int:
         if action == _A.SQLITE_FUNCTION:
             return _A.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS else _A.SQLITE_OK
         if db not in (None, "main"):
@@ -150,7 +153,9 @@ class Sandbox:
         """Bytes of one b-tree (from the dbstat virtual table)."""
         self.con.set_authorizer(None)  # our own fixed statement; dbstat needs a virtual-table cursor
         try:
-            row = self.con.execute("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?", (name,)).fetchone()
+            row = self.con.execute(
+                "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?", (name,)
+            ).fetchone()
         finally:
             self.con.set_authorizer(self._authorize)
         return int(row[0])

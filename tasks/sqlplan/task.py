@@ -11,7 +11,6 @@ gain, so an infeasible state never beats the start).
 from __future__ import annotations
 
 import pathlib
-
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -34,9 +33,15 @@ class SqlPlanParams(BaseModel):
 
     blocks: int | None = Field(None, ge=1, le=64, description="query groups (default: one per agent)")
     scale: float = Field(0.01, gt=0.0, le=1.0, description="TPC-H scale factor of the generated database")
-    db: Annotated[str | None, DataPath()] = Field(None, description="your own SQLite database instead of TPC-H")
-    queries: Annotated[str | None, DataPath()] = Field(None, description="a directory of *.sql files (one statement each)")
-    index_budget_mb: float | None = Field(None, ge=0.0, description="MiB of extra indexes allowed (none: no limit)")
+    db: Annotated[str | None, DataPath()] = Field(
+        None, description="your own SQLite database instead of TPC-H"
+    )
+    queries: Annotated[str | None, DataPath()] = Field(
+        None, description="a directory of *.sql files (one statement each)"
+    )
+    index_budget_mb: float | None = Field(
+        None, ge=0.0, description="MiB of extra indexes allowed (none: no limit)"
+    )
     step_cap: int = Field(2_000_000, ge=100, description="VM-step cap per query, in units of 1,000 steps")
     baselines: bool = Field(True, description="compute the ANALYZE and .expert baselines for the report")
     seed: int = Field(0, ge=0, description="seed for the proposers' sampling")
@@ -48,7 +53,9 @@ class SqlPlanProposerParams(BaseModel):
     proposal_seconds: float = Field(10.0, gt=0.0, description="search time per proposal")
     order_samples: int = Field(40, ge=1, description="join orders tried per FROM list and pass")
     use_expert: bool = Field(True, description="add the sqlite3 shell's .expert indexes to the candidates")
-    joint_orders: int = Field(6, ge=0, description="join orders probed with an index that the current order cannot use")
+    joint_orders: int = Field(
+        6, ge=0, description="join orders probed with an index that the current order cannot use"
+    )
 
 
 @dataclass(frozen=True)
@@ -71,14 +78,32 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
     kind = "sqlplan"
     Params = SqlPlanParams
     ProposerParams = SqlPlanProposerParams
-    rejection_codes = frozenset({
-        "bad_hint", "bad_identifier", "bad_index", "bad_order", "illegal_move", "not_equivalent", "over_budget",
-        "plan_failed", "unknown_column", "unknown_query", "unknown_scope", "unknown_table",
-    })
+    rejection_codes = frozenset(
+        {
+            "bad_hint",
+            "bad_identifier",
+            "bad_index",
+            "bad_order",
+            "illegal_move",
+            "not_equivalent",
+            "over_budget",
+            "plan_failed",
+            "unknown_column",
+            "unknown_query",
+            "unknown_scope",
+            "unknown_table",
+        }
+    )
     prompt = SqlPlanPrompt
     presets = {"budgeted": {"scale": 0.01, "index_budget_mb": 7.0}}
-    example = {"blocks": 4, "scale": 0.01, "baselines": False, "proposal_seconds": 1.0, "order_samples": 4,
-               "use_expert": False}
+    example = {
+        "blocks": 4,
+        "scale": 0.01,
+        "baselines": False,
+        "proposal_seconds": 1.0,
+        "order_samples": 4,
+        "use_expert": False,
+    }
 
     @classmethod
     def team_defaults(cls, agents: int) -> dict[str, Any]:
@@ -202,8 +227,11 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         mine = self.block_queries[block]
         tables = sorted({t for q in mine for t in self.ev.models[q].tables})
         readers = {
-            t: [{"query": q, "cost": state.outcomes[k].cost, "plan": state.plans[k].to_json()}
-                for k, q in enumerate(self.qids) if q not in mine and t in self.ev.models[q].tables]
+            t: [
+                {"query": q, "cost": state.outcomes[k].cost, "plan": state.plans[k].to_json()}
+                for k, q in enumerate(self.qids)
+                if q not in mine and t in self.ev.models[q].tables
+            ]
             for t in tables
         }
         used = self.index_bytes(state.indexes)
@@ -211,10 +239,14 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             "kind": self.kind,
             "workload": self.workload.name,
             "queries": [
-                {"query": q, "sql": self.workload.queries[q], "scopes": self.ev.models[q].describe(),
-                 "plan": state.plans[self.qids.index(q)].to_json(),
-                 "cost": state.outcomes[self.qids.index(q)].cost,
-                 "ok": state.outcomes[self.qids.index(q)].ok}
+                {
+                    "query": q,
+                    "sql": self.workload.queries[q],
+                    "scopes": self.ev.models[q].describe(),
+                    "plan": state.plans[self.qids.index(q)].to_json(),
+                    "cost": state.outcomes[self.qids.index(q)].cost,
+                    "ok": state.outcomes[self.qids.index(q)].ok,
+                }
                 for q in mine
             ],
             "indexes": [{**i.to_json(), "bytes": self.ev.size(i)} for i in sorted(state.indexes)],
@@ -239,7 +271,9 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             if q not in self.block_of:
                 raise InvalidProposal(f"unknown query {q!r}", "unknown_query")
             if self.block_of[q] != block:
-                raise InvalidProposal(f"query {q} belongs to block {self.block_of[q]}, not {block}", "wrong_block")
+                raise InvalidProposal(
+                    f"query {q} belongs to block {self.block_of[q]}, not {block}", "wrong_block"
+                )
             plans[q] = parse_plan(raw, self.ev.models[q], self.workload.schema)
         specs: dict[str, frozenset[IndexSpec]] = {}
         for key in ("add", "drop"):
@@ -260,8 +294,11 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         return BlockChange(plans, specs["add"], specs["drop"])
 
     def encode_value(self, value: BlockChange) -> dict[str, Any]:
-        return {"plans": {q: p.to_json() for q, p in value.plans.items()},
-                "add": [i.to_json() for i in sorted(value.add)], "drop": [i.to_json() for i in sorted(value.drop)]}
+        return {
+            "plans": {q: p.to_json() for q, p in value.plans.items()},
+            "add": [i.to_json() for i in sorted(value.add)],
+            "drop": [i.to_json() for i in sorted(value.drop)],
+        }
 
     def reference(self) -> Reference:
         """A valid lower bound: no plan can cost less than zero progress callbacks."""
@@ -276,11 +313,15 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     # -- persistence -------------------------------------------------------------
     def dump_state(self, state: SqlState) -> dict[str, Any]:
-        return {"plans": {q: p.to_json() for q, p in zip(self.qids, state.plans)},
-                "indexes": [i.to_json() for i in sorted(state.indexes)]}
+        return {
+            "plans": {q: p.to_json() for q, p in zip(self.qids, state.plans)},
+            "indexes": [i.to_json() for i in sorted(state.indexes)],
+        }
 
     def load_state(self, data: Any) -> SqlState:
-        plans = tuple(parse_plan(data["plans"].get(q), self.ev.models[q], self.workload.schema) for q in self.qids)
+        plans = tuple(
+            parse_plan(data["plans"].get(q), self.ev.models[q], self.workload.schema) for q in self.qids
+        )
         idx = frozenset(parse_index_spec(r, self.workload.schema) for r in data["indexes"])
         return SqlState(plans, idx, tuple(self.ev.measure(q, p, idx) for q, p in zip(self.qids, plans)))
 
@@ -290,8 +331,9 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             from tasks.sqlplan import baselines
 
             print("sqlplan: measuring baselines (ANALYZE, .expert) ...", flush=True)
-            self._baselines = baselines.compute(self.ev, self.budget) if self.p.baselines else [
-                baselines.default(self.ev)]
+            self._baselines = (
+                baselines.compute(self.ev, self.budget) if self.p.baselines else [baselines.default(self.ev)]
+            )
         return self._baselines
 
     def known_baselines(self) -> list[Any]:

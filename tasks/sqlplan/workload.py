@@ -86,7 +86,9 @@ def load_tbl(tbl_dir: Path, out: Path) -> None:
         for table in TPCH_TABLES:
             ncols = len(con.execute(f"PRAGMA table_info({table})").fetchall())
             marks = ",".join("?" * ncols)
-            con.executemany(f"INSERT INTO {table} VALUES ({marks})", _tbl_rows(tbl_dir / f"{table}.tbl", ncols))
+            con.executemany(
+                f"INSERT INTO {table} VALUES ({marks})", _tbl_rows(tbl_dir / f"{table}.tbl", ncols)
+            )
         con.execute("COMMIT")
         con.execute("VACUUM")
     finally:
@@ -106,7 +108,10 @@ def ensure_tpch_db(scale: float, *, quiet: bool = False) -> Path:
         try:
             subprocess.run(
                 [_tpchgen(), "-s", f"{scale:g}", "--output-dir", str(tbl)],
-                check=True, capture_output=True, text=True, timeout=600,
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=600,
             )
         except subprocess.CalledProcessError as exc:
             raise WorkloadError(f"tpchgen-cli failed: {exc.stderr.strip()[-300:]}") from None
@@ -128,7 +133,9 @@ def read_schema(db_path: Path) -> Schema:
         builtin = {}
         for name, table in con.execute("SELECT name, tbl_name FROM sqlite_schema WHERE type='index'"):
             cols = tuple(r[2] for r in con.execute("SELECT * FROM pragma_index_info(?)", (name,)))
-            unique = any(r[1] == name and r[2] for r in con.execute("SELECT * FROM pragma_index_list(?)", (table,)))
+            unique = any(
+                r[1] == name and r[2] for r in con.execute("SELECT * FROM pragma_index_list(?)", (table,))
+            )
             builtin[name] = (table, cols, unique)
     finally:
         con.close()

@@ -54,10 +54,27 @@ class LuaCommit:
         self._script = r.register_script(lua.COMMIT)
 
     async def __call__(self, k: TaskKeys, c: CommitArgs) -> list[str]:
-        keys = [k.fence, k.lock, k.head, k.runtime, k.pending, k.pending_block, k.verdicts, k.rounds, k.counters]
+        keys = [
+            k.fence,
+            k.lock,
+            k.head,
+            k.runtime,
+            k.pending,
+            k.pending_block,
+            k.verdicts,
+            k.rounds,
+            k.counters,
+        ]
         args: list[str | int | float] = [
-            c.commit_id, c.fence, c.expected_version, "" if c.new_version is None else c.new_version,
-            c.head_json, c.runtime_body, c.runtime_end, c.round_json, len(c.verdicts),
+            c.commit_id,
+            c.fence,
+            c.expected_version,
+            "" if c.new_version is None else c.new_version,
+            c.head_json,
+            c.runtime_body,
+            c.runtime_end,
+            c.round_json,
+            len(c.verdicts),
         ]
         for pid, verdict in c.verdicts:
             args += [pid, verdict]

@@ -123,15 +123,20 @@ if not raw then return {'ok'} end
 return {'ok', raw}
 """
 
-EXPIRE_LEASES = _EXPIRE + """
+EXPIRE_LEASES = (
+    _EXPIRE
+    + """
 -- KEYS: spec leases lease_exp lease_ids lease_agents counters; ARGV: now
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'not_found'} end
 local out = expire(KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1])
 table.insert(out, 1, 'ok')
 return out
 """
+)
 
-ACQUIRE_LEASE = _EXPIRE + """
+ACQUIRE_LEASE = (
+    _EXPIRE
+    + """
 -- KEYS: meta leases lease_exp lease_ids lease_agents counters lease_seq pending_block
 -- ARGV: now agent version lease_id expires_at
 local n_blocks = redis.call('HGET', KEYS[1], 'n_blocks')
@@ -166,8 +171,11 @@ redis.call('HSET', KEYS[5], ARGV[2], best)
 redis.call('HINCRBYFLOAT', KEYS[6], 'leases_granted', 1)
 return {'ok', raw}
 """
+)
 
-RENEW_LEASE = _EXPIRE + """
+RENEW_LEASE = (
+    _EXPIRE
+    + """
 -- KEYS: spec leases lease_exp lease_ids lease_agents counters; ARGV: now lease_id agent expires_at
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'not_found'} end
 expire(KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1])
@@ -181,8 +189,11 @@ redis.call('HSET', KEYS[2], b, raw)
 redis.call('ZADD', KEYS[3], ARGV[4], b)
 return {'ok', raw}
 """
+)
 
-RELEASE_LEASE = _EXPIRE + """
+RELEASE_LEASE = (
+    _EXPIRE
+    + """
 -- KEYS: spec leases lease_exp lease_ids lease_agents; ARGV: lease_id agent
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'not_found'} end
 local b = redis.call('HGET', KEYS[4], ARGV[1])
@@ -192,8 +203,11 @@ if l[2] ~= ARGV[2] then return {'forbidden'} end
 drop_lease(KEYS[2], KEYS[3], KEYS[4], KEYS[5], b, ARGV[1], ARGV[2])
 return {'ok'}
 """
+)
 
-ENQUEUE_PROPOSAL = _EXPIRE + """
+ENQUEUE_PROPOSAL = (
+    _EXPIRE
+    + """
 -- KEYS: meta leases lease_exp lease_ids lease_agents counters proposals pending pending_block usage
 -- ARGV: now lease_id proposal_id agent block queued_json (usage_field amount)*
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'not_found'} end
@@ -213,6 +227,7 @@ redis.call('HINCRBYFLOAT', KEYS[6], 'received', 1)
 for i = 7, #ARGV, 2 do redis.call('HINCRBYFLOAT', KEYS[10], ARGV[i], ARGV[i + 1]) end
 return {'ok'}
 """
+)
 
 PENDING = """
 -- KEYS: spec pending proposals

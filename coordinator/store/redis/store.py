@@ -79,16 +79,24 @@ def _reachable(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine
         try:
             return await fn(*args, **kwargs)
         except (RedisConnectionError, RedisTimeoutError) as exc:
-            raise errors.StoreUnavailable(f"the redis store cannot be reached: {type(exc).__name__}",
-                                          retry_after=1.0) from exc
+            raise errors.StoreUnavailable(
+                f"the redis store cannot be reached: {type(exc).__name__}", retry_after=1.0
+            ) from exc
 
     return wrapper
 
 
 def _lease(raw: str, task_id: str) -> Lease:
     lid, agent, version, granted, expires, block = json.loads(raw)
-    return Lease(id=lid, task_id=task_id, block=int(block), agent=agent, version=int(version),
-                 granted_at=float(granted), expires_at=float(expires))
+    return Lease(
+        id=lid,
+        task_id=task_id,
+        block=int(block),
+        agent=agent,
+        version=int(version),
+        granted_at=float(granted),
+        expires_at=float(expires),
+    )
 
 
 class RedisStore(Store):
@@ -115,12 +123,17 @@ class RedisStore(Store):
         self._abandon = s(lua.RECORD_ABANDONED)
 
     @classmethod
-    def from_url(cls, url: str, prefix: str = DEFAULT_PREFIX, commit_mode: CommitMode = "lua",
-                 retries: int = 8) -> RedisStore:
+    def from_url(
+        cls, url: str, prefix: str = DEFAULT_PREFIX, commit_mode: CommitMode = "lua", retries: int = 8
+    ) -> RedisStore:
         """A store on ``redis://HOST:PORT/DB``; commands retry with backoff (~5 s) across a Redis restart."""
         client = Redis.from_url(
-            url, decode_responses=True, health_check_interval=5, socket_connect_timeout=2.0,
-            socket_timeout=10.0, retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries),
+            url,
+            decode_responses=True,
+            health_check_interval=5,
+            socket_connect_timeout=2.0,
+            socket_timeout=10.0,
+            retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries),
             retry_on_error=[RedisConnectionError, RedisTimeoutError],
         )
         return cls(client, prefix, commit_mode)
@@ -160,8 +173,15 @@ class RedisStore(Store):
         k = self.keys.task(spec.id)
         reply = await self._create(
             keys=[k.spec, k.meta, k.head, k.runtime, self.keys.tasks],
-            args=[spec.id, spec.model_dump_json(), spec.n_blocks, head.version, head.model_dump_json(),
-                  TaskRuntime().model_dump_json(), uuid.uuid4().hex],
+            args=[
+                spec.id,
+                spec.model_dump_json(),
+                spec.n_blocks,
+                head.version,
+                head.model_dump_json(),
+                TaskRuntime().model_dump_json(),
+                uuid.uuid4().hex,
+            ],
         )
         if reply[0] == "exists":
             raise errors.Conflict(f"task '{spec.id}' already exists", task_id=spec.id)
@@ -209,8 +229,12 @@ class RedisStore(Store):
     async def finish(self, task_id: str, status: TaskStatus, reason: str, now: float) -> bool:
         k = self.keys.task(task_id)
         end = json.dumps({"status": status, "reason": reason, "finished_at": now})
-        reply = self._check(await self._finish(keys=[k.runtime, k.leases, k.lease_exp, k.lease_ids,
-                                                     k.lease_agents], args=[end]), task_id)
+        reply = self._check(
+            await self._finish(
+                keys=[k.runtime, k.leases, k.lease_exp, k.lease_ids, k.lease_agents], args=[end]
+            ),
+            task_id,
+        )
         return bool(reply[1])
 
     @_reachable
@@ -242,12 +266,17 @@ class RedisStore(Store):
         runtime = commit.runtime
         terminal = runtime.status in TERMINAL
         args = CommitArgs(
-            commit_id=uuid.uuid4().hex, fence=commit.fence, expected_version=commit.expected_version,
+            commit_id=uuid.uuid4().hex,
+            fence=commit.fence,
+            expected_version=commit.expected_version,
             new_version=None if commit.head is None else commit.head.version,
             head_json="" if commit.head is None else commit.head.model_dump_json(),
             runtime_body=runtime.model_dump_json(),
-            runtime_end=json.dumps({"status": runtime.status, "reason": runtime.reason,
-                                    "finished_at": runtime.finished_at}) if terminal else "",
+            runtime_end=json.dumps(
+                {"status": runtime.status, "reason": runtime.reason, "finished_at": runtime.finished_at}
+            )
+            if terminal
+            else "",
             round_json="" if commit.round is None else commit.round.model_dump_json(),
             verdicts=[(v.proposal_id, v.model_dump_json()) for v in commit.verdicts],
             counters=[(name, float(amount)) for name, amount in commit.counters.items()],
@@ -257,10 +286,15 @@ class RedisStore(Store):
         if status == "ok":
             return
         if status == "stale_fence":
-            raise errors.StaleFence(f"fencing token {commit.fence} is stale (current {reply[1]})", task_id=task_id)
+            raise errors.StaleFence(
+                f"fencing token {commit.fence} is stale (current {reply[1]})", task_id=task_id
+            )
         if status == "version_conflict":
-            raise errors.VersionConflict(f"head is at version {reply[1]}, expected {commit.expected_version}",
-                                         task_id=task_id, current_version=int(reply[1]))
+            raise errors.VersionConflict(
+                f"head is at version {reply[1]}, expected {commit.expected_version}",
+                task_id=task_id,
+                current_version=int(reply[1]),
+            )
         if status == "not_increasing":
             raise errors.VersionConflict("a commit must increase the version", task_id=task_id)
         self._check(reply, task_id)
@@ -281,8 +315,10 @@ class RedisStore(Store):
     @_reachable
     async def add_agent(self, agent: AgentRecord) -> None:
         k = self.keys.task(agent.task_id)
-        reply = await self._add_agent(keys=[k.spec, k.agents, k.agent_order, k.tokens],
-                                      args=[agent.id, agent.model_dump_json(), agent.token_hash])
+        reply = await self._add_agent(
+            keys=[k.spec, k.agents, k.agent_order, k.tokens],
+            args=[agent.id, agent.model_dump_json(), agent.token_hash],
+        )
         self._check(reply, agent.task_id)
 
     @_reachable
@@ -306,19 +342,34 @@ class RedisStore(Store):
         return [k.spec, k.leases, k.lease_exp, k.lease_ids, k.lease_agents, k.counters]
 
     @_reachable
-    async def acquire_lease(self, task_id: str, agent: str, version: int, ttl: float, now: float) -> Lease | None:
+    async def acquire_lease(
+        self, task_id: str, agent: str, version: int, ttl: float, now: float
+    ) -> Lease | None:
         k = self.keys.task(task_id)
-        reply = self._check(await self._acquire(
-            keys=[k.meta, k.leases, k.lease_exp, k.lease_ids, k.lease_agents, k.counters, k.lease_seq,
-                  k.pending_block],
-            args=[_t(now), agent, version, uuid.uuid4().hex, _t(now + ttl)],
-        ), task_id)
+        reply = self._check(
+            await self._acquire(
+                keys=[
+                    k.meta,
+                    k.leases,
+                    k.lease_exp,
+                    k.lease_ids,
+                    k.lease_agents,
+                    k.counters,
+                    k.lease_seq,
+                    k.pending_block,
+                ],
+                args=[_t(now), agent, version, uuid.uuid4().hex, _t(now + ttl)],
+            ),
+            task_id,
+        )
         return _lease(reply[1], task_id) if len(reply) > 1 else None
 
     @_reachable
     async def renew_lease(self, task_id: str, lease_id: str, agent: str, ttl: float, now: float) -> Lease:
-        reply = self._check(await self._renew(keys=self._lease_keys(task_id),
-                                              args=[_t(now), lease_id, agent, _t(now + ttl)]), task_id)
+        reply = self._check(
+            await self._renew(keys=self._lease_keys(task_id), args=[_t(now), lease_id, agent, _t(now + ttl)]),
+            task_id,
+        )
         return _lease(reply[1], task_id)
 
     @_reachable
@@ -343,15 +394,31 @@ class RedisStore(Store):
     ) -> tuple[QueuedProposal, bool]:
         k = self.keys.task(task_id)
         queued = QueuedProposal(proposal=proposal, received_at=now)
-        args: list[str | int | float] = [_t(now), lease_id, proposal.id, proposal.agent, proposal.block,
-                                         queued.model_dump_json()]
+        args: list[str | int | float] = [
+            _t(now),
+            lease_id,
+            proposal.id,
+            proposal.agent,
+            proposal.block,
+            queued.model_dump_json(),
+        ]
         totals = UsageTotals()
         totals.add(proposal.usage)
         for name in USAGE_FIELDS:
             args += [json.dumps([proposal.agent, proposal.usage.model, name]), getattr(totals, name)]
         reply = await self._enqueue(
-            keys=[k.meta, k.leases, k.lease_exp, k.lease_ids, k.lease_agents, k.counters, k.proposals, k.pending,
-                  k.pending_block, k.usage],
+            keys=[
+                k.meta,
+                k.leases,
+                k.lease_exp,
+                k.lease_ids,
+                k.lease_agents,
+                k.counters,
+                k.proposals,
+                k.pending,
+                k.pending_block,
+                k.usage,
+            ],
             args=args,
         )
         if reply[0] == "known":
@@ -360,10 +427,15 @@ class RedisStore(Store):
                 raise errors.Conflict("that proposal id is taken", proposal_id=proposal.id)
             return known, False
         if reply[0] == "wrong_block":
-            raise errors.WrongBlock(f"the lease is for block {reply[1]}, not block {proposal.block}",
-                                    leased_block=int(reply[1]), block=proposal.block)
+            raise errors.WrongBlock(
+                f"the lease is for block {reply[1]}, not block {proposal.block}",
+                leased_block=int(reply[1]),
+                block=proposal.block,
+            )
         if reply[0] == "lease_expired":
-            raise errors.LeaseExpired("the lease expired or was released; lease a block again", lease_id=lease_id)
+            raise errors.LeaseExpired(
+                "the lease expired or was released; lease a block again", lease_id=lease_id
+            )
         if reply[0] == "forbidden":
             raise errors.Forbidden("this lease belongs to another agent", lease_id=lease_id)
         self._check(reply, task_id)
@@ -378,18 +450,23 @@ class RedisStore(Store):
     @_reachable
     async def queue_state(self, task_id: str, now: float) -> QueueState:
         k = self.keys.task(task_id)
-        reply = self._check(await self._queue_state(keys=[k.spec, k.pending, k.proposals, k.lease_exp],
-                                                    args=[_t(now)]), task_id)
+        reply = self._check(
+            await self._queue_state(keys=[k.spec, k.pending, k.proposals, k.lease_exp], args=[_t(now)]),
+            task_id,
+        )
         return QueueState(int(reply[1]), float(reply[2]) if reply[2] else None, int(reply[3]))
 
     @_reachable
     async def get_proposal(self, task_id: str, proposal_id: str) -> tuple[QueuedProposal, Verdict | None]:
         k = self.keys.task(task_id)
         raw, verdict = await self._read(
-            task_id, lambda p: (p.hget(k.proposals, proposal_id), p.hget(k.verdicts, proposal_id)))
+            task_id, lambda p: (p.hget(k.proposals, proposal_id), p.hget(k.verdicts, proposal_id))
+        )
         if raw is None:
             raise errors.NotFound(f"no proposal '{proposal_id}' in this task", proposal_id=proposal_id)
-        return QueuedProposal.model_validate_json(raw), (Verdict.model_validate_json(verdict) if verdict else None)
+        return QueuedProposal.model_validate_json(raw), (
+            Verdict.model_validate_json(verdict) if verdict else None
+        )
 
     @_reachable
     async def usage(self, task_id: str) -> list[UsageRow]:
@@ -399,9 +476,14 @@ class RedisStore(Store):
         for field, value in flat.items():
             agent, model, name = json.loads(field)
             rows.setdefault((agent, model), {})[name] = float(value)
-        return [UsageRow(agent=a, model=m, usage=UsageTotals(**{
-                    n: (v if n == "seconds" else int(v)) for n, v in values.items()}))
-                for (a, m), values in rows.items()]
+        return [
+            UsageRow(
+                agent=a,
+                model=m,
+                usage=UsageTotals(**{n: (v if n == "seconds" else int(v)) for n, v in values.items()}),
+            )
+            for (a, m), values in rows.items()
+        ]
 
     # -- trajectories -------------------------------------------------------------
     @_reachable
@@ -409,11 +491,16 @@ class RedisStore(Store):
         k = self.keys.task(task_id)
         totals = UsageTotals()
         totals.add(record.usage)
-        args: list[str | int | float] = [record.id, record.model_dump_json(),
-                                         f"abandoned:{record.failure or record.outcome}"]
+        args: list[str | int | float] = [
+            record.id,
+            record.model_dump_json(),
+            f"abandoned:{record.failure or record.outcome}",
+        ]
         for name in USAGE_FIELDS:
             args += [json.dumps([record.agent, record.usage.model, name]), getattr(totals, name)]
-        reply = self._check(await self._abandon(keys=[k.spec, k.abandoned, k.usage, k.counters], args=args), task_id)
+        reply = self._check(
+            await self._abandon(keys=[k.spec, k.abandoned, k.usage, k.counters], args=args), task_id
+        )
         return reply[0] == "ok"
 
     @_reachable
@@ -422,7 +509,9 @@ class RedisStore(Store):
         raws, verdicts = await self._read(task_id, lambda p: (p.hgetall(k.proposals), p.hgetall(k.verdicts)))
         log = [(QueuedProposal.model_validate_json(raw), pid) for pid, raw in raws.items()]
         log.sort(key=lambda item: item[0].received_at)
-        return [(q, Verdict.model_validate_json(verdicts[pid]) if pid in verdicts else None) for q, pid in log]
+        return [
+            (q, Verdict.model_validate_json(verdicts[pid]) if pid in verdicts else None) for q, pid in log
+        ]
 
     @_reachable
     async def abandoned(self, task_id: str) -> list[AbandonedLease]:

@@ -16,8 +16,14 @@ from ortools.sat.python import cp_model
 
 from blockopt_jobshop.instances import load
 
-STOPPED_AT_59 = {0: [0, 3, 2, 1, 5, 4], 1: [1, 0, 3, 4, 5, 2], 2: [0, 2, 1, 4, 3, 5],
-                 3: [2, 0, 3, 5, 1, 4], 4: [1, 0, 4, 2, 3, 5], 5: [2, 0, 1, 5, 4, 3]}
+STOPPED_AT_59 = {
+    0: [0, 3, 2, 1, 5, 4],
+    1: [1, 0, 3, 4, 5, 2],
+    2: [0, 2, 1, 4, 3, 5],
+    3: [2, 0, 3, 5, 1, 4],
+    4: [1, 0, 4, 2, 3, 5],
+    5: [2, 0, 1, 5, 4, 3],
+}
 
 
 def best_with_free(free_machines: set[int], free_jobs: set[int]) -> int:
