@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 from pydantic import BaseModel, ValidationError
 
 from blockopt.service_flags import add_settings_options
+from coordinator.settings import weak_token_reason
 from coordinator.status import EXIT_CODES, TaskStatus
 from tasks.base import RUNNER_OPTIONS
 from tasks.registry import InvalidParams, UnknownKind, broken_kinds, first_error, kind_sources, kinds
@@ -333,6 +334,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     defaults = {**(cls.team_defaults(args.agents) if args.agents is not None else {}), **preset}
     params = model_from_args(args.kind, cls.Params, args, defaults)
     knobs = model_from_args(args.kind, cls.ProposerParams, args, defaults)
+    own = os.environ.get("BLOCKOPT_ADMIN_TOKEN")  # the embedded coordinator of a service run uses it when set
+    if not args.inproc and own and (reason := weak_token_reason(own)) is not None:
+        raise UsageError(f"BLOCKOPT_ADMIN_TOKEN: {reason}, or unset it (a fresh one is generated)")
     task = cls(params)
     if args.agents is None:  # one agent per block, so every block proposes each round (a priori precondition)
         args.agents = min(task.n_blocks, MAX_DEFAULT_AGENTS)

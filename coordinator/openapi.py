@@ -38,6 +38,8 @@ TASK_ROUTES = [
         "/v1/tasks/{task_id}/rounds",
         "/v1/tasks/{task_id}/report",
         "/v1/tasks/{task_id}/solution",
+        "/v1/tasks/{task_id}/agents",
+        "/v1/tasks/{task_id}/view",
         "/v1/tasks/{task_id}/trajectories",
     )
 ]

@@ -38,6 +38,8 @@ READ_ROUTES = (
     "/v1/tasks/{task_id}/solution",
     "/v1/tasks/{task_id}/events",
     "/v1/tasks/{task_id}/trajectories",
+    "/v1/tasks/{task_id}/agents",
+    "/v1/tasks/{task_id}/view",
 )
 
 
@@ -51,7 +53,7 @@ def credential(path: str, method: str, task_id: Any) -> str | None:
         if agent is not None:
             return agent
     with _lock:
-        if path.endswith("/agents") and task in JOIN:
+        if path.endswith("/agents") and method == "POST" and task in JOIN:
             return JOIN[task]
         if path in READ_ROUTES and method == "GET" and task in READ:
             return READ[task]

@@ -9,6 +9,7 @@ const conn = document.getElementById("conn");
 const form = document.getElementById("token-form");
 const input = document.getElementById("token-input");
 let page = null;
+let anonymous = false;  // the field was submitted empty: try without a token (a --public-read coordinator)
 
 export const ui = {
   error(err) {
@@ -38,6 +39,14 @@ function route() {
   ui.clear();
   ui.connection("", "");
   main.replaceChildren();
+  if (!token() && !anonymous) {  // reads are private by default: ask before any request is refused
+    showMessage("This view needs a token and none was entered. Enter a token the coordinator accepts (the " +
+                "admin token, the task's read token or an agent token) in the token field above; for a " +
+                "coordinator started with --public-read, submit the field empty.", "error");
+    input.focus();
+    page = null;
+    return;
+  }
   const m = location.hash.match(/^#\/tasks\/([\w-]+)/);
   page = m ? new TaskPage(main, m[1], ui) : new TaskList(main, ui);
   window.blockoptPage = page;  // for the frame-time benchmark (benchmarks/ui_frames.py), which feeds it rows
@@ -46,6 +55,7 @@ function route() {
 
 form.addEventListener("submit", (e) => {
   e.preventDefault();
+  anonymous = !input.value.trim();
   setToken(input.value.trim());
   input.value = "";
   input.placeholder = token() ? "token set for this tab" : "Bearer token (kept for this tab only)";

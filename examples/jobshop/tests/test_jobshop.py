@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -89,7 +90,7 @@ def test_three_agents_reach_the_optimum_in_process(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_three_agents_reach_the_optimum_through_the_service(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
-    env = {**os.environ, "BLOCKOPT_ADMIN_TOKEN": "jobshop-test"}
+    env = {**os.environ, "BLOCKOPT_ADMIN_TOKEN": secrets.token_hex(24)}
     done = subprocess.run(
         [
             BLOCKOPT,
