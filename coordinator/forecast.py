@@ -29,25 +29,61 @@ def target_gap(reference: float, g0: float, epsilon: float) -> float:
     return epsilon * (abs(reference) if abs(reference) > 1e-12 else max(g0, 0.0))
 
 
+DEFAULT_ADAPT_RATE = 0.05
+"""Step of adaptive conformal inference (Gibbs & Candès 2021): after a miss the quantile level rises, after
+a hit it falls, so coverage holds over a run even when the ratios drift (near a noise floor they rise)."""
+ADAPT_HISTORY = 200
+"""Past forecasts replayed to set the level (a bound on the work per call; older rounds matter little)."""
+
+
+def _ratio_quantile(ratios: Sequence[float], level: float) -> float:
+    """The conformal quantile: the ⌈(n+1)·level⌉-th smallest ratio. Past the sample, 1: the engine never
+    lets F rise, so g_{t+1} ≤ g_t always holds and is the widest forecast worth making."""
+    n = len(ratios)
+    rank = max(1, math.ceil((n + 1) * level))
+    return 1.0 if rank > n else sorted(ratios)[rank - 1]
+
+
 def one_step(
     gaps: Sequence[float],
     window: int = DEFAULT_WINDOW,
     coverage: float = DEFAULT_COVERAGE,
     tolerance: float = 0.0,
+    adapt_rate: float = DEFAULT_ADAPT_RATE,
 ) -> float | None:
-    """B_{t+1} from g_0..g_t only: g_t times the conformal quantile of the last ``window`` ratios g_{s+1}/g_s.
+    """B_{t+1} from g_0..g_t only: g_t times a conformal quantile of the last ``window`` ratios g_{s+1}/g_s.
 
-    With n past ratios, the ⌈(n+1)·coverage⌉-th smallest bounds the next one with probability ≥ coverage when
-    ratios are exchangeable; with too few ratios for that rank (n < coverage/(1−coverage)) there is no forecast.
+    With n exchangeable past ratios, the ⌈(n+1)·coverage⌉-th smallest bounds the next one with probability
+    ≥ coverage; with fewer ratios than that rank needs (n < coverage/(1−coverage)) there is no forecast.
+    Ratios are not exchangeable near a noise floor, so the level adapts to the run's own hits and misses
+    (adaptive conformal inference): the forecasts of earlier rounds are replayed from the same gaps, and
+    ``adapt_rate = 0`` gives the plain quantile.
     """
     if not gaps or gaps[-1] <= tolerance:
         return None
-    ratios = [b / a for a, b in zip(gaps[:-1], gaps[1:], strict=False) if a > tolerance][-window:]
-    n = len(ratios)
-    rank = math.ceil((n + 1) * coverage)
-    if n == 0 or rank > n:
+    ratios: list[float | None] = [
+        b / a if a > tolerance else None for a, b in zip(gaps[:-1], gaps[1:], strict=False)
+    ]
+    needed = 1  # the fewest ratios whose conformal rank at ``coverage`` falls inside the sample
+    while math.ceil((needed + 1) * coverage) > needed:
+        needed += 1
+
+    def known(upto: int) -> list[float]:
+        return [r for r in ratios[:upto] if r is not None][-window:]
+
+    miss_rate = 1.0 - coverage
+    level_miss = miss_rate  # α_t of adaptive conformal inference
+    for s in range(max(0, len(gaps) - 1 - ADAPT_HISTORY), len(gaps) - 1):
+        past = known(s)
+        if len(past) < needed or gaps[s] <= tolerance:
+            continue
+        predicted = gaps[s] * _ratio_quantile(past, 1.0 - level_miss)
+        missed = gaps[s + 1] > predicted + tolerance
+        level_miss += adapt_rate * (miss_rate - float(missed))
+    past = known(len(ratios))
+    if len(past) < needed:
         return None
-    return gaps[-1] * sorted(ratios)[rank - 1]
+    return gaps[-1] * _ratio_quantile(past, 1.0 - level_miss)
 
 
 def hit(predicted: float | None, actual: float, tolerance: float) -> bool | None:
@@ -265,7 +301,7 @@ class StopWhen(BaseModel):
     agent-second (heuristic teams) at the recent pace, is compared with the threshold that is set.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON numbers only (the fuzzer sent strings)
     gain_per_1k_tokens: float | None = Field(None, gt=0, description="minimum forecast gain per 1,000 tokens")
     gain_per_agent_second: float | None = Field(
         None, gt=0, description="minimum forecast gain per agent-second"

@@ -12,6 +12,7 @@ streams end and the run stays bounded.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from typing import Any
@@ -29,6 +30,11 @@ _lock = threading.Lock()
 JOIN: dict[str, str] = {}
 READ: dict[str, str] = {}
 AGENT: dict[str, str] = {}
+PROPOSALS: dict[str, str] = {}
+"""Task id -> the last proposal its agent submitted and had acknowledged (200 or 202)."""
+POLL = "/v1/tasks/{task_id}/proposals/{proposal_id}"
+_polls = itertools.count()
+_seeded = itertools.count()
 
 AGENT_ROUTES = ("/leases", "/proposals")
 READ_ROUTES = (
@@ -80,8 +86,69 @@ def agent_token(task: str) -> str | None:
         return AGENT.setdefault(task, r.json()["token"])
 
 
+def seed_a_proposal() -> None:
+    """One proposal acknowledged the way an agent gets one (create, join, lease, submit its block's current
+    value): submits succeed only deep in stateful scenarios, and polls come earlier."""
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    with httpx.Client(base_url=URL, timeout=30) as client:
+        created = client.post(
+            "/v1/tasks", json={"kind": "quadratic", "params": {"blocks": 2, "dim": 2}}, headers=admin
+        )
+        if created.status_code != 201:
+            return
+        task = created.json()
+        joined = client.post(
+            f"/v1/tasks/{task['id']}/agents",
+            json={"name": "fuzz-seed"},
+            headers={"Authorization": f"Bearer {task['join_token']}"},
+        )
+        if joined.status_code != 201:
+            return
+        agent = {"Authorization": f"Bearer {joined.json()['token']}"}
+        grant = client.post(f"/v1/tasks/{task['id']}/leases", headers=agent)
+        if grant.status_code != 201:
+            return
+        lease = grant.json()
+        body = {
+            "lease_id": lease["lease_id"],
+            "block": lease["block"],
+            "base_version": lease["version"],
+            "value": lease["contract"]["data"]["x"],
+            "predicted_improvement": 0.0,
+        }
+        submitted = client.post(
+            f"/v1/tasks/{task['id']}/proposals", json=body, params={"wait": 0}, headers=agent
+        )
+    if submitted.status_code in (200, 202):
+        with _lock:
+            JOIN[task["id"]], READ[task["id"]] = task["join_token"], task["read_token"]
+            AGENT[task["id"]] = joined.json()["token"]
+            PROPOSALS[task["id"]] = submitted.json()["id"]
+
+
+def aim_at_a_known_proposal(case: Any) -> None:
+    """Every other positive poll asks for a proposal the agent really submitted. Generated ids never exist,
+    so otherwise the poll route answers 2xx only when a stateful scenario happens to chain a successful
+    submit to it, which some runs never do; an agent polls the ids it was given, so this is its real use."""
+    meta = case.meta
+    if meta is None or meta.generation.mode != "positive" or next(_polls) % 2:
+        return
+    if not PROPOSALS and next(_seeded) == 0:
+        seed_a_proposal()
+    with _lock:
+        if not PROPOSALS:
+            return
+        task = (case.path_parameters or {}).get("task_id")
+        if task not in PROPOSALS:
+            task = next(reversed(PROPOSALS))
+        proposal = PROPOSALS[task]
+    case.path_parameters = {**(case.path_parameters or {}), "task_id": task, "proposal_id": proposal}
+
+
 @schemathesis.hook
 def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
+    if case.operation.path == POLL and case.method.upper() == "GET":
+        aim_at_a_known_proposal(case)
     token = credential(case.operation.path, case.method.upper(), (case.path_parameters or {}).get("task_id"))
     headers = dict(case.headers or {})
     if token is not None:
@@ -93,6 +160,15 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
 
 @schemathesis.hook
 def after_call(context: Any, case: Any, response: Any) -> None:
+    submitted = case.operation.path == "/v1/tasks/{task_id}/proposals" and case.method.upper() == "POST"
+    if submitted and response.status_code in (200, 202):
+        try:
+            proposal = response.json()["id"]
+        except (ValueError, KeyError, TypeError):
+            return
+        with _lock:
+            PROPOSALS[case.path_parameters["task_id"]] = proposal
+        return
     if response.status_code != 201:
         return
     path = case.operation.path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -168,6 +169,22 @@ def test_one_step_forecast_is_a_conformal_quantile_of_past_ratios_and_can_miss()
     assert one_step(gaps) == pytest.approx(gaps[-1] * 0.5)
     assert gaps[-1] * 0.9 > one_step(gaps)  # type: ignore[operator]  # a slower next step is a miss
     assert consecutive_misses([True, False, None, False]) == 2
+
+
+def _coverage(gaps: list[float], adapt_rate: float) -> float:
+    made = [(one_step(gaps[: t + 1], adapt_rate=adapt_rate), gaps[t + 1]) for t in range(len(gaps) - 1)]
+    scored = [after <= predicted for predicted, after in made if predicted is not None]
+    return sum(scored) / len(scored)
+
+
+def test_one_step_level_adapts_to_drifting_ratios() -> None:
+    """Approaching a noise floor the contraction ratios rise, so the past ones are not exchangeable with the
+    next: the plain quantile misses every round; the adaptive level recovers the stated coverage."""
+    gaps = [1.0]
+    for k in range(150):
+        gaps.append(gaps[-1] * (0.5 + 0.48 * (1 - math.exp(-k / 40))))
+    assert _coverage(gaps, adapt_rate=0.0) < 0.1
+    assert _coverage(gaps, adapt_rate=0.05) >= 0.85
 
 
 def test_envelope_is_anchored_at_step_w_and_its_eta_is_checked() -> None:

@@ -20,13 +20,14 @@ SOUND = {"kind": "quadratic", "params": {"blocks": 2, "dim": 2}}
         (("window",), True),
         (("params", "blocks"), True),  # the kind's own params are strict too
         (("params", "coupling"), "0.3"),
+        (("stop_when", "gain_per_1k_tokens"), "0.5"),  # found (seed 1): a string was read as a number
     ],
 )
 def test_task_bodies_are_not_coerced(coordinator: Coordinator, field: tuple[str, ...], value: Any) -> None:
     body: dict[str, Any] = {**SOUND, "params": dict(SOUND["params"]), "stop": {}, "budgets": {}}
     target = body
     for name in field[:-1]:
-        target = target[name]
+        target = target.setdefault(name, {})
     target[field[-1]] = value
     r = coordinator.admin.post("/v1/tasks", json=body)
     assert r.status_code in (400, 422), r.text
