@@ -229,7 +229,9 @@ class SQLiteStore(Store):
             runtime = TaskRuntime.model_validate_json(self._task_row(db, task_id, "runtime")[0])
             if runtime.status in TERMINAL:
                 return False
-            runtime = runtime.model_copy(update={"status": status, "reason": reason, "finished_at": now})
+            runtime = runtime.model_copy(
+                update={"status": TaskStatus(status), "reason": reason, "finished_at": now}
+            )
             db.execute(
                 "UPDATE tasks SET runtime = ?, status = ?, finished_at = ? WHERE id = ?",
                 (runtime.model_dump_json(), status, now, task_id),
