@@ -11,7 +11,7 @@ const SUMMARY = [
   ["feasible", "feasible"], ["reference", "reference"], ["agents", "agents"], ["leases", "leases held"],
   ["merge_policy", "merging"], ["eta", "forecast ETA"], ["limit", "forecast limit"], ["age", "age"],
 ];
-const ROUND_COLS = ["round", "gap", "F", "merged / received", "edges", "merge", "κ", "γ", "δ", "bound",
+const ROUND_COLS = ["round", "gap", "F", "merged / received", "edges", "merge", "κ", "γ", "δ", "a priori",
                     "forecast", "rejected because", "regrouped"];
 const AGENT_COLS = ["agent", "model", "blocks held (lease age)", "proposals", "accepted", "rejected", "abandoned",
                     "last verdict", "tokens", "calls"];
@@ -230,7 +230,8 @@ export class TaskPage {
   }
 
   roundRow(r) {
-    const bound = r.held === true ? "held" : r.held === false ? "violated" : "–";
+    // the a priori bound from problem data (kinds that state one), where its precondition held this round
+    const bound = r.a_priori_held === true ? "held" : r.a_priori_held === false ? "failed" : "–";
     const forecast = r.predicted_gap === undefined || r.predicted_gap === null ? "–"
       : `≤ ${fmt(r.predicted_gap)} ${r.hit === true ? "hit" : r.hit === false ? "miss" : ""}`;
     const cells = [String(r.round), fmt(r.gap), fmt(r.objective, 6), `${r.accepted} / ${r.proposals}`,

@@ -63,8 +63,8 @@ class JobShopKnobs(BaseModel):
 
     iterations: int = Field(100, ge=1, le=100_000, description="tabu-search steps per proposal")
     tenure: int = Field(5, ge=0, le=1000, description="steps a swapped pair stays tabu")
-    regroupings: int = Field(
-        12, ge=0, le=1000, description="empty rounds spent regrouping jobs before stalling"
+    regroupings: int = Field(  # ft06, 3 agents: 12 stalled above 55 in 1 run of 6; 40 reached 55 in 20 of 20
+        40, ge=0, le=1000, description="empty rounds spent regrouping jobs before stalling"
     )
 
 
