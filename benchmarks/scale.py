@@ -182,29 +182,10 @@ STACK: list[str] = []
 
 
 def service_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
-    from service_throughput import ADMIN, Conn, cpu_seconds, free_port, start, stop
+    from service_throughput import ADMIN, Conn, cpu_seconds, free_port, start_serve, stop
 
     port = free_port()
-    serve = start(
-        [
-            sys.executable,
-            "-m",
-            "blockopt",
-            "serve",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--rate-per-agent",
-            "100000",
-            "--round-deadline",
-            "1.0",
-            *STACK,
-        ],
-        port,
-        "/readyz",
-        env={"BLOCKOPT_ADMIN_TOKEN": ADMIN},
-    )
+    serve = start_serve(port, *STACK)
     try:
         if axis == "svc-tasks":
             n_tasks, n_agents, params = (

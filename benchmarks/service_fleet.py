@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from service_throughput import ADMIN, ROOT, free_port, start, stop  # noqa: E402
+from service_throughput import ADMIN, ROOT, free_port, start_serve, stop  # noqa: E402
 
 PARAMS = {"blocks": 64, "dim": 4, "coupling": 0.3}
 
@@ -101,23 +101,7 @@ async def async_fleet(url: str, task: dict[str, Any], agents: int) -> None:
 
 def run_layout(layout: str, agents: int) -> dict[str, Any]:
     port = free_port()
-    serve = start(
-        [
-            sys.executable,
-            "-m",
-            "blockopt",
-            "serve",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--rate-per-agent",
-            "100000",
-        ],
-        port,
-        "/readyz",
-        env={"BLOCKOPT_ADMIN_TOKEN": ADMIN},
-    )
+    serve = start_serve(port, round_deadline=None)
     url = f"http://127.0.0.1:{port}"
     admin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60)
     try:

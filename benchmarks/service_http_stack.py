@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from service_throughput import ADMIN, ROOT, create_task, free_port, load, start, stop  # noqa: E402
+from service_throughput import ROOT, create_task, free_port, load, start, start_serve, stop  # noqa: E402
 
 STACKS = {"h11+asyncio": ("h11", "asyncio"), "httptools+uvloop": ("httptools", "uvloop")}
 
@@ -109,29 +109,7 @@ def main() -> None:
         finally:
             stop(trivial)
         port = free_port()
-        serve = start(
-            [
-                sys.executable,
-                "-m",
-                "blockopt",
-                "serve",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                "--rate-per-agent",
-                "100000",
-                "--round-deadline",
-                "1.0",
-                "--http",
-                http,
-                "--loop",
-                loop,
-            ],
-            port,
-            "/readyz",
-            env={"BLOCKOPT_ADMIN_TOKEN": ADMIN},
-        )
+        serve = start_serve(port, "--http", http, "--loop", loop)
         prof = str(args.profile / f"coordinator-{name}.txt") if args.profile else None
         try:
             task = create_task(port, "rounds", "checked", args.blocks)

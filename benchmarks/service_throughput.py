@@ -289,6 +289,15 @@ def start(
     return proc
 
 
+def start_serve(port: int, *extra: str, round_deadline: float | None = 1.0) -> subprocess.Popen[bytes]:
+    """A real `blockopt serve` for load: per-agent rate limit out of the way, ready when /readyz answers."""
+    cmd = [sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "warning"]
+    cmd += ["--rate-per-agent", "100000"]
+    if round_deadline is not None:
+        cmd += ["--round-deadline", str(round_deadline)]
+    return start([*cmd, *extra], port, "/readyz", env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGTERM)
     try:
@@ -425,25 +434,7 @@ def main() -> None:
         mode, policy, *rest = case.split("/")
         wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
         port = free_port()
-        serve = start(
-            [
-                sys.executable,
-                "-m",
-                "blockopt",
-                "serve",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                "--rate-per-agent",
-                "100000",
-                "--round-deadline",
-                "1.0",
-            ],
-            port,
-            "/readyz",
-            env={"BLOCKOPT_ADMIN_TOKEN": ADMIN},
-        )
+        serve = start_serve(port)
         try:
             task = create_task(port, mode, policy, args.blocks)
             row = load(

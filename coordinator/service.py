@@ -69,6 +69,16 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
+def _head_of(snap: Snapshot, state: Any, version: int | None = None) -> Head:
+    """The stored head of a committed snapshot (``state`` already dumped to JSON)."""
+    return Head(
+        version=snap.version if version is None else version,
+        objective=snap.objective,
+        block_versions=list(snap.block_versions),
+        state=state,
+    )
+
+
 class CoordinatorService:
     AGENT_CACHE = 100_000
     """Verified agents cached per process (cleared when full)."""
@@ -207,12 +217,7 @@ class CoordinatorService:
             read_token_hash=auth.token_hash(read_token),
             created_at=self.clock(),
         )
-        head = Head(
-            version=0,
-            objective=snap.objective,
-            block_versions=list(snap.block_versions),
-            state=task.dump_state(snap.state),
-        )
+        head = _head_of(snap, task.dump_state(snap.state), version=0)
         await self.store.create_task(spec, head)
         self._built[spec.id] = _Built(task, engine, snap)
         log.info("task %s created: %s (%s, %s)", spec.id, spec.name, spec.merge_policy, spec.mode)
@@ -669,12 +674,7 @@ class CoordinatorService:
             new_head = None
             if outcome.committed:
                 snap = outcome.snapshot
-                new_head = Head(
-                    version=snap.version,
-                    objective=snap.objective,
-                    block_versions=list(snap.block_versions),
-                    state=state_json,
-                )
+                new_head = _head_of(snap, state_json)
             entry = RoundEntry(
                 record=rec,
                 bound=books.bound_dict(outcome.constants),
@@ -809,12 +809,7 @@ class CoordinatorService:
                 new_head = None
                 if outcome.committed:
                     snap = outcome.snapshot
-                    new_head = Head(
-                        version=snap.version,
-                        objective=snap.objective,
-                        block_versions=list(snap.block_versions),
-                        state=state_json,
-                    )
+                    new_head = _head_of(snap, state_json)
                 counters = self._counters(outcome.verdicts, None)
                 if rec.merge_kind != "none":
                     counters["merges:independent"] = 1

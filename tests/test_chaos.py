@@ -43,6 +43,16 @@ ENDLESS = {
 """Never stops by itself: every fault lands mid-run, and the test ends it."""
 
 
+def _busy_pair(c: Cluster, agents: Agents) -> tuple[Replica, Replica, dict[str, Any], float]:
+    """Two replicas sharing a 24-block task, 6 agents on each: rounds keep coming while a fault lands."""
+    a, b = c.start_replicas("a", "b")
+    task = create_task(a, **{**ENDLESS, "params": {"blocks": 24, "dim": 4, "coupling": 0.5}})
+    started = time.monotonic()
+    agents.start(a.url, task, 6, seed=1)
+    agents.start(b.url, task, 6, seed=2)
+    return a, b, task, started
+
+
 def _acks_grow(agents: Agents, before: int, more: int = 3) -> None:
     wait_until(lambda: len(agents.acknowledged()) >= before + more, 90, "agents to resume after the fault")
 
@@ -91,11 +101,7 @@ def test_sigkill_of_the_replica_holding_the_round(tmp_path: Path) -> None:
     c = Cluster(url, new_prefix(), tmp_path)
     agents = Agents(tmp_path)
     try:
-        a, b = c.start_replicas("a", "b")
-        task = create_task(a, **{**ENDLESS, "params": {"blocks": 24, "dim": 4, "coupling": 0.5}})
-        started = time.monotonic()
-        agents.start(a.url, task, 6, seed=1)
-        agents.start(b.url, task, 6, seed=2)
+        a, b, task, started = _busy_pair(c, agents)
         holder, fence = c.lock_holder(task["id"])
         survivor = b if holder is a else a
         holder.signal(signal.SIGKILL)
@@ -118,11 +124,7 @@ def test_replica_paused_past_its_lock(tmp_path: Path) -> None:
     c = Cluster(url, new_prefix(), tmp_path)
     agents = Agents(tmp_path)
     try:
-        a, b = c.start_replicas("a", "b")
-        task = create_task(a, **{**ENDLESS, "params": {"blocks": 24, "dim": 4, "coupling": 0.5}})
-        started = time.monotonic()
-        agents.start(a.url, task, 6, seed=1)
-        agents.start(b.url, task, 6, seed=2)
+        a, b, task, started = _busy_pair(c, agents)
         holder, fence = c.lock_holder(task["id"])
         other = b if holder is a else a
         wait_until(

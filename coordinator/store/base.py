@@ -18,6 +18,7 @@ Rules every implementation keeps (``tests/store_contract.py`` checks them):
 from __future__ import annotations
 
 import abc
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -121,6 +122,19 @@ class Lease(BaseModel):
     version: int
     granted_at: float
     expires_at: float
+
+    @classmethod
+    def grant(cls, task_id: str, block: int, agent: str, version: int, now: float, ttl: float) -> Lease:
+        """A new lease with a fresh id (every store grants them the same way)."""
+        return cls(
+            id=uuid.uuid4().hex,
+            task_id=task_id,
+            block=block,
+            agent=agent,
+            version=version,
+            granted_at=now,
+            expires_at=now + ttl,
+        )
 
 
 class AgentRecord(BaseModel):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import threading
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -269,15 +268,7 @@ class MemoryStore(Store):
             block = min(free, key=lambda b: seq.get(b, -1))
             books.seq += 1
             books.lease_seq[block] = books.seq
-            lease = Lease(
-                id=uuid.uuid4().hex,
-                task_id=task_id,
-                block=block,
-                agent=agent,
-                version=version,
-                granted_at=now,
-                expires_at=now + ttl,
-            )
+            lease = Lease.grant(task_id, block, agent, version, now, ttl)
             books.leases[block] = lease
             books.counters["leases_granted"] += 1
             return lease.model_copy()

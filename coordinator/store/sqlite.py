@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -425,15 +424,7 @@ class SQLiteStore(Store):
             db.execute(
                 "INSERT OR REPLACE INTO lease_seq (task_id, block, seq) VALUES (?,?,?)", (task_id, block, seq)
             )
-            lease = Lease(
-                id=uuid.uuid4().hex,
-                task_id=task_id,
-                block=block,
-                agent=agent,
-                version=version,
-                granted_at=now,
-                expires_at=now + ttl,
-            )
+            lease = Lease.grant(task_id, block, agent, version, now, ttl)
             db.execute(
                 "INSERT INTO leases (task_id, block, id, agent, body, expires_at) VALUES (?,?,?,?,?,?)",
                 (task_id, block, lease.id, agent, lease.model_dump_json(), lease.expires_at),
