@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from service_throughput import ROOT, create_task, free_port, load, start, start_serve, stop  # noqa: E402
+from service_throughput import ROOT, create_task, free_port, load, start_serve, start_trivial, stop  # noqa: E402
 
 STACKS = {"h11+asyncio": ("h11", "asyncio"), "httptools+uvloop": ("httptools", "uvloop")}
 
@@ -83,25 +83,7 @@ def main() -> None:
     rows: dict[str, dict[str, Any]] = {}
     for name, (http, loop) in STACKS.items():
         port = free_port()
-        trivial = start(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "benchmarks.service_trivial_app:app",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                "--no-access-log",
-                "--http",
-                http,
-                "--loop",
-                loop,
-            ],
-            port,
-            "/docs",
-        )
+        trivial = start_trivial(port, "--http", http, "--loop", loop)
         try:
             rows[f"trivial {name}"] = load(
                 "trivial", port, None, args.agents, args.gen_procs, args.seconds, trivial.pid

@@ -289,6 +289,12 @@ def start(
     return proc
 
 
+def start_trivial(port: int, *extra: str) -> subprocess.Popen[bytes]:
+    """The baseline: a FastAPI endpoint that does nothing, under uvicorn like the coordinator."""
+    cmd = [sys.executable, "-m", "uvicorn", "benchmarks.service_trivial_app:app", "--port", str(port)]
+    return start([*cmd, "--log-level", "warning", "--no-access-log", *extra], port, "/docs")
+
+
 def start_serve(port: int, *extra: str, round_deadline: float | None = 1.0) -> subprocess.Popen[bytes]:
     """A real `blockopt serve` for load: per-agent rate limit out of the way, ready when /readyz answers."""
     cmd = [sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "warning"]
@@ -395,21 +401,7 @@ def main() -> None:
         f"generator: {args.gen_procs} processes x threads of http.client keep-alive; {os.cpu_count()} cores"
     )
     port = free_port()
-    trivial = start(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "benchmarks.service_trivial_app:app",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--no-access-log",
-        ],
-        port,
-        "/docs",
-    )
+    trivial = start_trivial(port)
     rows: list[tuple[str, dict[str, Any]]] = []
     try:
         rows.append(
