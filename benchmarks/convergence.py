@@ -24,10 +24,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coordinator import forecast as fc  # noqa: E402
-from coordinator.engine import EngineSettings  # noqa: E402
-from coordinator.inproc import RunResult, RunSettings, run_inproc  # noqa: E402
-from coordinator.ledger import RunLedger  # noqa: E402
+from coordinator.engine import forecast as fc  # noqa: E402
+from coordinator.engine.rounds import EngineSettings  # noqa: E402
+from coordinator.reports.ledger import RunLedger  # noqa: E402
+from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc  # noqa: E402
 from tasks.quadratic import QuadraticParams, QuadraticProposerParams, QuadraticTask  # noqa: E402
 
 EPSILON = 1e-6

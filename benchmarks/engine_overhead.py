@@ -11,8 +11,8 @@ import argparse
 import statistics
 import time
 
-from coordinator.engine import EngineSettings
-from coordinator.inproc import RunSettings, run_inproc
+from coordinator.engine.rounds import EngineSettings
+from coordinator.runtime.inproc import RunSettings, run_inproc
 from tasks.quadratic import QuadraticParams, QuadraticProposerParams, QuadraticTask
 
 

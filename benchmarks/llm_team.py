@@ -31,8 +31,8 @@ from pydantic import SecretStr
 
 from agents.fleet import run_threads
 from agents.worker import WorkerConfig
-from coordinator.app import create_app
-from coordinator.embedded import EmbeddedServer
+from coordinator.api.embedded import EmbeddedServer
+from coordinator.api.main import create_app
 from coordinator.settings import ServiceSettings
 from coordinator.store import MemoryStore
 

@@ -6,12 +6,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.engine import EngineSettings
-from coordinator.inproc import RunSettings, run_inproc
+from coordinator.engine.rounds import EngineSettings
+from coordinator.runtime.inproc import RunSettings, run_inproc
 from tasks.base import Proposer
 from tasks.registry import create_task
 from tasks.routing import RoutingTask
-from tasks.routing.validator import Verdict, validate_plan
+from tasks.routing.validator import PlanCheck, validate_plan
 
 
 def make_task(map_name: str, scen: str, robots: int, blocks: int, **extra: Any) -> RoutingTask:
@@ -22,7 +22,7 @@ def make_task(map_name: str, scen: str, robots: int, blocks: int, **extra: Any) 
     return task
 
 
-def check(task: RoutingTask, paths: list[list[tuple[int, int]]]) -> Verdict:
+def check(task: RoutingTask, paths: list[list[tuple[int, int]]]) -> PlanCheck:
     """Our independent validator on (x, y) paths."""
     g = task.grid
     return validate_plan(
@@ -45,7 +45,7 @@ class TeamRun:
     first_feasible_round: int | None = None
     parallel_s: float | None = None
     """Wall time if the agents had run side by side: per round the slowest proposer plus the engine."""
-    verdict: Verdict | None = None
+    verdict: PlanCheck | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -76,7 +76,7 @@ def run_team(
     stop_when_feasible: bool = False,
     stall_rounds: int | None = None,
 ) -> TeamRun:
-    from coordinator.ledger import StopRule
+    from coordinator.reports.ledger import StopRule
 
     knobs = task.ProposerParams(time_budget=time_budget)
     calls: list[float] = []

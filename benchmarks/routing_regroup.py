@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coordinator.engine import RoundEngine  # noqa: E402
-from coordinator.inproc import contract_envelope  # noqa: E402
-from coordinator.records import Proposal  # noqa: E402
+from coordinator.engine.contract import contract_envelope  # noqa: E402
+from coordinator.engine.records import Proposal  # noqa: E402
+from coordinator.engine.rounds import RoundEngine  # noqa: E402
 from tasks.registry import create_task  # noqa: E402
 from tasks.routing.regroup import holding_up, regroup  # noqa: E402
 

@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.routing_common import check, make_task  # noqa: E402
-from coordinator.inproc import contract_envelope  # noqa: E402
-from coordinator.records import Snapshot  # noqa: E402
+from coordinator.engine.contract import contract_envelope  # noqa: E402
+from coordinator.engine.records import Snapshot  # noqa: E402
 
 
 def main() -> None:

@@ -79,9 +79,9 @@ def peak_rss_mb() -> float:
 
 # -- engine points (run in a child process) --------------------------------------------------------------
 def engine_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
-    from coordinator.engine import EngineSettings
-    from coordinator.inproc import RunSettings, run_inproc
-    from coordinator.ledger import StopRule
+    from coordinator.engine.rounds import EngineSettings
+    from coordinator.reports.ledger import StopRule
+    from coordinator.runtime.inproc import RunSettings, run_inproc
     from tasks.registry import create_task
 
     t0 = time.perf_counter()

@@ -26,18 +26,21 @@ STACKS = {"h11+asyncio": ("h11", "asyncio"), "httptools+uvloop": ("httptools", "
 
 STEPS: list[tuple[str, tuple[str, ...]]] = [
     # (step, substrings of a frame that put a sample in it); the innermost frame that matches decides
-    ("round engine (scoring, selection)", ("coordinator/engine.py", "coordinator/selection.py", "tasks/")),
+    (
+        "round engine (scoring, selection)",
+        ("coordinator/engine/rounds.py", "coordinator/engine/selection.py", "tasks/"),
+    ),
     (
         "round bookkeeping (ledger, records, metrics)",
         (
-            "coordinator/ledger.py",
-            "coordinator/convergence.py",
-            "coordinator/metrics.py",
+            "coordinator/reports/ledger.py",
+            "coordinator/engine/convergence.py",
+            "coordinator/runtime/metrics.py",
             "prometheus_client",
         ),
     ),
     ("store (memory)", ("coordinator/store/",)),
-    ("auth", ("authenticate", "coordinator/auth.py")),
+    ("auth", ("authenticate", "coordinator/runtime/auth.py")),
     ("request validation (pydantic)", ("pydantic", "fastapi/dependencies", "_request_body")),
     (
         "response encoding",

@@ -26,8 +26,8 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coordinator.app import create_app  # noqa: E402
-from coordinator.embedded import EmbeddedServer  # noqa: E402
+from coordinator.api.embedded import EmbeddedServer  # noqa: E402
+from coordinator.api.main import create_app  # noqa: E402
 from coordinator.settings import ServiceSettings  # noqa: E402
 from coordinator.store import MemoryStore  # noqa: E402
 from tests.browser_support import Browser, executables  # noqa: E402

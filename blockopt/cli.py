@@ -365,7 +365,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from prometheus_client import CollectorRegistry
 
     from blockopt.service_flags import settings_from_args
-    from coordinator.app import create_app
+    from coordinator.api.main import create_app
     from coordinator.errors import InvalidRequest
     from coordinator.store import make_store, store_option
 

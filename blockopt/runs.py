@@ -16,14 +16,14 @@ from pydantic import BaseModel, SecretStr
 
 from agents.fleet import spawn, terminate
 from agents.worker import WorkerConfig
-from coordinator.app import create_app
-from coordinator.datapaths import dirs_for
-from coordinator.embedded import EmbeddedServer
-from coordinator.engine import EngineSettings, RoundOutcome
-from coordinator.forecast import StopWhen
-from coordinator.inproc import RunResult, RunSettings, run_inproc
-from coordinator.ledger import Report, RunLedger, build_report, history_fields, relative_gap
-from coordinator.plots import convergence_plot
+from coordinator.api.embedded import EmbeddedServer
+from coordinator.api.main import create_app
+from coordinator.engine.forecast import StopWhen
+from coordinator.engine.rounds import EngineSettings, RoundOutcome
+from coordinator.reports.ledger import Report, RunLedger, build_report, history_fields, relative_gap
+from coordinator.reports.plots import convergence_plot
+from coordinator.runtime.datapaths import dirs_for
+from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc
 from coordinator.settings import ServiceSettings
 from coordinator.store import make_store
 from coordinator.ui.hint import live_view_hint, serve_until_interrupted

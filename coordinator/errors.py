@@ -50,7 +50,7 @@ class ValidationFailed(InvalidRequest):
     code = "validation_error"
 
 
-class InvalidProposal(BlockoptError):
+class ProposalRefused(BlockoptError):
     """The proposal fails the task's structural checks (shape, legality, unknown names)."""
 
     status = 422

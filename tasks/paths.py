@@ -1,7 +1,7 @@
 """A marker for Params fields that may name files on the machine that builds the task.
 
 A kind declares such a field as ``Annotated[str, DataPath(...)]``; the
-coordinator (``coordinator.datapaths``) confines every marked value that names
+coordinator (``coordinator.runtime.datapaths``) confines every marked value that names
 a file to its configured data directories, without knowing the kind. A field
 that also takes bundled names says which values are paths with ``is_path``.
 """

@@ -16,8 +16,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 
-from coordinator.app import create_app
-from coordinator.embedded import EmbeddedServer
+from coordinator.api.embedded import EmbeddedServer
+from coordinator.api.main import create_app
 from coordinator.settings import ServiceSettings
 from coordinator.store import MemoryStore
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agents.llm import LLMSettings
-from coordinator.engine import RoundEngine
-from coordinator.inproc import contract_envelope
+from coordinator.engine.contract import contract_envelope
+from coordinator.engine.rounds import RoundEngine
 from tasks.base import Task
 from tasks.registry import create_task
 from tests.fake_openai import FakeConfig, FakeLLM, ServerThread

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from coordinator import errors
-from coordinator.records import Proposal, RoundRecord, Usage, Verdict
+from coordinator.engine.records import Proposal, RoundRecord, Usage, Verdict
 from coordinator.store.base import (
     AbandonedLease,
     AgentRecord,

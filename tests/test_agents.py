@@ -14,7 +14,7 @@ from agents.fleet import shares
 from agents.http import Api, ApiError, GaveUp
 from agents.proposers import ThinkingProposer, UnknownProposer, make_proposer, register_proposer
 from agents.worker import Worker, WorkerConfig
-from coordinator.embedded import EmbeddedServer, bind
+from coordinator.api.embedded import EmbeddedServer, bind
 from tasks.base import Draft, Proposer, Task
 from tasks.registry import create_task
 from tests.conftest import Coordinator

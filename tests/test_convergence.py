@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from coordinator.convergence import AccountingError, MergedScore, check_accounting, round_constants
-from coordinator.engine import EngineSettings, RoundEngine
-from coordinator.forecast import consecutive_misses, envelope_summary, forecast, one_step
-from coordinator.inproc import RunResult, RunSettings, run_inproc
+from coordinator.engine.convergence import AccountingError, MergedScore, check_accounting, round_constants
+from coordinator.engine.forecast import consecutive_misses, envelope_summary, forecast, one_step
+from coordinator.engine.rounds import EngineSettings, RoundEngine
+from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc
 from tasks.quadratic import QuadraticParams, QuadraticProposerParams, QuadraticTask
 
 INSTANCE = QuadraticParams(blocks=16, dim=4, coupling=0.3, seed=7)
@@ -27,7 +27,7 @@ def run(
 ) -> RunResult:
     settings = EngineSettings(merge_policy=policy)  # type: ignore[arg-type]
     if engine is not None:
-        import coordinator.inproc as inproc
+        import coordinator.runtime.inproc as inproc
 
         original = inproc.RoundEngine
         inproc.RoundEngine = engine  # type: ignore[misc]

@@ -378,7 +378,7 @@ def test_demo_presets_are_valid_task_bodies() -> None:
     """The compose demo's presets pass the API's own request model and their kind's parameter model."""
     import importlib.util
 
-    from coordinator.wire import CreateTask
+    from coordinator.runtime.wire import CreateTask
     from tasks.registry import kind_class
 
     spec = importlib.util.spec_from_file_location("create_task", DEMO_SCRIPT)

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.engine import EngineSettings, RoundEngine
-from coordinator.inproc import RunSettings, contract_envelope, run_inproc
-from coordinator.records import Proposal
+from coordinator.engine.contract import contract_envelope
+from coordinator.engine.records import Proposal
+from coordinator.engine.rounds import EngineSettings, RoundEngine
+from coordinator.runtime.inproc import RunSettings, run_inproc
 from tasks.quadratic import QuadraticParams, QuadraticProposer, QuadraticProposerParams, QuadraticTask
 
 STRONG = QuadraticParams(blocks=8, dim=3, coupling=0.6, seed=3)

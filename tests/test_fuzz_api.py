@@ -28,7 +28,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from coordinator.embedded import bind
+from coordinator.api.embedded import bind
 from tests.conftest import REPO, blockopt_process
 
 pytestmark = pytest.mark.slow

@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.interference import candidate_pairs
-from coordinator.selection import _local_search, pairwise_model_value
+from coordinator.engine.interference import candidate_pairs
+from coordinator.engine.selection import _local_search, pairwise_model_value
 from tasks.quadratic import QuadraticParams, QuadraticTask, coupling_graph
 
 footprints = st.lists(
@@ -130,7 +130,7 @@ def test_sparse_quadratic_matches_its_dense_matrix() -> None:
 @settings(max_examples=40, deadline=None)
 @given(weighted_graphs(max_nodes=9))
 def test_enumeration_finds_the_best_pairwise_combination(graph: nx.Graph) -> None:
-    from coordinator.selection import best_pairwise_combination, max_weight_independent_set
+    from coordinator.engine.selection import best_pairwise_combination, max_weight_independent_set
 
     nodes = list(graph.nodes)
     subsets = [set(c) for r in range(1, len(nodes) + 1) for c in itertools.combinations(nodes, r)]

@@ -16,10 +16,11 @@ from agents.llm import (
     make_simulated_proposer,
 )
 from agents.llm.usage import LLMUsage
-from coordinator.engine import EngineSettings, RoundEngine
-from coordinator.inproc import blocks_for_round, contract_envelope
-from coordinator.ledger import RunLedger, relative_gap
-from coordinator.records import Proposal, Snapshot, Usage
+from coordinator.engine.contract import contract_envelope
+from coordinator.engine.records import Proposal, Snapshot, Usage
+from coordinator.engine.rounds import EngineSettings, RoundEngine
+from coordinator.reports.ledger import RunLedger, relative_gap
+from coordinator.runtime.inproc import blocks_for_round
 from tasks.base import Proposer, Task
 from tests.fake_openai import FakeConfig, ServerThread
 from tests.llm_support import (

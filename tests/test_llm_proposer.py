@@ -235,8 +235,8 @@ def test_settings_never_read_the_environment_after_construction(monkeypatch: pyt
 def test_routing_paths_out_of_contract_order_are_refused_before_submission() -> None:
     """Blocks are regrouped, so only the contract says which robot each path is for: the template checks it
     (and the repair turn then quotes the reason)."""
-    from coordinator.engine import RoundEngine
-    from coordinator.inproc import contract_envelope
+    from coordinator.engine.contract import contract_envelope
+    from coordinator.engine.rounds import RoundEngine
     from tasks.base import InvalidProposal
 
     task = create_task("routing", {"map": "empty-8-8", "robots": 6, "blocks": 2, "exact_limit": 0})

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.inproc import contract_envelope
-from coordinator.records import Snapshot
+from coordinator.engine.contract import contract_envelope
+from coordinator.engine.records import Snapshot
 from tasks.base import InvalidProposal
 from tasks.quadratic import QuadraticParams, QuadraticProposer, QuadraticTask
 from tasks.registry import InvalidParams, create_task

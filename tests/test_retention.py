@@ -9,14 +9,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from coordinator import errors
-from coordinator.metrics import ServiceMetrics
-from coordinator.service import CoordinatorService
+from coordinator.runtime.metrics import ServiceMetrics
+from coordinator.runtime.service import CoordinatorService
+from coordinator.runtime.wire import CreateTask
 from coordinator.settings import ServiceSettings
 from coordinator.store import MemoryStore
 from coordinator.store.base import Store
 from coordinator.store.redis import RedisStore
 from coordinator.store.sqlite import SQLiteStore
-from coordinator.wire import CreateTask
 from tests.conftest import ADMIN, blockopt_process
 from tests.redis_support import new_prefix, purge, require_redis
 

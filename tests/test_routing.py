@@ -8,8 +8,8 @@ from pathlib import Path as FsPath
 import pytest
 
 from blockopt.cli import main
-from coordinator.inproc import contract_envelope
-from coordinator.records import Snapshot
+from coordinator.engine.contract import contract_envelope
+from coordinator.engine.records import Snapshot
 from tasks.base import InvalidProposal
 from tasks.registry import InvalidParams, create_task, kinds
 from tasks.routing import RoutingTask
@@ -283,8 +283,8 @@ def test_interaction_partition_cuts_less_and_keeps_sizes() -> None:
 
 
 def test_regrouping_puts_robots_that_hold_each_other_up_in_one_block() -> None:
-    from coordinator.engine import RoundEngine
-    from coordinator.records import Proposal
+    from coordinator.engine.records import Proposal
+    from coordinator.engine.rounds import RoundEngine
     from tasks.routing.regroup import holding_up
 
     task = small(map="random-32-32-10", robots=50, blocks=3, partition="spatial")

@@ -14,8 +14,8 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.engine import EngineSettings, RoundEngine
-from coordinator.records import Proposal
+from coordinator.engine.records import Proposal
+from coordinator.engine.rounds import EngineSettings, RoundEngine
 from tasks.registry import InvalidParams
 from tasks.routing import RoutingTask
 from tasks.routing.instance import RoutingParams

@@ -224,8 +224,8 @@ def test_403_admin_disabled(coordinator_factory: Any) -> None:
     # a service without an admin token refuses administration rather than allowing it
     from prometheus_client import CollectorRegistry
 
-    import coordinator.app as app_module
-    from coordinator.embedded import EmbeddedServer
+    import coordinator.api.main as app_module
+    from coordinator.api.embedded import EmbeddedServer
     from coordinator.store import MemoryStore
 
     with EmbeddedServer(

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordinator.embedded import bind
+from coordinator.api.embedded import bind
 from tests.conftest import Coordinator, agent_process, blockopt_process
 
 

@@ -22,7 +22,7 @@ from pydantic import SecretStr
 
 from blockopt.cli import build_parser
 from blockopt.service_flags import STORE_FIELDS, flag_of, settings_from_args
-from coordinator.embedded import bind
+from coordinator.api.embedded import bind
 from coordinator.settings import ServiceSettings, weak_token_reason
 from tasks.routing.movingai import DATA
 from tests.conftest import ADMIN, REPO, Coordinator, blockopt_process

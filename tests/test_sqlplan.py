@@ -74,8 +74,8 @@ def test_wrong_plan_is_rejected(task: SqlPlanTask) -> None:
 
 def test_engine_rejects_a_failing_plan_with_its_reason(task: SqlPlanTask) -> None:
     """INDEXED BY an index that is not in the set: SQLite refuses; the verdict says why."""
-    from coordinator.engine import RoundEngine
-    from coordinator.records import Proposal
+    from coordinator.engine.records import Proposal
+    from coordinator.engine.rounds import RoundEngine
 
     engine = RoundEngine(task)
     snap = engine.initial_snapshot()
@@ -263,8 +263,8 @@ def test_interaction_on_shared_table_is_measured(task: SqlPlanTask) -> None:
 
 
 def test_proposer_improves_its_block(task: SqlPlanTask) -> None:
-    from coordinator.inproc import contract_envelope
-    from coordinator.records import Snapshot
+    from coordinator.engine.contract import contract_envelope
+    from coordinator.engine.records import Snapshot
 
     s0 = task.initial_state()
     snap = Snapshot(0, task.objective(s0), tuple(0 for _ in range(task.n_blocks)), s0)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.metrics import REASONS, TaskSample, TaskStateCollector
+from coordinator.runtime.metrics import REASONS, TaskSample, TaskStateCollector
 from tasks import registry
 from tasks.registry import KindRefused, UnknownKind, broken_kinds, kind_class, kinds
 

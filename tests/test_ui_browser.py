@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from coordinator.embedded import EmbeddedServer
+from coordinator.api.embedded import EmbeddedServer
 from coordinator.status import TERMINAL as STATUS_TERMINAL
 from tests.browser_support import ARTIFACTS, Browser, browser  # noqa: F401  (fixture)
 from tests.conftest import ADMIN, start_coordinator

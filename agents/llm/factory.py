@@ -25,7 +25,7 @@ def make_llm_proposer(
 ) -> LLMProposer:
     """An ``llm`` proposer for one task; raises UnknownKind / InvalidParams like ``create_task``.
 
-    Pass ``task`` when the caller already built it (routing maps, SQLite databases are costly to rebuild).
+    Pass ``task`` when the caller already built it (large instances are costly to rebuild).
     """
     task = task if task is not None else create_task(kind, dict(params))
     return LLMProposer(task, settings, client=ChatClient(settings, transport=transport))

@@ -1,6 +1,6 @@
 """Prompt tokens per lease, per task kind: the cost figure of the ``llm`` proposer.
 
-    .venv/bin/python -m agents.llm.measure quadratic '{"blocks": 16, "dim": 4}'
+    .venv/bin/python -m agents.llm.measure KIND '{"blocks": 16}'
 
 Measures the first-turn prompt (system + user with the embedded contract) for
 every block at the initial state and after one sweep of the kind's heuristic
@@ -66,7 +66,7 @@ def measure(
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
+def cli(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agents.llm.measure", description=__doc__.splitlines()[0])
     parser.add_argument("kind")
     parser.add_argument("params", nargs="?", default="{}", help="task params as JSON")
@@ -78,4 +78,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(cli())

@@ -1,7 +1,7 @@
 """What one proposal cost: tokens, calls, seconds and the model that spent them.
 
 Agents talk to the coordinator only over HTTP, so this mirrors the fields of
-``coordinator.records.Usage`` without importing it: ``as_dict()`` is the wire
+``coordinator.engine.records.Usage`` without importing it: ``as_dict()`` is the wire
 form the worker attaches to a proposal (``Usage.model_validate(u.as_dict())``).
 """
 

@@ -25,9 +25,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator import errors
-from coordinator.forecast import StopWhen
-from coordinator.ledger import UsageTotals
-from coordinator.records import MergePolicy, Proposal, RoundRecord, Usage, Verdict
+from coordinator.engine.forecast import StopWhen
+from coordinator.engine.records import MergePolicy, Proposal, RoundRecord, Usage, UsageTotals, Verdict
 from coordinator.status import TERMINAL as TERMINAL  # re-exported: stores and the service read it here
 from coordinator.status import TaskStatus
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator import errors
-from coordinator.ledger import TaskStatus, UsageTotals
-from coordinator.records import Proposal, Verdict
+from coordinator.engine.records import Proposal, UsageTotals, Verdict
+from coordinator.status import TaskStatus
 from coordinator.store.base import (
     TERMINAL,
     AbandonedLease,

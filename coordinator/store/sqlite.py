@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from coordinator import errors
-from coordinator.ledger import TaskStatus, UsageTotals
-from coordinator.records import Proposal, Verdict
+from coordinator.engine.records import Proposal, UsageTotals, Verdict
+from coordinator.status import TaskStatus
 from coordinator.store.base import (
     TERMINAL,
     AbandonedLease,

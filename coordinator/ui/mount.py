@@ -8,7 +8,7 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from coordinator.service import CoordinatorService
+from coordinator.runtime.service import CoordinatorService
 from coordinator.settings import ServiceSettings
 from coordinator.store.base import Store
 from coordinator.ui import routes

@@ -11,8 +11,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 
-from coordinator import access, errors
-from coordinator.service import CoordinatorService
+from coordinator import errors
+from coordinator.api import access
+from coordinator.runtime.service import CoordinatorService
 from coordinator.settings import ServiceSettings
 from coordinator.store.base import Store
 from tasks.registry import UnknownKind, kind_class
@@ -107,9 +108,9 @@ class KindView(BaseModel):
             "examples": [
                 {
                     "task": "t-3f2a9c",
-                    "kind": "quadratic",
+                    "kind": "my-kind",
                     "version": 40,
-                    "renderer": "/v1/kinds/quadratic/view.js",
+                    "renderer": "/v1/kinds/my-kind/view.js",
                     "model": {"residuals": [0.01, 0.002]},
                 }
             ]

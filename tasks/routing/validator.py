@@ -16,7 +16,7 @@ XY = tuple[int, int]
 
 
 @dataclass
-class Verdict:
+class PlanCheck:
     valid: bool
     soc: int
     vertex_conflicts: list[tuple[int, int, int, XY]] = field(default_factory=list)
@@ -40,7 +40,7 @@ def arrival(path: Sequence[XY]) -> int:
 
 def validate_plan(
     rows: Sequence[str], starts: Sequence[XY], goals: Sequence[XY], paths: Sequence[Sequence[XY]]
-) -> Verdict:
+) -> PlanCheck:
     """Check a whole plan against a map given as rows of characters (``.``/``G`` free)."""
     errors: list[str] = []
     height, width = len(rows), len(rows[0]) if rows else 0
@@ -51,7 +51,7 @@ def validate_plan(
 
     if not (len(paths) == len(starts) == len(goals)):
         errors.append(f"{len(paths)} paths for {len(starts)} robots")
-        return Verdict(False, 0, errors=errors)
+        return PlanCheck(False, 0, errors=errors)
     plan: list[list[XY]] = []
     for i, path in enumerate(paths):
         p = [(int(a), int(b)) for a, b in path]
@@ -69,7 +69,7 @@ def validate_plan(
             if t and abs(cell[0] - p[t - 1][0]) + abs(cell[1] - p[t - 1][1]) > 1:
                 errors.append(f"robot {i}: jumps from {p[t - 1]} to {cell} at time {t}")
     if errors:
-        return Verdict(False, 0, errors=errors)
+        return PlanCheck(False, 0, errors=errors)
 
     def at(i: int, t: int) -> XY:
         p = plan[i]
@@ -101,4 +101,4 @@ def validate_plan(
                         edge.append((t, min(i, j), max(i, j), here, there))
     # after the horizon every robot stays at its goal: only shared goals could still meet
     soc = sum(arrival(p) for p in plan)
-    return Verdict(not vertex and not edge, soc, vertex, edge)
+    return PlanCheck(not vertex and not edge, soc, vertex, edge)

@@ -27,7 +27,7 @@ REL_TOL = 1e-9
 
 
 @dataclass(frozen=True)
-class Outcome:
+class QueryOutcome:
     cost: int
     """progress callbacks (x 1,000 VM steps); the step cap when the run failed."""
     seconds: float
@@ -119,7 +119,7 @@ class Evaluator:
         self._order: dict[str, list[IndexSpec]] = {}
         self._sizes: dict[IndexSpec, int] = {}
         self._bad_index: dict[IndexSpec, str] = {}
-        self._cache: dict[tuple[Any, ...], Outcome] = {}
+        self._cache: dict[tuple[Any, ...], QueryOutcome] = {}
         self._floor: dict[tuple[Any, ...], int] = {}
         self._sql: dict[tuple[str, Any], str] = {}
         self.runs = 0
@@ -130,7 +130,7 @@ class Evaluator:
             if q in stored:
                 rows, cost = stored[q]
                 self.reference[q], self.default_cost[q] = rows, cost
-                self._cache[self._key(q, DEFAULT_PLAN, frozenset())] = Outcome(cost, 0.0, True)
+                self._cache[self._key(q, DEFAULT_PLAN, frozenset())] = QueryOutcome(cost, 0.0, True)
                 continue
             try:
                 run = self.sandbox.query(model.sql)
@@ -138,7 +138,7 @@ class Evaluator:
                 raise ValueError(f"{q}: the original query does not run: {exc.reason}") from None
             self.reference[q] = run.rows
             self.default_cost[q] = run.cost
-            self._cache[self._key(q, DEFAULT_PLAN, frozenset())] = Outcome(run.cost, run.seconds, True)
+            self._cache[self._key(q, DEFAULT_PLAN, frozenset())] = QueryOutcome(run.cost, run.seconds, True)
         if set(stored) != set(self.models):
             _store_reference(workload, self.reference, self.default_cost)
 
@@ -198,7 +198,7 @@ class Evaluator:
     def _key(self, qid: str, plan: QueryPlan, rel: frozenset[IndexSpec]) -> tuple[Any, ...]:
         return (qid, plan.key(), rel)
 
-    def cached(self, qid: str, plan: QueryPlan, indexes: Iterable[IndexSpec]) -> Outcome | None:
+    def cached(self, qid: str, plan: QueryPlan, indexes: Iterable[IndexSpec]) -> QueryOutcome | None:
         return self._cache.get(self._key(qid, plan, self.relevant(qid, indexes)))
 
     def sql(self, qid: str, plan: QueryPlan) -> str:
@@ -220,7 +220,7 @@ class Evaluator:
         cap: int | None = None,
         *,
         fresh: bool = False,
-    ) -> Outcome:
+    ) -> QueryOutcome:
         """Cost of ``qid`` under ``plan`` with ``indexes``; ``cap`` stops a probe early (not cached as a cost)."""
         rel = self.relevant(qid, indexes)
         key = self._key(qid, plan, rel)
@@ -229,11 +229,11 @@ class Evaluator:
         full_cap = self.cap_for(qid)
         limit = full_cap if cap is None else min(cap, full_cap)
         if not fresh and self._floor.get(key, -1) >= limit:
-            return Outcome(limit + 1, 0.0, False, "stopped at the probe's step cap")
+            return QueryOutcome(limit + 1, 0.0, False, "stopped at the probe's step cap")
         model = self.models[qid]
         reason = self._sync(rel, model.tables)
         if reason:
-            out = Outcome(full_cap, 0.0, False, reason)
+            out = QueryOutcome(full_cap, 0.0, False, reason)
             self._cache[key] = out
             return out
         sql = self.sql(qid, plan)
@@ -243,18 +243,18 @@ class Evaluator:
         except StepCapExceeded:
             if limit < full_cap:
                 self._floor[key] = max(self._floor.get(key, -1), limit)
-                return Outcome(limit + 1, 0.0, False, "stopped at the probe's step cap")
-            out = Outcome(
+                return QueryOutcome(limit + 1, 0.0, False, "stopped at the probe's step cap")
+            out = QueryOutcome(
                 full_cap, 0.0, False, f"{qid}: plan exceeds the step cap ({full_cap} x 1,000 VM steps)"
             )
             self._cache[key] = out
             return out
         except SandboxError as exc:
-            out = Outcome(full_cap, 0.0, False, f"{qid}: plan fails: {exc.reason}")
+            out = QueryOutcome(full_cap, 0.0, False, f"{qid}: plan fails: {exc.reason}")
             self._cache[key] = out
             return out
         diff = compare_rows(run.rows, self.reference[qid])
-        out = Outcome(
+        out = QueryOutcome(
             run.cost, run.seconds, not diff, f"{qid}: plan is not equivalent: {diff}" if diff else ""
         )
         if not fresh:

@@ -75,7 +75,7 @@ def bar_chart(sol: dict[str, Any], path: str) -> str:
     return path
 
 
-def write_outputs(task: Any, state: Any, stem: str) -> list[str]:
+def write_query_reports(task: Any, state: Any, stem: str) -> list[str]:
     """Prints the per-query table (measuring the baselines, so the report's solution carries them) and
     draws the chart."""
     sol = solution(task, state, with_baselines=True)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.base import InvalidProposal, Reference, Task
 from tasks.paths import DataPath
-from tasks.sqlplan.evaluate import Evaluator, Outcome
+from tasks.sqlplan.evaluate import Evaluator, QueryOutcome
 from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryPlan, parse_plan
 from tasks.sqlplan.prompt import SqlPlanPrompt
@@ -62,7 +62,7 @@ class SqlPlanProposerParams(BaseModel):
 class SqlState:
     plans: tuple[QueryPlan, ...]
     indexes: frozenset[IndexSpec]
-    outcomes: tuple[Outcome, ...]
+    outcomes: tuple[QueryOutcome, ...]
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         over = self.index_bytes(indexes) - self.budget
         return 0.0 if over <= 0 else self.penalty + over / 1024.0
 
-    def _f(self, outcomes: tuple[Outcome, ...], indexes: frozenset[IndexSpec]) -> float:
+    def _f(self, outcomes: tuple[QueryOutcome, ...], indexes: frozenset[IndexSpec]) -> float:
         fails = sum(1 for o in outcomes if not o.ok)
         return float(sum(o.cost for o in outcomes)) + fails * self.penalty + self.budget_penalty(indexes)
 
@@ -357,9 +357,9 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         return pathlib.Path(__file__).with_name("view.js")
 
     def pictures(self, state: SqlState, stem: str) -> list[str]:
-        from tasks.sqlplan.report import write_outputs
+        from tasks.sqlplan.report import write_query_reports
 
-        return write_outputs(self, state, stem)
+        return write_query_reports(self, state, stem)
 
     def make_proposer(self, knobs: BaseModel, seed: int = 0) -> Any:
         from tasks.sqlplan.proposer import SqlPlanProposer

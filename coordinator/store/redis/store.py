@@ -40,8 +40,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from coordinator import errors
-from coordinator.ledger import TaskStatus, UsageTotals
-from coordinator.records import Proposal, Verdict
+from coordinator.engine.records import Proposal, UsageTotals, Verdict
+from coordinator.status import TaskStatus
 from coordinator.store.base import (
     TERMINAL,
     AbandonedLease,

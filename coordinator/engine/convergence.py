@@ -7,7 +7,7 @@ Accounting is not evidence: with γ_t measured from the round itself,
 g_{t+1} = g_t − γ_tΣΔ_p holds by construction, so ``check_accounting`` is an
 invariant of the engine's books (a violation is a bug), never a result.
 What can fail: the a priori bound from problem data (``APrioriCheck``), the
-one-step forecast and the out-of-sample envelope (``coordinator.forecast``).
+one-step forecast and the out-of-sample envelope (``coordinator.engine.forecast``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import asdict, replace
 from typing import Any
 
-from coordinator.ledger import (
+from coordinator.reports.ledger import (
     Report,
     RunLedger,
     StopRule,
@@ -88,7 +88,7 @@ def ledger_of(
     return ledger
 
 
-def report_of(
+def task_report(
     spec: TaskSpec,
     runtime: TaskRuntime,
     head: Head,

@@ -13,8 +13,9 @@ import hmac
 
 from pydantic import SecretStr
 
-from coordinator import auth, errors
-from coordinator.service import CoordinatorService
+from coordinator import errors
+from coordinator.runtime import auth
+from coordinator.runtime.service import CoordinatorService
 from coordinator.settings import ServiceSettings
 
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import networkx as nx
 
 from coordinator import errors
-from coordinator.convergence import (
+from coordinator.engine.convergence import (
     AccountingError,
     MergedScore,
     RoundConstants,
@@ -25,9 +25,9 @@ from coordinator.convergence import (
     check_accounting,
     round_constants,
 )
-from coordinator.interference import candidate_pairs
-from coordinator.records import MergeKind, MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
-from coordinator.selection import (
+from coordinator.engine.interference import candidate_pairs
+from coordinator.engine.records import MergeKind, MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
+from coordinator.engine.selection import (
     best_pairwise_combination,
     max_weight_independent_set,
     pairwise_model_value,
@@ -117,12 +117,12 @@ class RoundEngine:
     def admit(self, snap: Snapshot, proposal: Proposal) -> Any:
         """The decoded block value, or a typed error (invalid, stale)."""
         if not 0 <= proposal.block < self.task.n_blocks:
-            raise errors.InvalidProposal(
+            raise errors.ProposalRefused(
                 f"block {proposal.block} does not exist (0..{self.task.n_blocks - 1})",
                 reason_code="wrong_block",
             )
         if proposal.base_version > snap.version:
-            raise errors.InvalidProposal(
+            raise errors.ProposalRefused(
                 f"base version {proposal.base_version} is newer than the current version {snap.version}",
                 reason_code="future_base",
             )
@@ -137,7 +137,7 @@ class RoundEngine:
         try:
             return self.task.validate(proposal.block, proposal.value)
         except TaskInvalidProposal as exc:
-            raise errors.InvalidProposal(exc.reason, reason_code=exc.code) from None
+            raise errors.ProposalRefused(exc.reason, reason_code=exc.code) from None
 
     # -- the round ----------------------------------------------------------
     def run_round(

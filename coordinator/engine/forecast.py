@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from coordinator.convergence import RoundConstants, constants_of
+from coordinator.engine.convergence import RoundConstants, constants_of
 
 DEFAULT_COVERAGE = 0.9
 DEFAULT_WINDOW = 20

@@ -26,14 +26,25 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator import auth, books, errors, paramcheck
-from coordinator import forecast as fc
-from coordinator.convergence import MergedScore, check_accounting, round_constants
-from coordinator.engine import EngineSettings, RoundEngine, RoundOutcome
-from coordinator.inproc import contract_envelope
-from coordinator.ledger import Report, relative_gap
-from coordinator.metrics import ServiceMetrics
-from coordinator.records import Proposal, RoundRecord, Snapshot, Verdict
+from coordinator import errors
+from coordinator.engine import forecast as fc
+from coordinator.engine.contract import contract_envelope
+from coordinator.engine.convergence import MergedScore, check_accounting, round_constants
+from coordinator.engine.records import Proposal, RoundRecord, Snapshot, Verdict
+from coordinator.engine.rounds import EngineSettings, RoundEngine, RoundOutcome
+from coordinator.reports import books
+from coordinator.reports.ledger import Report, relative_gap
+from coordinator.runtime import auth, paramcheck
+from coordinator.runtime.metrics import ServiceMetrics
+from coordinator.runtime.wire import (
+    CreateTask,
+    Joined,
+    JoinRequest,
+    LeaseGrant,
+    ProposalIn,
+    ProposalView,
+    TaskView,
+)
 from coordinator.settings import ServiceSettings
 from coordinator.status import TaskStatus
 from coordinator.store.base import (
@@ -49,7 +60,6 @@ from coordinator.store.base import (
     TaskSpec,
     WindowState,
 )
-from coordinator.wire import CreateTask, Joined, JoinRequest, LeaseGrant, ProposalIn, ProposalView, TaskView
 from tasks.base import Task
 from tasks.registry import InvalidParams, UnknownKind, create_task, kind_class
 
@@ -296,7 +306,7 @@ class CoordinatorService:
         runtime = await self.store.get_runtime(task_id)
         head = await self.store.get_head(task_id)
         built = await self._build(spec, head)
-        return books.report_of(
+        return books.task_report(
             spec,
             runtime,
             head,

@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.routing import Match
 
 from tasks.base import Task
 from tasks.registry import kinds
@@ -50,13 +49,13 @@ def allowed_methods(app: FastAPI, scope: dict[str, Any] | Any) -> list[str]:
     """Every method some route of this path accepts (a 405's ``Allow`` header, RFC 9110 §15.5.6)."""
     methods: set[str] = set()
     for route in app.router.routes:
-        match, _ = (
-            route.matches({**scope, "method": "GET"}) if hasattr(route, "matches") else (Match.NONE, {})
-        )
-        if match == Match.NONE:
+        if not hasattr(route, "matches"):
+            continue
+        match, _ = route.matches({**scope, "method": "GET"})  # a Match enum: NONE has value 0
+        if not match.value:
             match, _ = route.matches({**scope, "method": "POST"})
         route_methods = getattr(route, "methods", None)
-        if match != Match.NONE and route_methods:
+        if match.value and route_methods:
             methods |= set(route_methods)
     return sorted(methods)
 
@@ -223,7 +222,7 @@ def add_links(schema: dict[str, Any]) -> None:
         _link(schema, SUBMIT, status, "NextLease", LEASE, TASK_ID)
 
 
-def install(app: FastAPI, served_kinds: Iterable[str] = ()) -> None:
+def install_schema(app: FastAPI, served_kinds: Iterable[str] = ()) -> None:
     """Make ``app.openapi()`` return the completed document (built once, then cached by FastAPI)."""
     generate = app.openapi
     served = tuple(served_kinds)

@@ -15,10 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator.engine import EngineSettings, RoundEngine, RoundOutcome
-from coordinator.forecast import StopWhen
-from coordinator.ledger import RunLedger, StopRule, TaskStatus
-from coordinator.records import Proposal, Snapshot, Usage
+from coordinator.engine.contract import contract_envelope
+from coordinator.engine.forecast import StopWhen
+from coordinator.engine.records import Proposal, Snapshot, Usage
+from coordinator.engine.rounds import EngineSettings, RoundEngine, RoundOutcome
+from coordinator.reports.ledger import RunLedger, StopRule
+from coordinator.status import TaskStatus
 from tasks.base import Proposer, Task
 
 
@@ -41,18 +43,6 @@ class RunResult:
     ledger: RunLedger
     status: TaskStatus
     reason: str | None = None
-
-
-def contract_envelope(
-    task: Task[Any], snap: Snapshot, block: int, budget: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """What an agent receives with a lease: its block, the base version, the budget left, the task data."""
-    return {
-        "block": block,
-        "version": snap.version,
-        "budget": budget or {},
-        "data": task.contract(snap.state, block),
-    }
 
 
 def blocks_for_round(n_blocks: int, agents: int, round_index: int) -> list[int]:

@@ -15,15 +15,16 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Header
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator.records import Usage, Verdict
-from coordinator.service import CoordinatorService
-from coordinator.store.base import AbandonedLease, AgentRecord, QueuedProposal, Store
+from coordinator.engine.records import Usage
+from coordinator.reports.trajectories import abandoned_line, proposal_line
+from coordinator.runtime.service import CoordinatorService
+from coordinator.store.base import AbandonedLease, AgentRecord, Store
 
 MEDIA_TYPE = "application/x-ndjson"
 
@@ -73,62 +74,7 @@ class AbandonOut(BaseModel):
     """False when this id was already recorded (a retried report)."""
 
 
-def proposal_line(q: QueuedProposal, v: Verdict | None, names: dict[str, str]) -> dict[str, Any]:
-    p, u = q.proposal, q.proposal.usage
-    predicted, delta = p.predicted_improvement, (v.delta if v is not None else None)
-    return {
-        "type": "proposal",
-        "id": p.id,
-        "agent": p.agent,
-        "agent_name": names.get(p.agent),
-        "model": u.model,
-        "block": p.block,
-        "base_version": p.base_version,
-        "at": q.received_at,
-        "prompt_tokens": u.prompt_tokens,
-        "response_tokens": u.completion_tokens,
-        "reasoning_tokens": u.reasoning_tokens,
-        "prompt_chars": u.prompt_chars,
-        "response_chars": u.response_chars,
-        "verdict": v.status if v is not None else "pending",
-        "code": v.code if v is not None else None,
-        "reason": v.reason if v is not None else None,
-        "round": v.round if v is not None else None,
-        "predicted": predicted,
-        "delta": delta,
-        "error": abs(predicted - delta) if delta is not None else None,
-        "usage": u.model_dump(),
-    }
-
-
-def abandoned_line(a: AbandonedLease, names: dict[str, str]) -> dict[str, Any]:
-    u = a.usage
-    return {
-        "type": "abandoned",
-        "id": a.id,
-        "agent": a.agent,
-        "agent_name": names.get(a.agent),
-        "model": u.model,
-        "block": a.block,
-        "base_version": a.base_version,
-        "at": a.at,
-        "prompt_tokens": u.prompt_tokens,
-        "response_tokens": u.completion_tokens,
-        "reasoning_tokens": u.reasoning_tokens,
-        "prompt_chars": u.prompt_chars,
-        "response_chars": u.response_chars,
-        "verdict": a.outcome,
-        "code": a.failure or a.outcome,
-        "reason": a.reason,
-        "round": None,
-        "predicted": None,
-        "delta": None,
-        "error": None,
-        "usage": u.model_dump(),
-    }
-
-
-def router(service: CoordinatorService, store: Store) -> APIRouter:
+def trajectories_router(service: CoordinatorService, store: Store) -> APIRouter:
     api = APIRouter(tags=["trajectories"])
 
     async def agent(

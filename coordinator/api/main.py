@@ -21,13 +21,15 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from coordinator import access, auth, books, errors, openapi, trajectories, ui
-from coordinator.ledger import Report
-from coordinator.metrics import ServiceMetrics
-from coordinator.service import CoordinatorService
-from coordinator.settings import ServiceSettings
-from coordinator.store.base import TERMINAL, AgentRecord, Store
-from coordinator.wire import (
+from coordinator import errors, ui
+from coordinator.api import access, openapi
+from coordinator.api.routes import trajectories
+from coordinator.reports import books
+from coordinator.reports.ledger import Report
+from coordinator.runtime import auth
+from coordinator.runtime.metrics import ServiceMetrics
+from coordinator.runtime.service import CoordinatorService
+from coordinator.runtime.wire import (
     CreateTask,
     ErrorBody,
     Health,
@@ -43,6 +45,8 @@ from coordinator.wire import (
     TaskList,
     TaskView,
 )
+from coordinator.settings import ServiceSettings
+from coordinator.store.base import TERMINAL, AgentRecord, Store
 
 log = logging.getLogger("blockopt.api")
 Scope = MutableMapping[str, Any]
@@ -69,7 +73,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 REPORT_EXAMPLE: dict[str, Any] = {
-    "task": {"kind": "quadratic", "name": "quadratic-n16-d4-c0.3-s0", "blocks": 16},
+    "task": {"kind": "my-kind", "name": "my-kind-b16-s0", "blocks": 16},
     "agents": 4,
     "merge_policy": "checked",
     "status": "optimal",
@@ -514,7 +518,7 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
             raise errors.Unavailable("the store does not answer")
         return Health(status="ready")
 
-    app.include_router(trajectories.router(service, store), dependencies=read)
+    app.include_router(trajectories.trajectories_router(service, store), dependencies=read)
     ui.install(app, service, store, settings)
-    openapi.install(app, settings.kinds)
+    openapi.install_schema(app, settings.kinds)
     return app

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator import forecast as fc
-from coordinator.convergence import RoundConstants, RunConstants, run_constants
-from coordinator.records import MergePolicy, Proposal, RoundRecord, Usage, Verdict
+from coordinator.engine import forecast as fc
+from coordinator.engine.convergence import RoundConstants, RunConstants, run_constants
+from coordinator.engine.records import MergePolicy, Proposal, RoundRecord, UsageTotals, Verdict
 from coordinator.status import TaskStatus
 from tasks.base import Reference
 
@@ -34,23 +34,6 @@ def relative_gap(objective: float, reference: Reference) -> float:
     return (objective - reference.value) / max(abs(reference.value), 1e-12)
 
 
-class UsageTotals(BaseModel):
-    tokens: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-    calls: int = 0
-    seconds: float = 0.0
-
-    def add(self, usage: Usage) -> None:
-        self.tokens += usage.tokens
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.reasoning_tokens += usage.reasoning_tokens
-        self.calls += usage.calls
-        self.seconds += usage.seconds
-
-
 @dataclass
 class RunLedger:
     reference: Reference
@@ -63,7 +46,7 @@ class RunLedger:
     forecast_window: int = fc.DEFAULT_WINDOW
     epsilon: float = fc.DEFAULT_EPSILON
     a_priori: dict[str, float] | None = None
-    """The kind's a priori constants (μ, λ, m for the quadratic), None when it states none."""
+    """The kind's a priori constants (e.g. μ, λ, m), None when it states none."""
     verdicts: Counter[str] = field(default_factory=Counter)
     usage: UsageTotals = field(default_factory=UsageTotals)
     usage_by_model: dict[str, UsageTotals] = field(default_factory=dict)
@@ -169,7 +152,7 @@ class RunLedger:
 
 def solved(feasible: bool, status: TaskStatus, reference: Reference) -> bool:
     """A task is solved when it ended feasible and either optimal, or without a proven optimum to reach it ended
-    by its own rules or a budget (routing: a collision-free plan)."""
+    by its own rules or a budget (e.g. a plan that meets every constraint)."""
     ended = (TaskStatus.STALLED, TaskStatus.DIMINISHING_RETURNS, TaskStatus.BUDGET_EXHAUSTED)
     return feasible and (status == TaskStatus.OPTIMAL or (status in ended and reference.kind != "optimum"))
 

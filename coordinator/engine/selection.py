@@ -120,7 +120,7 @@ def _local_search(graph: nx.Graph) -> set[int]:
 
     Each node's marginal value Δ_n − Σ_{chosen q} c_nq is kept up to date along the flipped node's edges, so
     a flip costs its degree plus one argmax: linear per flip in a sparse graph (a dense c·chosen product
-    per flip was quadratic). An exclusive edge (same block) is a count of chosen exclusive neighbours.
+    per flip was O(n²)). An exclusive edge (same block) is a count of chosen exclusive neighbours.
     """
     nodes = list(graph.nodes)
     index = {n: k for k, n in enumerate(nodes)}
@@ -160,7 +160,7 @@ def _local_search(graph: nx.Graph) -> set[int]:
 
 
 def best_pairwise_combination(graph: nx.Graph) -> set[int]:
-    """Maximize Σ Δ_p x_p − Σ c_pq x_p x_q over one component (a small quadratic selection).
+    """Maximize Σ Δ_p x_p − Σ c_pq x_p x_q over one component (a small pairwise selection).
 
     Products are linearized: y_pq ≥ x_p + x_q − 1 where c_pq > 0 (a penalty the
     solver wants to avoid), y_pq ≤ x_p, y_pq ≤ x_q where c_pq < 0 (a bonus).

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from coordinator.ledger import Report  # noqa: E402
+from coordinator.reports.ledger import Report  # noqa: E402
 
 _FLOOR = 1e-300
 VACUOUS = 100.0

@@ -38,6 +38,23 @@ class Usage(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
 
+class UsageTotals(BaseModel):
+    tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    calls: int = 0
+    seconds: float = 0.0
+
+    def add(self, usage: Usage) -> None:
+        self.tokens += usage.tokens
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.reasoning_tokens += usage.reasoning_tokens
+        self.calls += usage.calls
+        self.seconds += usage.seconds
+
+
 class Proposal(BaseModel):
     id: str
     agent: str

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator.forecast import Forecast, StopWhen
-from coordinator.records import MergePolicy, Usage, Verdict
+from coordinator.engine.forecast import Forecast, StopWhen
+from coordinator.engine.records import MergePolicy, Usage, Verdict
 from coordinator.status import TaskStatus
 from coordinator.store.base import Budgets, TaskMode
 
@@ -37,8 +37,8 @@ class StopSpec(BaseModel):
 class CreateTask(BaseModel):
     model_config = _example(
         {
-            "kind": "quadratic",
-            "params": {"blocks": 16, "dim": 4},
+            "kind": "my-kind",
+            "params": {"blocks": 16, "seed": 0},
             "merge_policy": "checked",
             "mode": "rounds",
             "budgets": {"rounds": 500, "seconds": 600},
@@ -81,8 +81,8 @@ class TaskView(BaseModel):
     model_config = _example(
         {
             "id": "t-3f2a9c",
-            "kind": "quadratic",
-            "name": "quadratic-n16-d4-c0.3-s0",
+            "kind": "my-kind",
+            "name": "my-kind-b16-s0",
             "status": "running",
             "reason": None,
             "round": 12,
@@ -150,8 +150,8 @@ class Joined(BaseModel):
             "token": "<agent token>",
             "task": {
                 "id": "t-3f2a9c",
-                "kind": "quadratic",
-                "params": {"blocks": 16, "dim": 4},
+                "kind": "my-kind",
+                "params": {"blocks": 16, "seed": 0},
                 "mode": "rounds",
                 "proposer": {"name": "heuristic", "knobs": {}},
             },
@@ -177,7 +177,7 @@ class LeaseGrant(BaseModel):
                 "block": 3,
                 "version": 12,
                 "budget": {"rounds": 488},
-                "data": {"kind": "quadratic", "x": [0.1, 0.2, 0.3, 0.4]},
+                "data": {"value": [0.1, 0.2, 0.3, 0.4]},
             },
         }
     )

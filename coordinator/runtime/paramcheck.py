@@ -3,7 +3,7 @@
 Params come over HTTP from whoever holds the admin token. They must fit the
 kind's schema exactly as ``/openapi.json`` documents it (no coercion: ``true``
 is not ``1``, ``"3"`` is not ``3``), and any file path they name must lie in
-the coordinator's data directories (``coordinator.datapaths``).
+the coordinator's data directories (``coordinator.runtime.datapaths``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from coordinator import datapaths, errors
+from coordinator import errors
+from coordinator.runtime import datapaths
 from tasks.registry import first_error
 
 

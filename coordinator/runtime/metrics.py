@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from coordinator import forecast as fc
-from coordinator.records import RoundRecord
+from coordinator.engine import forecast as fc
+from coordinator.engine.records import RoundRecord
 from coordinator.status import TaskStatus
 from coordinator.store.base import TERMINAL, Store, TaskRuntime, TaskSpec, UsageRow
 from tasks.registry import rejection_codes
@@ -73,7 +73,7 @@ class TaskSample:
 
 
 @dataclass
-class Snapshot:
+class MetricsSnapshot:
     tasks: list[TaskSample] = field(default_factory=list)
     status_counts: dict[str, int] = field(default_factory=dict)
     usage: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
@@ -82,7 +82,7 @@ class Snapshot:
 
 class TaskStateCollector(Collector):
     def __init__(self) -> None:
-        self.snapshot = Snapshot()
+        self.snapshot = MetricsSnapshot()
 
     def collect(self) -> Iterator[Metric]:
         snap = self.snapshot
@@ -312,7 +312,7 @@ class ServiceMetrics:
                 models_seen.add(model)
                 tok, cal = usage.get((agent, model), (0.0, 0.0))
                 usage[(agent, model)] = (tok + row.usage.tokens, cal + row.usage.calls)
-        self.state.snapshot = Snapshot(samples, status_counts, usage)
+        self.state.snapshot = MetricsSnapshot(samples, status_counts, usage)
 
 
 def _forecast(
