@@ -13,6 +13,9 @@ task from its last commit.
   version-checked commit, as the Redis store's script does it.
 - Records are stored as the models' JSON; the columns beside them are only what
   a query filters or orders on.
+
+Over 350 lines: one class implementing the whole ``Store`` interface (tests/store_contract.py), kept
+whole so it reads method by method against the contract and its sibling backends.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ usage. Failures are the interesting lines, so leases that ended without a
 proposal are reported too: ``POST /v1/tasks/{id}/leases/{lease_id}/abandon``
 records what such a lease cost (its tokens count in the task's usage and
 budgets, an LLM that spent them and then failed still spent them) and
-releases the lease. Kept out of ``app.py``: this is not the hot path.
+releases the lease. The lines themselves are built in ``reports/trajectories.py``.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Literal
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from coordinator.api.deps import AgentDep, ServiceDep, StoreDep
 from coordinator.engine.records import Usage
 from coordinator.reports.trajectories import abandoned_line, proposal_line
-from coordinator.runtime.service import CoordinatorService
-from coordinator.store.base import AbandonedLease, AgentRecord, Store
+from coordinator.store.base import AbandonedLease
 
 MEDIA_TYPE = "application/x-ndjson"
 
@@ -74,89 +74,83 @@ class AbandonOut(BaseModel):
     """False when this id was already recorded (a retried report)."""
 
 
-def trajectories_router(service: CoordinatorService, store: Store) -> APIRouter:
-    api = APIRouter(tags=["trajectories"])
+router = APIRouter(tags=["trajectories"])
 
-    async def agent(
-        task_id: str, authorization: str | None = Header(None, include_in_schema=False)
-    ) -> AgentRecord:
-        return await service.authenticate(task_id, authorization)
 
-    @api.post(
-        "/v1/tasks/{task_id}/leases/{lease_id}/abandon",
-        response_model=AbandonOut,
-        tags=["agents"],
-        summary="End a lease without a proposal, reporting what it cost (counted in usage and budgets)",
+@router.post(
+    "/v1/tasks/{task_id}/leases/{lease_id}/abandon",
+    response_model=AbandonOut,
+    tags=["agents"],
+    summary="End a lease without a proposal, reporting what it cost (counted in usage and budgets)",
+)
+async def abandon(
+    task_id: str, lease_id: str, body: AbandonIn, me: AgentDep, service: ServiceDep, store: StoreDep
+) -> AbandonOut:
+    record = AbandonedLease(
+        id=body.id or uuid.uuid4().hex,
+        agent=me.id,
+        block=body.block,
+        base_version=body.base_version,
+        outcome=body.outcome,
+        failure=body.failure,
+        reason=body.reason,
+        usage=body.usage,
+        at=service.clock(),
     )
-    async def abandon(
-        task_id: str, lease_id: str, body: AbandonIn, me: AgentRecord = Depends(agent)
-    ) -> AbandonOut:
-        record = AbandonedLease(
-            id=body.id or uuid.uuid4().hex,
-            agent=me.id,
-            block=body.block,
-            base_version=body.base_version,
-            outcome=body.outcome,
-            failure=body.failure,
-            reason=body.reason,
-            usage=body.usage,
-            at=service.clock(),
-        )
-        created = await store.record_abandoned(task_id, record)  # even on a finished task: the cost was real
-        await service.release(task_id, me, lease_id)
-        return AbandonOut(id=record.id, recorded=created)
+    created = await store.record_abandoned(task_id, record)  # even on a finished task: the cost was real
+    await service.release(task_id, me, lease_id)
+    return AbandonOut(id=record.id, recorded=created)
 
-    @api.get(
-        "/v1/tasks/{task_id}/trajectories",
-        response_class=StreamingResponse,
-        summary="JSON Lines, one per proposal or abandoned lease: sizes, verdict, Δ̂, Δ, δ, usage",
-        responses={
-            200: {
-                "content": {
-                    MEDIA_TYPE: {
-                        "example": json.dumps(
-                            {
-                                "type": "proposal",
-                                "id": "c0ffee01",
-                                "agent": "a-91c2",
-                                "agent_name": "gpt-oss-0",
-                                "model": "openai/gpt-oss-120b",
-                                "block": 3,
-                                "base_version": 12,
-                                "at": 1764478810.2,
-                                "prompt_tokens": 1180,
-                                "response_tokens": 402,
-                                "reasoning_tokens": 190,
-                                "prompt_chars": 3900,
-                                "response_chars": 610,
-                                "verdict": "accepted",
-                                "code": "merged",
-                                "reason": "merged",
-                                "round": 12,
-                                "predicted": 0.042,
-                                "delta": 0.041,
-                                "error": 0.001,
-                                "usage": {"calls": 1},
-                            }
-                        )
-                    }
+
+@router.get(
+    "/v1/tasks/{task_id}/trajectories",
+    response_class=StreamingResponse,
+    summary="JSON Lines, one per proposal or abandoned lease: sizes, verdict, Δ̂, Δ, δ, usage",
+    responses={
+        200: {
+            "content": {
+                MEDIA_TYPE: {
+                    "example": json.dumps(
+                        {
+                            "type": "proposal",
+                            "id": "c0ffee01",
+                            "agent": "a-91c2",
+                            "agent_name": "gpt-oss-0",
+                            "model": "openai/gpt-oss-120b",
+                            "block": 3,
+                            "base_version": 12,
+                            "at": 1764478810.2,
+                            "prompt_tokens": 1180,
+                            "response_tokens": 402,
+                            "reasoning_tokens": 190,
+                            "prompt_chars": 3900,
+                            "response_chars": 610,
+                            "verdict": "accepted",
+                            "code": "merged",
+                            "reason": "merged",
+                            "round": 12,
+                            "predicted": 0.042,
+                            "delta": 0.041,
+                            "error": 0.001,
+                            "usage": {"calls": 1},
+                        }
+                    )
                 }
             }
-        },
-    )
-    async def trajectories(task_id: str) -> StreamingResponse:
-        await store.get_task(task_id)  # 404 before the stream starts
-        proposals = await store.proposal_log(task_id)
-        abandoned = await store.abandoned(task_id)
-        names = {a.id: a.name for a in await store.list_agents(task_id)}
-        lines = [(q.received_at, proposal_line(q, v, names)) for q, v in proposals]
-        lines += [(a.at, abandoned_line(a, names)) for a in abandoned]
-        lines.sort(key=lambda item: item[0])
+        }
+    },
+)
+async def trajectories(task_id: str, store: StoreDep) -> StreamingResponse:
+    await store.get_task(task_id)  # 404 before the stream starts
+    proposals = await store.proposal_log(task_id)
+    abandoned = await store.abandoned(task_id)
+    names = {a.id: a.name for a in await store.list_agents(task_id)}
+    lines = [(q.received_at, proposal_line(q, v, names)) for q, v in proposals]
+    lines += [(a.at, abandoned_line(a, names)) for a in abandoned]
+    lines.sort(key=lambda item: item[0])
 
-        async def stream() -> AsyncIterator[str]:
-            for _, line in lines:
-                yield json.dumps(line, separators=(",", ":")) + "\n"
+    async def stream() -> AsyncIterator[str]:
+        for _, line in lines:
+            yield json.dumps(line, separators=(",", ":")) + "\n"
 
-        return StreamingResponse(stream(), media_type=MEDIA_TYPE)
-
-    return api
+    return StreamingResponse(stream(), media_type=MEDIA_TYPE)

@@ -23,6 +23,9 @@ Design choices (DESIGN §7, issue 7):
 - Connection loss: redis-py retries a command with backoff; what still fails
   becomes ``errors.Unavailable`` (503), which agents retry. Retrying a script is
   safe: enqueue is idempotent by proposal id and a commit by its commit id.
+
+Over 350 lines: one class implementing the whole ``Store`` interface (tests/store_contract.py); its
+keys, Lua scripts and commit are already their own modules.
 """
 
 from __future__ import annotations

@@ -1,0 +1,82 @@
+"""The dependencies routes share, as ``Annotated`` types (the model: FastAPI's full-stack template).
+
+The app factory puts the service, the store, the settings and the metrics on ``app.state``; a route
+declares what it needs by type (``service: ServiceDep``, ``me: AgentDep``) and nothing is global.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Query, Request
+from prometheus_client import CollectorRegistry
+
+from coordinator.api import access
+from coordinator.runtime import auth
+from coordinator.runtime.metrics import ServiceMetrics
+from coordinator.runtime.service import CoordinatorService
+from coordinator.settings import ServiceSettings
+from coordinator.store.base import AgentRecord, Store
+
+
+def get_service(request: Request) -> CoordinatorService:
+    service: CoordinatorService = request.app.state.service
+    return service
+
+
+def get_store(request: Request) -> Store:
+    return get_service(request).store
+
+
+def get_settings(request: Request) -> ServiceSettings:
+    settings: ServiceSettings = request.app.state.settings
+    return settings
+
+
+def get_metrics(request: Request) -> ServiceMetrics:
+    metrics: ServiceMetrics = request.app.state.metrics
+    return metrics
+
+
+def get_registry(request: Request) -> CollectorRegistry:
+    registry: CollectorRegistry = request.app.state.registry
+    return registry
+
+
+async def current_agent(request: Request) -> AgentRecord:
+    """The agent whose token the request carries (401 otherwise; 429 over its rate limit).
+
+    Read from the request directly: this runs on every agent call, and FastAPI's per-parameter
+    resolution (a header and a second task_id) cost more than the lookup (the header is undocumented).
+    """
+    return await get_service(request).authenticate(
+        request.path_params["task_id"], request.headers.get("authorization")
+    )
+
+
+def require_admin(request: Request) -> None:
+    auth.check_admin(get_settings(request).admin_token, request.headers.get("authorization"))
+
+
+async def require_read(request: Request) -> None:
+    """Who may read a task (``access.check_read``): admin, its read token or one of its agents."""
+    await access.check_read(
+        get_service(request),
+        get_settings(request),
+        request.path_params.get("task_id"),
+        request.headers.get("authorization"),
+    )
+
+
+ServiceDep = Annotated[CoordinatorService, Depends(get_service)]
+StoreDep = Annotated[Store, Depends(get_store)]
+SettingsDep = Annotated[ServiceSettings, Depends(get_settings)]
+MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
+RegistryDep = Annotated[CollectorRegistry, Depends(get_registry)]
+AgentDep = Annotated[AgentRecord, Depends(current_agent)]
+WaitQuery = Annotated[float, Query(ge=0, description="seconds to wait for the verdict (long poll)")]
+NextLeaseQuery = Annotated[
+    bool, Query(description="with the verdict, also lease the agent's next block (`next_lease`)")
+]
+ADMIN = [Depends(require_admin)]
+READ = [Depends(require_read)]

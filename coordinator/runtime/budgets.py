@@ -1,0 +1,60 @@
+"""Whether a task still runs, and what its budgets have left (rounds, seconds, tokens, calls; per agent)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from coordinator import errors
+from coordinator.runtime.core import ServiceCore
+from coordinator.status import TaskStatus
+from coordinator.store.base import (
+    TERMINAL,
+    TaskRuntime,
+    TaskSpec,
+)
+
+log = logging.getLogger("blockopt.service")
+
+
+class Budgeting(ServiceCore):
+    async def _ensure_running(self, task_id: str) -> TaskRuntime:
+        runtime = await self.store.get_runtime(task_id)
+        if runtime.status == "budget_exhausted":
+            raise errors.BudgetExceeded(f"the task's budget is spent: {runtime.reason}", task_id=task_id)
+        if runtime.status in TERMINAL:
+            raise errors.TaskFinished(
+                f"the task has ended ({runtime.status})", task_id=task_id, status=runtime.status
+            )
+        return runtime
+
+    async def _budget_left(self, spec: TaskSpec, runtime: TaskRuntime, agent: str | None) -> dict[str, Any]:
+        b = spec.budgets
+        usage_budgets = (b.tokens, b.calls, b.agent_tokens, b.agent_calls)
+        rows = await self.store.usage(spec.id) if any(x is not None for x in usage_budgets) else []
+        tokens = sum(r.usage.tokens for r in rows)
+        calls = sum(r.usage.calls for r in rows)
+        left: dict[str, Any] = {
+            "rounds": None if b.rounds is None else b.rounds - runtime.round,
+            "seconds": None if b.seconds is None else round(b.seconds - (self.clock() - spec.created_at), 3),
+            "tokens": None if b.tokens is None else b.tokens - tokens,
+            "calls": None if b.calls is None else b.calls - calls,
+        }
+        if agent is not None:
+            mine = [r for r in rows if r.agent == agent]
+            if b.agent_tokens is not None:
+                left["agent_tokens"] = b.agent_tokens - sum(r.usage.tokens for r in mine)
+            if b.agent_calls is not None:
+                left["agent_calls"] = b.agent_calls - sum(r.usage.calls for r in mine)
+        return left
+
+    async def _check_budget(self, spec: TaskSpec, runtime: TaskRuntime, agent: str) -> dict[str, Any]:
+        left = await self._budget_left(spec, runtime, agent)
+        for name in ("rounds", "seconds", "tokens", "calls"):
+            if left[name] is not None and left[name] <= 0:
+                await self._finish(spec.id, TaskStatus.BUDGET_EXHAUSTED, f"{name} budget spent")
+                raise errors.BudgetExceeded(f"the task's {name} budget is spent", budget=name)
+        for name in ("agent_tokens", "agent_calls"):
+            if left.get(name) is not None and left[name] <= 0:
+                raise errors.BudgetExceeded(f"this agent's {name.split('_')[1]} budget is spent", budget=name)
+        return left

@@ -1,0 +1,168 @@
+"""The service's state: settings, store, metrics, clock, and this process's rebuildable caches.
+
+All state is in the store; a ServiceCore holds only caches (built Task objects and the snapshot of the
+head they were built at), per-task locks so one round runs at a time in this process, and wake-up events
+for long polls. The other runtime modules each add one responsibility on top of it (see service.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.engine.records import Snapshot
+from coordinator.engine.rounds import EngineSettings, RoundEngine
+from coordinator.reports import books
+from coordinator.runtime import auth
+from coordinator.runtime.metrics import ServiceMetrics
+from coordinator.settings import ServiceSettings
+from coordinator.status import TaskStatus
+from coordinator.store.base import (
+    AgentRecord,
+    Head,
+    Store,
+    TaskSpec,
+)
+from tasks.base import Task
+from tasks.registry import create_task
+
+log = logging.getLogger("blockopt.service")
+
+
+@dataclass
+class BuiltTask:
+    """A task rebuilt from (kind, params) in this process, and the head it last loaded."""
+
+    task: Task[Any]
+    engine: RoundEngine
+    snapshot: Snapshot
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def head_of(snap: Snapshot, state: Any, version: int | None = None) -> Head:
+    """The stored head of a committed snapshot (``state`` already dumped to JSON)."""
+    return Head(
+        version=snap.version if version is None else version,
+        objective=snap.objective,
+        block_versions=list(snap.block_versions),
+        state=state,
+    )
+
+
+class ServiceCore:
+    AGENT_CACHE = 100_000
+    """Verified agents cached per process (cleared when full)."""
+
+    def __init__(
+        self,
+        settings: ServiceSettings,
+        store: Store,
+        metrics: ServiceMetrics,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.clock = clock
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        """Round-lock owner: host and pid first, so an operator (or a fault test) sees who holds a lock."""
+        self.limiter = auth.RateLimiter(settings.rate_per_agent, settings.rate_burst)
+        self._built: dict[str, BuiltTask] = {}
+        self._specs: dict[str, TaskSpec] = {}
+        self._agents: dict[tuple[str, str], AgentRecord] = {}
+        """(task id, token digest) -> agent: see ``_remember_agent``."""
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._events: dict[str, asyncio.Event] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self._scheduler: asyncio.Task[None] | None = None
+        self.ready = False
+        metrics.cache_sizes = self.cache_sizes
+
+    async def spec(self, task_id: str) -> TaskSpec:
+        """The task's spec (fixed at creation, so cached per process; NotFound when unknown)."""
+        spec = self._specs.get(task_id)
+        if spec is None:
+            spec = self._specs[task_id] = await self.store.get_task(task_id)
+        return spec
+
+    def _lock(self, task_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(task_id, asyncio.Lock())
+
+    def changed(self, task_id: str) -> asyncio.Event:
+        """An event set at the task's next change (take it before reading the store)."""
+        return self._events.setdefault(task_id, asyncio.Event())
+
+    def _notify(self, task_id: str) -> None:
+        event = self._events.pop(task_id, None)
+        if event is not None:
+            event.set()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _build(self, spec: TaskSpec, head: Head) -> BuiltTask:
+        built = self._built.get(spec.id)
+        if built is None:
+
+            def make() -> BuiltTask:
+                task = create_task(spec.kind, spec.params)
+                engine = RoundEngine(task, EngineSettings(merge_policy=spec.merge_policy))
+                return BuiltTask(task, engine, self._snapshot_of(task, head))
+
+            built = await asyncio.to_thread(make)
+            self._built[spec.id] = built
+        elif built.snapshot.version != head.version:
+            built.snapshot = await asyncio.to_thread(self._snapshot_of, built.task, head)
+        return built
+
+    @staticmethod
+    def _snapshot_of(task: Task[Any], head: Head) -> Snapshot:
+        return Snapshot(head.version, head.objective, tuple(head.block_versions), task.load_state(head.state))
+
+    async def _finish(self, task_id: str, status: TaskStatus, reason: str) -> None:
+        if await self.store.finish(task_id, status, reason, self.clock()):
+            log.info("task %s %s: %s", task_id, status, reason)
+        self._notify(task_id)
+
+    async def _ledger(self, task_id: str) -> Any:
+        spec = await self.spec(task_id)
+        return books.ledger_of(
+            spec,
+            await self.store.get_runtime(task_id),
+            await self.store.rounds(task_id),
+            {},
+            await self.store.usage(task_id),
+            self.clock(),
+        )
+
+    def forget(self, task_id: str) -> None:
+        """Drop this process's caches of a task that no longer exists."""
+        self._built.pop(task_id, None)
+        self._specs.pop(task_id, None)
+        self._locks.pop(task_id, None)
+        self._notify(task_id)
+        for key in [k for k in self._agents if k[0] == task_id]:
+            del self._agents[key]
+
+    def cache_sizes(self) -> dict[str, int]:
+        """What this process holds per task (the soak benchmark watches these stay bounded)."""
+        return {
+            "built": len(self._built),
+            "specs": len(self._specs),
+            "locks": len(self._locks),
+            "events": len(self._events),
+            "agents": len(self._agents),
+            "background": len(self._background),
+        }

@@ -1,0 +1,100 @@
+"""Proposals: store one (then it is acknowledged), long-poll its verdict, fold in the next lease."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+
+from coordinator import errors
+from coordinator.engine.records import Proposal
+from coordinator.runtime.leases import Leasing
+from coordinator.runtime.wire import (
+    ProposalIn,
+    ProposalView,
+)
+from coordinator.store.base import (
+    TERMINAL,
+    AgentRecord,
+)
+
+log = logging.getLogger("blockopt.service")
+
+
+class Proposing(Leasing):
+    async def submit(
+        self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, next_lease: bool = False
+    ) -> tuple[ProposalView, bool]:
+        """Store the proposal (then it is acknowledged); return its view and whether it has a verdict.
+
+        ``next_lease``: once the verdict is known, also lease the agent's next block (``with_next_lease``).
+        """
+        spec = await self.spec(task_id)
+        runtime = await self._ensure_running(task_id)
+        await self._check_budget(spec, runtime, agent.id)
+        proposal = Proposal(
+            id=body.id or uuid.uuid4().hex,
+            agent=agent.id,
+            block=body.block,
+            value=body.value,
+            base_version=body.base_version,
+            predicted_improvement=body.predicted_improvement,
+            usage=body.usage,
+            exact_minimizer=body.exact_minimizer,
+        )
+        queued, created = await self.store.enqueue_proposal(task_id, body.lease_id, proposal, self.clock())
+        if created:  # (no wake-up here: waiters wait for verdicts, which only commits produce)
+            if spec.mode == "async":
+                await self._run_async(task_id)
+            else:
+                await self._maybe_close(task_id)
+        return await self.proposal(task_id, proposal.id, wait, agent, next_lease)
+
+    async def with_next_lease(self, task_id: str, agent: AgentRecord, view: ProposalView) -> ProposalView:
+        """The view with the agent's next lease folded in: the lease round trip of a steady agent loop
+        disappears (1 request per proposal instead of 2-3). Any reason not to lease (no free block, task
+        ended, budget spent) leaves it out; the agent's own ``POST /leases`` then reports that reason."""
+        try:
+            grant = await self.lease(task_id, agent)
+        except errors.BlockoptError:
+            return view
+        return view.model_copy(update={"next_lease": grant})
+
+    async def proposal(
+        self,
+        task_id: str,
+        proposal_id: str,
+        wait: float,
+        agent: AgentRecord | None = None,
+        next_lease: bool = False,
+    ) -> tuple[ProposalView, bool]:
+        deadline = self.clock() + min(max(wait, 0.0), self.settings.max_wait)
+        while True:
+            event = self.changed(task_id)
+            queued, verdict = await self.store.get_proposal(task_id, proposal_id)
+            if agent is not None and queued.proposal.agent != agent.id:
+                raise errors.Forbidden("this proposal belongs to another agent", proposal_id=proposal_id)
+            remaining = deadline - self.clock()
+            if verdict is not None or remaining <= 0:
+                break
+            runtime = await self.store.get_runtime(task_id)
+            if runtime.status in TERMINAL:
+                break
+            with contextlib.suppress(
+                TimeoutError
+            ):  # asyncio.timeout: no extra task per waiter, unlike wait_for
+                async with asyncio.timeout(min(remaining, 1.0)):
+                    await event.wait()
+        p = queued.proposal
+        view = ProposalView(
+            id=p.id,
+            agent_id=p.agent,
+            block=p.block,
+            base_version=p.base_version,
+            status=verdict.status if verdict else "pending",
+            verdict=verdict,
+        )
+        if next_lease and verdict is not None and agent is not None:
+            view = await self.with_next_lease(task_id, agent, view)
+        return view, verdict is not None

@@ -1,0 +1,163 @@
+"""Async mode: each arrival is scored and merged on its own; rounds are bookkeeping windows.
+
+Optimistic concurrency: an arrival is rejected as ``stale_footprint`` when its footprint meets a block
+committed since its base version (``engine/arrival.py`` scores it). The window's record is closed on
+the same deadline as a round (``engine.arrival.window_record``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from coordinator import errors
+from coordinator.engine.arrival import Arrival, score_arrival, window_record
+from coordinator.engine.records import Proposal
+from coordinator.reports import books
+from coordinator.reports.ledger import relative_gap
+from coordinator.runtime.core import BuiltTask, head_of
+from coordinator.runtime.rounds import RoundsMode
+from coordinator.status import TaskStatus
+from coordinator.store.base import (
+    TERMINAL,
+    Commit,
+    RoundEntry,
+    WindowState,
+)
+
+log = logging.getLogger("blockopt.service")
+
+
+class AsyncWindow(RoundsMode):
+    async def _run_async(self, task_id: str) -> None:
+        async with self._lock(task_id):
+            try:
+                await self._async_locked(task_id)
+            except (errors.Conflict, errors.Unavailable) as exc:
+                log.warning("task %s: arrival not committed: %s", task_id, exc.message)
+                self._built.pop(task_id, None)
+            except Exception as exc:
+                log.exception("task %s: async merge failed", task_id)
+                await self._finish(
+                    task_id, TaskStatus.FAILED, f"merge failed: {type(exc).__name__}: {exc}"[:300]
+                )
+
+    async def _async_locked(self, task_id: str) -> None:
+        spec = await self.spec(task_id)
+        async with self._holding_round_lock(task_id) as fence:
+            if fence is None:
+                return
+            for queued in await self.store.pending_proposals(task_id):
+                runtime = await self.store.get_runtime(task_id)
+                if runtime.status in TERMINAL:
+                    return
+                head = await self.store.get_head(task_id)
+                built = await self._build(spec, head)
+                started = time.perf_counter()
+                arrival, state_json = await asyncio.to_thread(
+                    self._score_arrival, built, queued.proposal, runtime.round
+                )
+                window = runtime.window.model_copy(update={"merged": list(runtime.window.merged)})  # tuples
+                if (
+                    window.opened_at is None
+                ):  # the window's forecast is made when it opens, before any scoring
+                    window.opened_at, window.start_objective = self.clock(), head.objective
+                    window.predicted_gap = (await self._ledger(task_id)).predict_next()
+                window.proposals += 1
+                window.accepted += arrival.accepted
+                window.interfering += arrival.interfering
+                window.checks += arrival.checks
+                window.engine_seconds += arrival.engine_seconds
+                window.eval_seconds += arrival.eval_seconds
+                v = arrival.verdict
+                if v.status == "accepted" and v.delta is not None:
+                    window.merged.append((queued.proposal.predicted_improvement, v.delta))
+                new_head = head_of(arrival.snapshot, state_json) if arrival.committed else None
+                counters = self._counters([v], None)
+                if arrival.merge_kind != "none":
+                    counters["merges:independent"] = 1
+                await self.store.commit(
+                    task_id,
+                    Commit(
+                        expected_version=head.version,
+                        fence=fence,
+                        head=new_head,
+                        verdicts=[v],
+                        runtime=runtime.model_copy(update={"window": window}),
+                        counters=counters,
+                    ),
+                )
+                built.snapshot = arrival.snapshot
+                self.metrics.scoring_seconds.labels("async").observe(arrival.eval_seconds)
+                self.metrics.round_seconds.labels("async").observe(time.perf_counter() - started)
+                self._notify(task_id)
+                ref = books.reference_of(spec)
+                if (
+                    ref.kind == "optimum"
+                    and relative_gap(arrival.snapshot.objective, ref) <= spec.stop_relative_gap
+                ):
+                    await self._close_window(task_id, fence, force=True)
+                    await self._finish(task_id, TaskStatus.OPTIMAL, "stopping rule met (relative gap)")
+                    return
+
+    async def _close_window(self, task_id: str, fence: int, force: bool = False) -> bool:
+        """Turn the async window into a round record (bookkeeping: the head does not change)."""
+        spec = await self.spec(task_id)
+        runtime = await self.store.get_runtime(task_id)
+        w = runtime.window
+        if w.opened_at is None or w.start_objective is None:
+            return False
+        if not force and self.clock() - w.opened_at < self.settings.round_deadline:
+            return False
+        head = await self.store.get_head(task_id)
+        rec, consts, problems = window_record(
+            runtime.round, head.version, w.start_objective, head.objective, spec.reference, spec.tolerance, w
+        )
+        if problems:
+            log.error(
+                "task %s window %d: books do not balance: %s", task_id, runtime.round, "; ".join(problems)
+            )
+        new_runtime = runtime.model_copy(
+            update={
+                "round": runtime.round + 1,
+                "stalled": 0 if w.accepted else runtime.stalled + 1,
+                "window": WindowState(),
+            }
+        )
+        counters = {k: v for k, v in self._counters([], rec).items() if not k.startswith("merges:")}
+        await self.store.commit(
+            task_id,
+            Commit(
+                expected_version=head.version,
+                fence=fence,
+                runtime=new_runtime,
+                round=RoundEntry(
+                    record=rec, bound=books.bound_dict(consts), opened_at=w.opened_at, closed_at=self.clock()
+                ),
+                counters=counters,
+            ),
+        )
+        self._notify(task_id)
+        if not force:
+            await self._after_round(spec, new_runtime, head.objective, w.proposals)
+        return True
+
+    @staticmethod
+    def _score_arrival(built: BuiltTask, p: Proposal, index: int) -> tuple[Arrival, Any]:
+        """``score_arrival`` in a worker thread, with the new state dumped for the store when it merged."""
+        arrival = score_arrival(built.engine, built.snapshot, p, index)
+        return arrival, built.task.dump_state(arrival.snapshot.state) if arrival.committed else None
+
+    async def _tick_async_window(self, task_id: str) -> None:
+        lock = self._lock(task_id)
+        if lock.locked():
+            return
+        async with lock, self._holding_round_lock(task_id) as fence:
+            if fence is None:
+                return
+            try:
+                await self._close_window(task_id, fence)
+            except errors.Conflict as exc:
+                log.warning("task %s: window not recorded: %s", task_id, exc.message)
