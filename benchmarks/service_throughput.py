@@ -276,12 +276,12 @@ def load(
 
 
 def start(
-    cmd: list[str], port: int, ready: str, env: dict[str, str] | None = None
+    cmd: list[str], port: int, ready: str, env: dict[str, str] | None = None, root: Path = ROOT
 ) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         cmd,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root), **(env or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -295,13 +295,15 @@ def start_trivial(port: int, *extra: str) -> subprocess.Popen[bytes]:
     return start([*cmd, "--log-level", "warning", "--no-access-log", *extra], port, "/docs")
 
 
-def start_serve(port: int, *extra: str, round_deadline: float | None = 1.0) -> subprocess.Popen[bytes]:
+def start_serve(
+    port: int, *extra: str, round_deadline: float | None = 1.0, root: Path = ROOT
+) -> subprocess.Popen[bytes]:
     """A real `blockopt serve` for load: per-agent rate limit out of the way, ready when /readyz answers."""
     cmd = [sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "warning"]
     cmd += ["--rate-per-agent", "100000"]
     if round_deadline is not None:
         cmd += ["--round-deadline", str(round_deadline)]
-    return start([*cmd, *extra], port, "/readyz", env={"BLOCKOPT_ADMIN_TOKEN": ADMIN})
+    return start([*cmd, *extra], port, "/readyz", env={"BLOCKOPT_ADMIN_TOKEN": ADMIN}, root=root)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -389,6 +391,14 @@ def main() -> None:
     ap.add_argument(
         "--profile", metavar="DIR", help="record a py-spy profile (raw folded stacks) of each server"
     )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        metavar="DIR",
+        help="another checkout (e.g. `git archive` of main): each coordinator case also runs against its "
+        "`blockopt serve`, right before this tree's, and the ratios after/before are printed",
+    )
+    ap.add_argument("--json", type=Path, metavar="PATH", help="write the rows and ratios here")
     args = ap.parse_args()
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
@@ -422,11 +432,12 @@ def main() -> None:
         wrk = wrk_trivial(port, args.agents, args.seconds)
     finally:
         stop(trivial)
-    for case in args.cases.split(","):
+    trees = [("before", args.before.resolve()), ("after", ROOT)] if args.before else [("", ROOT)]
+    for case, (tree, root) in [(c, t) for c in args.cases.split(",") for t in trees]:
         mode, policy, *rest = case.split("/")
         wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
         port = free_port()
-        serve = start_serve(port)
+        serve = start_serve(port, root=root)
         try:
             task = create_task(port, mode, policy, args.blocks)
             row = load(
@@ -444,7 +455,7 @@ def main() -> None:
             status, view = Conn(port, ADMIN).call("GET", f"/v1/tasks/{task['id']}")
             row["rounds"] = view["round"]
             row["rel_gap"] = view["relative_gap"]
-            rows.append((f"coordinator {case}", row))
+            rows.append((f"coordinator {case}" + (f" [{tree}]" if tree else ""), row))
         finally:
             stop(serve)
     head = (
@@ -465,6 +476,25 @@ def main() -> None:
             f"{name}: proposals/s / trivial requests/s = {r['proposals_per_s'] / base['requests_per_s']:.2f}; "
             f"requests/s / trivial requests/s = {r['requests_per_s'] / base['requests_per_s']:.2f}; "
             f"server CPU per request = {r['server_us_per_request'] / base['server_us_per_request']:.2f}x trivial"
+        )
+    ratios: dict[str, float] = {}
+    for name, r in rows:
+        if name.endswith(" [after]"):
+            before = dict(rows)[name.replace(" [after]", " [before]")]
+            ratios[name[: -len(" [after]")]] = r["proposals_per_s"] / before["proposals_per_s"]
+    for case, ratio in ratios.items():
+        print(f"{case}: proposals/s after / before = {ratio:.2f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(
+            json.dumps(
+                {
+                    "args": {k: str(v) for k, v in vars(args).items()},
+                    "rows": dict(rows),
+                    "after_over_before": ratios,
+                },
+                indent=1,
+            )
         )
     if wrk:
         print(f"wrk -t2 -c{args.agents} on the trivial endpoint (C generator, ceiling): {wrk}")
