@@ -8,16 +8,14 @@ from typing import Any
 from coordinator import errors
 from coordinator.runtime.core import ServiceCore
 from coordinator.status import TaskStatus
-from coordinator.store.base import (
-    TERMINAL,
-    TaskRuntime,
-    TaskSpec,
-)
+from coordinator.store.base import TERMINAL, TaskRuntime, TaskSpec
 
 log = logging.getLogger("blockopt.service")
 
 
 class Budgeting(ServiceCore):
+    """Whether a task runs, and its budgets' remainders (per task and per agent)."""
+
     async def _ensure_running(self, task_id: str) -> TaskRuntime:
         runtime = await self.store.get_runtime(task_id)
         if runtime.status == "budget_exhausted":

@@ -24,12 +24,7 @@ from coordinator.runtime import auth
 from coordinator.runtime.metrics import ServiceMetrics
 from coordinator.settings import ServiceSettings
 from coordinator.status import TaskStatus
-from coordinator.store.base import (
-    AgentRecord,
-    Head,
-    Store,
-    TaskSpec,
-)
+from coordinator.store.base import AgentRecord, Head, Store, TaskSpec
 from tasks.base import Task
 from tasks.registry import create_task
 
@@ -60,6 +55,8 @@ def head_of(snap: Snapshot, state: Any, version: int | None = None) -> Head:
 
 
 class ServiceCore:
+    """State, caches and the helpers every job uses (build a task, finish it, notify waiters)."""
+
     AGENT_CACHE = 100_000
     """Verified agents cached per process (cleared when full)."""
 

@@ -7,18 +7,15 @@ import logging
 from coordinator import errors
 from coordinator.engine.contract import contract_envelope
 from coordinator.runtime.window import AsyncWindow
-from coordinator.runtime.wire import (
-    LeaseGrant,
-)
-from coordinator.store.base import (
-    AgentRecord,
-    Lease,
-)
+from coordinator.runtime.wire import LeaseGrant
+from coordinator.store.base import AgentRecord, Lease
 
 log = logging.getLogger("blockopt.service")
 
 
 class Leasing(AsyncWindow):
+    """Lease a free block with its contract; renew; release."""
+
     async def lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant:
         spec = await self.spec(task_id)
         runtime = await self._ensure_running(task_id)

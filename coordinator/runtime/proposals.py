@@ -10,19 +10,15 @@ import uuid
 from coordinator import errors
 from coordinator.engine.records import Proposal
 from coordinator.runtime.leases import Leasing
-from coordinator.runtime.wire import (
-    ProposalIn,
-    ProposalView,
-)
-from coordinator.store.base import (
-    TERMINAL,
-    AgentRecord,
-)
+from coordinator.runtime.wire import ProposalIn, ProposalView
+from coordinator.store.base import TERMINAL, AgentRecord
 
 log = logging.getLogger("blockopt.service")
 
 
 class Proposing(Leasing):
+    """Store a proposal, long-poll its verdict, fold in the next lease."""
+
     async def submit(
         self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, next_lease: bool = False
     ) -> tuple[ProposalView, bool]:

@@ -14,6 +14,8 @@ log = logging.getLogger("blockopt.service")
 
 
 class RoundLocking(Budgeting):
+    """The round lock: one replica runs a task's round (or async merge) at a time."""
+
     @contextlib.asynccontextmanager
     async def _holding_round_lock(self, task_id: str) -> AsyncIterator[int | None]:
         """This replica's fence on the task's round lock (None: another replica holds it), renewed while held.

@@ -20,19 +20,14 @@ from coordinator.reports import books
 from coordinator.runtime.core import BuiltTask, head_of
 from coordinator.runtime.round_lock import RoundLocking
 from coordinator.status import TaskStatus
-from coordinator.store.base import (
-    TERMINAL,
-    AbandonedLease,
-    Commit,
-    RoundEntry,
-    TaskRuntime,
-    TaskSpec,
-)
+from coordinator.store.base import TERMINAL, AbandonedLease, Commit, RoundEntry, TaskRuntime, TaskSpec
 
 log = logging.getLogger("blockopt.service")
 
 
 class RoundsMode(RoundLocking):
+    """Rounds mode: close a round on quorum or deadline, run it in a worker thread, commit it."""
+
     async def _round_due(self, task_id: str) -> bool:
         now = self.clock()
         q = await self.store.queue_state(task_id, now)

@@ -23,15 +23,14 @@ import logging
 from coordinator import errors
 from coordinator.runtime.tasks import TaskBook
 from coordinator.status import TaskStatus
-from coordinator.store.base import (
-    TERMINAL,
-    TaskRuntime,
-)
+from coordinator.store.base import TERMINAL, TaskRuntime
 
 log = logging.getLogger("blockopt.service")
 
 
 class CoordinatorService(TaskBook):
+    """The service the API calls: every job above, plus lifecycle, the scheduler's tick and eviction."""
+
     async def start(self) -> None:
         self._scheduler = asyncio.create_task(self._schedule_forever(), name="blockopt-scheduler")
         self.ready = True

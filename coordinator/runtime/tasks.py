@@ -14,17 +14,9 @@ from coordinator.reports.ledger import Report, relative_gap
 from coordinator.runtime import auth, paramcheck
 from coordinator.runtime.core import BuiltTask, head_of, new_id
 from coordinator.runtime.proposals import Proposing
-from coordinator.runtime.wire import (
-    CreateTask,
-    Joined,
-    JoinRequest,
-    TaskView,
-)
+from coordinator.runtime.wire import CreateTask, Joined, JoinRequest, TaskView
 from coordinator.status import TaskStatus
-from coordinator.store.base import (
-    AgentRecord,
-    TaskSpec,
-)
+from coordinator.store.base import AgentRecord, TaskSpec
 from tasks.base import Task
 from tasks.registry import InvalidParams, UnknownKind, create_task, kind_class
 
@@ -32,6 +24,8 @@ log = logging.getLogger("blockopt.service")
 
 
 class TaskBook(Proposing):
+    """Tasks (create, view, report, stop) and agents (join, authenticate)."""
+
     async def create(self, req: CreateTask) -> tuple[TaskSpec, str, str]:
         """The stored spec, the join token and the read token (both shown once, stored as digests)."""
         if self.settings.kinds and req.kind not in self.settings.kinds:

@@ -20,17 +20,14 @@ from coordinator.reports.ledger import relative_gap
 from coordinator.runtime.core import BuiltTask, head_of
 from coordinator.runtime.rounds import RoundsMode
 from coordinator.status import TaskStatus
-from coordinator.store.base import (
-    TERMINAL,
-    Commit,
-    RoundEntry,
-    WindowState,
-)
+from coordinator.store.base import TERMINAL, Commit, RoundEntry, WindowState
 
 log = logging.getLogger("blockopt.service")
 
 
 class AsyncWindow(RoundsMode):
+    """Async mode: merge each arrival on its own; close windows into round records."""
+
     async def _run_async(self, task_id: str) -> None:
         async with self._lock(task_id):
             try:
