@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator import auth, books, errors, paramcheck
 from coordinator import forecast as fc
@@ -52,6 +52,9 @@ from coordinator.store.base import (
 from coordinator.wire import CreateTask, Joined, JoinRequest, LeaseGrant, ProposalIn, ProposalView, TaskView
 from tasks.base import Task
 from tasks.registry import InvalidParams, UnknownKind, create_task, kind_class
+
+if TYPE_CHECKING:
+    from coordinator.notify import Bus
 
 log = logging.getLogger("blockopt.service")
 
@@ -107,10 +110,16 @@ class CoordinatorService:
         self._scheduler: asyncio.Task[None] | None = None
         self.ready = False
         metrics.cache_sizes = self.cache_sizes
+        # -- split mode (set by coordinator/api_worker.py and coordinator/engine_worker.py) --
+        self.rounds_here = True
+        """False on an API process of the split mode: rounds, lease expiry and budgets run elsewhere."""
+        self.bus: Bus | None = None
+        """Tells other processes of a proposal queued (API) or a task changed (engine)."""
 
     # -- lifecycle ------------------------------------------------------------
     async def start(self) -> None:
-        self._scheduler = asyncio.create_task(self._schedule_forever(), name="blockopt-scheduler")
+        if self.rounds_here:
+            self._scheduler = asyncio.create_task(self._schedule_forever(), name="blockopt-scheduler")
         self.ready = True
 
     async def close(self) -> None:
@@ -137,9 +146,23 @@ class CoordinatorService:
         return self._events.setdefault(task_id, asyncio.Event())
 
     def _notify(self, task_id: str) -> None:
+        self.wake(task_id)
+        if self.bus is not None:
+            self._spawn(self.bus.publish("changed", task_id))
+
+    def wake(self, task_id: str) -> None:
+        """Wake this process's long polls of the task (``_notify`` also tells the other processes)."""
         event = self._events.pop(task_id, None)
         if event is not None:
             event.set()
+
+    async def _handed_off(self, task_id: str) -> bool:
+        """On an API process of the split mode, tell the engines a round may be due instead of running it."""
+        if self.rounds_here:
+            return False
+        if self.bus is not None:
+            await self.bus.publish("queued", task_id)
+        return True
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
@@ -488,6 +511,13 @@ class CoordinatorService:
                 await self._maybe_close(task_id)
         return await self.proposal(task_id, proposal.id, wait, agent, next_lease)
 
+    async def queued(self, task_id: str) -> None:
+        """A proposal was stored or a lease released, here or in another process: run what it makes due."""
+        if (await self.spec(task_id)).mode == "async":
+            await self._run_async(task_id)
+        else:
+            await self._maybe_close(task_id)
+
     async def with_next_lease(self, task_id: str, agent: AgentRecord, view: ProposalView) -> ProposalView:
         """The view with the agent's next lease folded in: the lease round trip of a steady agent loop
         disappears (1 request per proposal instead of 2-3). Any reason not to lease (no free block, task
@@ -601,6 +631,8 @@ class CoordinatorService:
         return idle if quorum else []
 
     async def _maybe_close(self, task_id: str) -> None:
+        if await self._handed_off(task_id):
+            return
         if self._lock(task_id).locked():
             return  # the running round re-checks when it is done
         if await self._round_due(task_id):
@@ -763,6 +795,8 @@ class CoordinatorService:
 
     # -- async mode ---------------------------------------------------------------------
     async def _run_async(self, task_id: str) -> None:
+        if await self._handed_off(task_id):
+            return
         async with self._lock(task_id):
             try:
                 await self._async_locked(task_id)
