@@ -71,12 +71,12 @@ def _api_main(settings: ServiceSettings, sock: socket.socket, options: HttpOptio
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def _engine_main(settings: ServiceSettings, index: int, log_level: str) -> None:
+def _engine_main(settings: ServiceSettings, index: int, options: HttpOptions) -> None:
     from blockopt.cli import _setup_logging
     from coordinator.engine_worker import engine_main
 
-    _setup_logging(log_level)
-    engine_main(settings, index)
+    _setup_logging(options.log_level)
+    engine_main(settings, index, options.host)
 
 
 @dataclass
@@ -120,9 +120,7 @@ def supervise(settings: ServiceSettings, options: HttpOptions) -> int:
         p = ctx.Process(target=_api_main, args=(settings, sock, options), name=f"blockopt-api-{i}")
         children.append(Child("api", i, p))
     for i in range(settings.engine_workers or 0):
-        p = ctx.Process(
-            target=_engine_main, args=(settings, i, options.log_level), name=f"blockopt-engine-{i}"
-        )
+        p = ctx.Process(target=_engine_main, args=(settings, i, options), name=f"blockopt-engine-{i}")
         children.append(Child("engine", i, p))
     for child in children:
         child.process.start()

@@ -7,8 +7,8 @@ whoever holds a task's lock (with its fence) runs that task's round; when a hold
 lapses after ``round_lock_ttl`` and another engine takes the task over.
 
 Metrics: task state is read from the store by the API processes' ``/metrics``; an engine process's own
-facts (round and scoring durations, CPU and memory) are served at ``engine_metrics_port + index`` when
-that is set.
+facts (round and scoring durations, CPU and memory) are served at ``HOST:engine_metrics_port + index``
+when that is set (HOST: ``blockopt serve --host``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from coordinator.store import make_store
 log = logging.getLogger("blockopt.engine")
 
 
-async def run_engine(settings: ServiceSettings, index: int, stop: asyncio.Event) -> None:
+async def run_engine(
+    settings: ServiceSettings, index: int, stop: asyncio.Event, host: str = "127.0.0.1"
+) -> None:
     """Serve rounds until ``stop`` is set."""
     registry = CollectorRegistry()
     metrics = ServiceMetrics(registry, settings.metrics_max_tasks, settings.metrics_max_agents)
@@ -55,8 +57,8 @@ async def run_engine(settings: ServiceSettings, index: int, stop: asyncio.Event)
 
     if settings.engine_metrics_port is not None:
         port = settings.engine_metrics_port + index
-        start_http_server(port, registry=registry)
-        log.info("engine worker %d: metrics at :%d/metrics", index, port)
+        start_http_server(port, addr=host, registry=registry)
+        log.info("engine worker %d: metrics at http://%s:%d/metrics", index, host, port)
     if bus is not None:
         await bus.start(on_message, ("queued",))
     await service.start()
@@ -72,7 +74,7 @@ async def run_engine(settings: ServiceSettings, index: int, stop: asyncio.Event)
         await store.close()
 
 
-def engine_main(settings: ServiceSettings, index: int) -> None:
+def engine_main(settings: ServiceSettings, index: int, host: str = "127.0.0.1") -> None:
     """Process entry point: run until SIGTERM or SIGINT."""
 
     async def main() -> None:
@@ -80,7 +82,7 @@ def engine_main(settings: ServiceSettings, index: int) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await run_engine(settings, index, stop)
+        await run_engine(settings, index, stop, host)
 
     factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop
     with contextlib.suppress(ImportError):

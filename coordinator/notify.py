@@ -64,7 +64,9 @@ class RedisBus:
         if channels:
             ready = asyncio.Event()
             self._listener = asyncio.create_task(self._listen(handler, channels, ready), name="blockopt-bus")
-            await asyncio.wait({self._listener, asyncio.create_task(ready.wait())}, timeout=5.0)
+            waiting = asyncio.create_task(ready.wait())
+            await asyncio.wait({self._listener, waiting}, timeout=5.0, return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
 
     async def _listen(self, handler: Handler, channels: tuple[Channel, ...], ready: asyncio.Event) -> None:
         names = {self.channel(c): c for c in channels}
@@ -109,6 +111,7 @@ class SQLiteBus:
         self.poll = poll
         self._db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # wake-ups: no fsync per message (WAL stays intact)
         self._db.execute(
             f"CREATE TABLE IF NOT EXISTS {self.TABLE} "
             "(id INTEGER PRIMARY KEY AUTOINCREMENT, channel TEXT NOT NULL, task TEXT NOT NULL)"

@@ -207,7 +207,11 @@ def test_sqlite_split_runs_rounds_in_the_engine_process_only(tmp_path: Path, cle
 def test_split_worker_counts_are_checked_with_one_line(argv: list[str], message: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_ADMIN_TOKEN": ADMIN}
     done = subprocess.run(
-        [sys.executable, "-m", "blockopt", "serve", *argv], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "blockopt", "serve", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
@@ -221,4 +225,3 @@ def test_a_single_process_serve_is_not_split() -> None:
     assert not is_split(ServiceSettings())
     assert is_split(ServiceSettings(store="redis", api_workers=2))
     assert is_split(ServiceSettings(store="redis", engine_workers=0))
-
