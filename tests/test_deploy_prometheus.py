@@ -27,8 +27,8 @@ import yaml
 from tests.deploy_support import (
     ALERTS_YML,
     COORDINATOR_JOB,
-    ENGINE_JOB,
     DEMO_SCRIPT,
+    ENGINE_JOB,
     PROMETHEUS_YML,
     REPO,
     alert_operands,
@@ -275,7 +275,7 @@ def test_the_scrape_targets_are_up(stack: Stack) -> None:
 
 
 def test_round_durations_come_from_the_engine_process(stack: Stack) -> None:
-    """In the split mode the rounds run in the engine process: its histogram counts them, the API's does not."""
+    """Split mode: rounds run in the engine process; its histogram counts them, the API's does not."""
     engine = stack.query(f'sum(blockopt_round_duration_seconds_count{{job="{ENGINE_JOB}"}})')["result"]
     api = stack.query(f'sum(blockopt_round_duration_seconds_count{{job="{COORDINATOR_JOB}"}})')["result"]
     assert engine and float(engine[0]["value"][1]) >= 2
