@@ -1005,6 +1005,7 @@ class CoordinatorService:
         self._built.pop(task_id, None)
         self._specs.pop(task_id, None)
         self._locks.pop(task_id, None)
+        self._locks.pop(f"load:{task_id}", None)
         self._notify(task_id)
         for key in [k for k in self._agents if k[0] == task_id]:
             del self._agents[key]
