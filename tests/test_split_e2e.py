@@ -24,6 +24,8 @@ import httpx
 import pytest
 import redis
 
+from blockopt.supervisor import is_split, split_problem
+from coordinator.settings import ServiceSettings
 from tests.conftest import ADMIN, REPO
 from tests.redis_support import free_port, redis_prefix, terminate, wait_until
 
@@ -196,15 +198,37 @@ def test_sqlite_split_runs_rounds_in_the_engine_process_only(tmp_path: Path, cle
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("fields", "message"),
     [
-        (["--engine-workers", "1"], "need a shared store"),
-        (["--api-workers", "2"], "need a shared store"),
-        (["--store", "redis", "--api-workers", "0"], "--api-workers 0 needs --engine-workers"),
-        (["--engine-workers", "-1"], "--engine-workers"),
+        ({"engine_workers": 1}, "need a shared store"),
+        ({"engine_workers": 0}, "need a shared store"),
+        ({"api_workers": 2}, "need a shared store"),
+        ({"store": "redis", "api_workers": 0}, "--api-workers 0 needs --engine-workers"),
+        ({"store": "redis", "api_workers": 0, "engine_workers": 0}, "--api-workers 0 needs --engine-workers"),
     ],
 )
-def test_split_worker_counts_are_checked_with_one_line(argv: list[str], message: str) -> None:
+def test_worker_counts_that_cannot_run_are_refused(fields: dict[str, Any], message: str) -> None:
+    assert message in (split_problem(ServiceSettings(**fields)) or "")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"store": "redis", "api_workers": 2},
+        {"store": "redis", "api_workers": 0, "engine_workers": 1},
+        {"store": "sqlite", "sqlite_path": "x.db", "api_workers": 1, "engine_workers": 0},
+    ],
+)
+def test_worker_counts_that_can_run_are_accepted(fields: dict[str, Any]) -> None:
+    assert split_problem(ServiceSettings(**fields)) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--engine-workers", "1"], "need a shared store"), (["--engine-workers", "-1"], "--engine-workers")],
+)
+def test_serve_refuses_bad_worker_counts_with_one_line(argv: list[str], message: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_ADMIN_TOKEN": ADMIN}
     done = subprocess.run(
         [sys.executable, "-m", "blockopt", "serve", *argv],
@@ -219,9 +243,6 @@ def test_split_worker_counts_are_checked_with_one_line(argv: list[str], message:
 
 
 def test_a_single_process_serve_is_not_split() -> None:
-    from blockopt.supervisor import is_split
-    from coordinator.settings import ServiceSettings
-
     assert not is_split(ServiceSettings())
     assert is_split(ServiceSettings(store="redis", api_workers=2))
     assert is_split(ServiceSettings(store="redis", engine_workers=0))
