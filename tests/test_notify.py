@@ -153,3 +153,53 @@ async def test_replicas_without_engines_keep_running_rounds(redis_prefix: tuple[
         assert service.bus is not None  # still tells the other processes' long polls
 
     await _in_lifespan(app, body)
+
+
+@pytest.mark.parametrize("told", [True, False])
+async def test_an_engine_process_runs_a_round_when_told_not_at_its_tick(
+    redis_prefix: tuple[str, str], told: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a scheduler tick of 1000 s the engine only runs a round because the bus told it a proposal
+    was queued; the API process, which runs no round, gets the verdict through the bus too. Without the
+    engine's bus (told=False) nothing closes the round."""
+    import coordinator.engine_worker
+    from coordinator.engine_worker import run_engine
+    from coordinator.wire import CreateTask, JoinRequest, ProposalIn
+
+    _, prefix = redis_prefix
+    settings = _settings(prefix, engine_workers=1, tick=1000.0)
+    app = api_app(settings)
+    service = app.state.service
+    stop = asyncio.Event()
+    if not told:
+        monkeypatch.setattr(coordinator.engine_worker, "make_bus", lambda settings: None)
+    engine = asyncio.create_task(run_engine(settings, 0, stop))
+
+    async def body() -> None:
+        spec, join, _ = await service.create(CreateTask(kind="quadratic", params={"blocks": 1, "dim": 2}))
+        await asyncio.sleep(0.5)  # the engine's one tick (at its start) has passed with nothing to do
+        joined = await service.join(spec.id, join, JoinRequest())
+        agent = await service.authenticate(spec.id, f"Bearer {joined.token}")
+        grant = await service.lease(spec.id, agent)
+        task, state, _ = await service.current(spec.id)
+        proposer = task.make_proposer(task.ProposerParams())
+        draft = proposer.propose(grant.contract)
+        assert draft is not None
+        proposal = ProposalIn(
+            lease_id=grant.lease_id,
+            block=draft.block,
+            base_version=grant.version,
+            value=draft.value,
+            predicted_improvement=draft.predicted_improvement,
+        )
+        view, decided = await service.submit(spec.id, agent, proposal, wait=8.0 if told else 1.5)
+        if told:
+            assert decided and view.status == "accepted", view
+        else:
+            assert not decided and view.status == "pending", view
+
+    try:
+        await _in_lifespan(app, body)
+    finally:
+        stop.set()
+        await engine
