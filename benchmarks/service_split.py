@@ -45,6 +45,8 @@ from service_throughput import (  # noqa: E402
 )
 
 REDIS = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+WARMUP = 6.0
+"""Seconds of load before each measured coordinator case."""
 
 
 def tree(pid: int) -> list[int]:
@@ -216,6 +218,8 @@ def coordinator_case(
     proc, port = serve(api, engines, prefix)
     try:
         tasks = [new_task(port, blocks, converge=False) for _ in range(n_tasks)]
+        # Warm-up, not measured: every process builds each task once (quadratic-64: ~0.5 CPU-s per build here)
+        drive(port, proc.pid, agents, WARMUP, tasks)
         row = drive(port, proc.pid, agents, seconds, tasks)
         row["rounds"] = sum(Conn(port, ADMIN).call("GET", f"/v1/tasks/{t['id']}")[1]["round"] for t in tasks)
     finally:

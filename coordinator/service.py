@@ -171,17 +171,23 @@ class CoordinatorService:
 
     async def _build(self, spec: TaskSpec, head: Head) -> _Built:
         built = self._built.get(spec.id)
-        if built is None:
+        if built is not None and built.snapshot.version == head.version:
+            return built
+        # One build, and one load per new head, however many requests ask at once (an API process of the
+        # split mode learns of each commit from the store, and every long poll it wakes asks together).
+        async with self._lock(f"load:{spec.id}"):
+            built = self._built.get(spec.id)
+            if built is None:
 
-            def make() -> _Built:
-                task = create_task(spec.kind, spec.params)
-                engine = RoundEngine(task, EngineSettings(merge_policy=spec.merge_policy))
-                return _Built(task, engine, self._snapshot_of(task, head))
+                def make() -> _Built:
+                    task = create_task(spec.kind, spec.params)
+                    engine = RoundEngine(task, EngineSettings(merge_policy=spec.merge_policy))
+                    return _Built(task, engine, self._snapshot_of(task, head))
 
-            built = await asyncio.to_thread(make)
-            self._built[spec.id] = built
-        elif built.snapshot.version != head.version:
-            built.snapshot = await asyncio.to_thread(self._snapshot_of, built.task, head)
+                built = await asyncio.to_thread(make)
+                self._built[spec.id] = built
+            elif built.snapshot.version != head.version:
+                built.snapshot = await asyncio.to_thread(self._snapshot_of, built.task, head)
         return built
 
     @staticmethod
