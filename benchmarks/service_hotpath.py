@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from service_split import REDIS, drive, new_task, purge  # noqa: E402
+from service_split import REDIS, WARMUP, drive, new_task, purge  # noqa: E402
 from service_throughput import ADMIN, Conn, cpu_seconds, free_port, profiler, stop, wait_ready  # noqa: E402
 
 STEPS: list[tuple[str, tuple[str, ...]]] = [
@@ -104,6 +104,7 @@ def case(name: str, extra: list[str], args: argparse.Namespace, outdir: Path) ->
         api = int(pids.get("api", proc.pid))
         engine = int(pids["engine"]) if "engine" in pids else None
         task = new_task(port, 64, converge=False)
+        drive(port, proc.pid, args.agents, WARMUP, [task])  # every process builds the task first
         prof = outdir / f"{name}.txt"
         e0 = cpu_seconds(engine) if engine else 0.0
         a0 = cpu_seconds(api)
