@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from service_split import REDIS, WARMUP, drive, new_task, purge  # noqa: E402
+from service_split import LEASE_TTL, REDIS, drive, new_task, purge, warm_up  # noqa: E402
 from service_throughput import ADMIN, Conn, cpu_seconds, free_port, profiler, stop, wait_ready  # noqa: E402
 
 STEPS: list[tuple[str, tuple[str, ...]]] = [
@@ -82,7 +82,7 @@ def steps_of(profile: Path) -> dict[str, float]:
 
 def start_logged(port: int, extra: list[str], log: Path) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--log-level", "info"]
-    cmd += ["--rate-per-agent", "100000", "--round-deadline", "1.0", *extra]
+    cmd += ["--rate-per-agent", "100000", "--round-deadline", "1.0", "--lease-ttl", str(LEASE_TTL), *extra]
     with log.open("ab") as out:
         proc = subprocess.Popen(
             cmd,
@@ -104,7 +104,7 @@ def case(name: str, extra: list[str], args: argparse.Namespace, outdir: Path) ->
         api = int(pids.get("api", proc.pid))
         engine = int(pids["engine"]) if "engine" in pids else None
         task = new_task(port, 64, converge=False)
-        drive(port, proc.pid, args.agents, WARMUP, [task])  # every process builds the task first
+        warm_up(port, proc.pid, args.agents, [task])
         prof = outdir / f"{name}.txt"
         e0 = cpu_seconds(engine) if engine else 0.0
         a0 = cpu_seconds(api)

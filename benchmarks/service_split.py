@@ -47,6 +47,8 @@ from service_throughput import (  # noqa: E402
 REDIS = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 WARMUP = 6.0
 """Seconds of load before each measured coordinator case."""
+LEASE_TTL = 4.0
+"""The coordinators' lease TTL here: the warm-up's agents stop holding leases, which must lapse first."""
 
 
 def tree(pid: int) -> list[int]:
@@ -190,6 +192,13 @@ def drive(
     }
 
 
+def warm_up(port: int, pid: int, agents: int, tasks: list[dict[str, str]]) -> None:
+    """Load, not measured, so every process builds each task once (quadratic-64: ~0.5 CPU-s per build
+    here); then wait for the leases the warm-up's agents held when they stopped to lapse."""
+    drive(port, pid, agents, WARMUP, tasks)
+    time.sleep(LEASE_TTL + 0.5)
+
+
 def new_task(port: int, blocks: int, converge: bool) -> dict[str, str]:
     body: dict[str, Any] = {
         "kind": "quadratic",
@@ -205,7 +214,16 @@ def new_task(port: int, blocks: int, converge: bool) -> dict[str, str]:
 
 def serve(api: int, engines: int | None, prefix: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    extra = ["--store", REDIS, "--redis-prefix", prefix, "--api-workers", str(api)]
+    extra = [
+        "--store",
+        REDIS,
+        "--redis-prefix",
+        prefix,
+        "--api-workers",
+        str(api),
+        "--lease-ttl",
+        str(LEASE_TTL),
+    ]
     if engines is not None:
         extra += ["--engine-workers", str(engines)]
     return start_serve(port, *extra), port
@@ -218,8 +236,7 @@ def coordinator_case(
     proc, port = serve(api, engines, prefix)
     try:
         tasks = [new_task(port, blocks, converge=False) for _ in range(n_tasks)]
-        # Warm-up, not measured: every process builds each task once (quadratic-64: ~0.5 CPU-s per build here)
-        drive(port, proc.pid, agents, WARMUP, tasks)
+        warm_up(port, proc.pid, agents, tasks)
         row = drive(port, proc.pid, agents, seconds, tasks)
         row["rounds"] = sum(Conn(port, ADMIN).call("GET", f"/v1/tasks/{t['id']}")[1]["round"] for t in tasks)
     finally:
