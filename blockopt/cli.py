@@ -383,6 +383,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "--public-read: anyone who can reach this coordinator can read every task's solution, report, "
             "rounds, events and trajectories"
         )
+    from blockopt import supervisor
+
+    problem = supervisor.split_problem(settings)
+    if problem is not None:
+        raise UsageError(problem)
+    if supervisor.is_split(settings):  # API and engine processes: blockopt/supervisor.py
+        options = supervisor.HttpOptions(args.host, args.port, args.log_level, args.http, args.loop)
+        return supervisor.supervise(settings, options)
     try:
         store = make_store(settings)
     except InvalidRequest as exc:

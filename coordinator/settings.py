@@ -107,6 +107,31 @@ class ServiceSettings(BaseModel):
     metrics_token: SecretStr | None = Field(
         None, description="bearer token /metrics requires; None leaves /metrics open"
     )
+    api_workers: int = Field(
+        1,
+        ge=0,
+        description="HTTP processes sharing the port (more than 1, or 0 for an engine-only node, needs "
+        "a redis or sqlite store)",
+    )
+    engine_workers: int | None = Field(
+        None,
+        ge=0,
+        description="round-engine processes beside the API processes, which then never run rounds "
+        "(0: none on this node, another runs them); unset: rounds run inside each API process",
+    )
+    notify_poll: float = Field(
+        0.02,
+        gt=0,
+        description="seconds between polls of the SQLite change log that carries wake-ups between "
+        "API and engine processes (Redis pushes them)",
+    )
+    engine_metrics_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="engine worker i serves its process metrics (round and scoring durations) at "
+        "http://HOST:PORT+i/metrics; unset: not exported",
+    )
     data_dirs: tuple[Path, ...] = Field(
         (),
         description="directories task params may name files in (maps, scenarios, databases, query "

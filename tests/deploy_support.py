@@ -29,6 +29,7 @@ COMPOSE_YML = REPO / "docker-compose.yml"
 DEMO_SCRIPT = DEPLOY / "demo" / "create_task.py"
 K8S = DEPLOY / "k8s"
 COORDINATOR_JOB = "blockopt-coordinator"
+ENGINE_JOB = "blockopt-engine"
 
 APT_HINT = {
     "promtool": "apt-get install prometheus",

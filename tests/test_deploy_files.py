@@ -104,7 +104,10 @@ def test_prometheus_scrapes_each_replica_directly() -> None:
     job = next(j for j in cfg["scrape_configs"] if j["job_name"] == COORDINATOR_JOB)
     targets = [t for sc in job["static_configs"] for t in sc["targets"]]
     compose = yaml.safe_load(COMPOSE_YML.read_text())["services"]
-    assert sorted(targets) == sorted(f"{name}:8000" for name in compose if name.startswith("coordinator-"))
+    assert sorted(targets) == sorted(f"{name}:8000" for name in compose if name.startswith("api-"))
+    engines = next(j for j in cfg["scrape_configs"] if j["job_name"] == "blockopt-engine")
+    targets = [t for sc in engines["static_configs"] for t in sc["targets"]]
+    assert sorted(targets) == sorted(f"{name}:9100" for name in compose if name.startswith("engine-"))
 
 
 # -- Grafana -------------------------------------------------------------------------------------------
@@ -188,7 +191,18 @@ def test_compose_config_is_valid() -> None:
     out = compose_config()
     assert out.returncode == 0, out.stderr
     services = yaml.safe_load(out.stdout)["services"]
-    core = {"redis", "coordinator-1", "coordinator-2", "lb", "demo-task", "fleet", "prometheus", "grafana"}
+    core = {
+        "redis",
+        "api-1",
+        "api-2",
+        "engine-1",
+        "engine-2",
+        "lb",
+        "demo-task",
+        "fleet",
+        "prometheus",
+        "grafana",
+    }
     assert core <= set(services)
     # `config` lists every service whatever the profile: check the profiles themselves
     assert all(not services[name].get("profiles") for name in core), "the core services run without a profile"
@@ -235,16 +249,30 @@ def test_compose_commands_parse_with_the_real_cli(compose_services: dict[str, An
         error = parses_as_blockopt(argv)
         assert error is None, f"compose service {name}: `blockopt {' '.join(argv)}` is refused: {error}"
         checked.append(name)
-    assert {"coordinator-1", "coordinator-2", "fleet", "fleet-llm"} <= set(checked)
+    assert {"api-1", "api-2", "engine-1", "engine-2", "fleet", "fleet-llm"} <= set(checked)
 
 
-def test_compose_coordinators_share_redis_and_are_probed(compose_services: dict[str, Any]) -> None:
-    for name in ("coordinator-1", "coordinator-2"):
-        svc = compose_services[name]
-        assert svc["command"][svc["command"].index("--store") + 1].startswith("redis://redis:6379")
-        assert any("/readyz" in part for part in svc["healthcheck"]["test"])
+def _flag(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+def test_compose_api_and_engine_share_redis_and_are_probed(compose_services: dict[str, Any]) -> None:
+    """The split: API replicas run no rounds (--engine-workers 0), engine services serve no API."""
+    for name in ("api-1", "api-2", "engine-1", "engine-2"):
+        argv = compose_services[name]["command"]
+        assert _flag(argv, "--store").startswith("redis://redis:6379")
+    for name in ("api-1", "api-2"):
+        argv = compose_services[name]["command"]
+        assert (_flag(argv, "--api-workers"), _flag(argv, "--engine-workers")) == ("1", "0")
+        assert any("/readyz" in part for part in compose_services[name]["healthcheck"]["test"])
+    for name in ("engine-1", "engine-2"):
+        argv = compose_services[name]["command"]
+        assert (_flag(argv, "--api-workers"), _flag(argv, "--engine-workers")) == ("0", "1")
+        port = _flag(argv, "--engine-metrics-port")
+        assert any(f":{port}/metrics" in part for part in compose_services[name]["healthcheck"]["test"])
     nginx = (DEPLOY / "nginx/nginx.conf").read_text()
-    assert "server coordinator-1:8000" in nginx and "server coordinator-2:8000" in nginx
+    assert "server api-1:8000" in nginx and "server api-2:8000" in nginx
+    assert "engine" not in nginx  # engines serve no API
 
 
 def test_compose_demo_task_script_exists_in_the_image() -> None:
@@ -293,8 +321,8 @@ def _by_kind(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]
 
 def test_k8s_manifests_are_complete(k8s: list[dict[str, Any]]) -> None:
     deployments = _by_kind(k8s, "Deployment")
-    assert {"blockopt-coordinator", "blockopt-agents", "blockopt-redis"} <= set(deployments)
-    assert {"blockopt-coordinator", "blockopt-redis"} <= set(_by_kind(k8s, "Service"))
+    assert {"blockopt-api", "blockopt-engine", "blockopt-agents", "blockopt-redis"} <= set(deployments)
+    assert {"blockopt-api", "blockopt-redis"} <= set(_by_kind(k8s, "Service"))
     assert _by_kind(k8s, "ConfigMap") and not _by_kind(k8s, "Secret")  # tokens: `kubectl create secret`
     hpa = _by_kind(k8s, "HorizontalPodAutoscaler")["blockopt-agents"]
     assert hpa["apiVersion"] == "autoscaling/v2"
@@ -305,8 +333,8 @@ def test_k8s_manifests_are_complete(k8s: list[dict[str, Any]]) -> None:
     assert files == set(kustomization["resources"]), "kustomization.yaml must list every manifest"
 
 
-def test_k8s_coordinator_probes(k8s: list[dict[str, Any]]) -> None:
-    dep = _by_kind(k8s, "Deployment")["blockopt-coordinator"]
+def test_k8s_api_probes(k8s: list[dict[str, Any]]) -> None:
+    dep = _by_kind(k8s, "Deployment")["blockopt-api"]
     assert dep["spec"]["replicas"] >= 2
     (c,) = containers(dep)
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
@@ -316,10 +344,27 @@ def test_k8s_coordinator_probes(k8s: list[dict[str, Any]]) -> None:
         assert c[probe]["httpGet"]["port"] in ports
     port = ports[c["readinessProbe"]["httpGet"]["port"]]
     assert c["args"][c["args"].index("--port") + 1] == str(port)
-    svc = _by_kind(k8s, "Service")["blockopt-coordinator"]
+    assert (_flag(c["args"], "--api-workers"), _flag(c["args"], "--engine-workers")) == ("1", "0")
+    svc = _by_kind(k8s, "Service")["blockopt-api"]
     labels = dep["spec"]["template"]["metadata"]["labels"]
     assert all(labels.get(k) == v for k, v in svc["spec"]["selector"].items())
     assert svc["spec"]["ports"][0]["targetPort"] in ports
+    config = {k: v for cm in _by_kind(k8s, "ConfigMap").values() for k, v in cm["data"].items()}
+    assert config["BLOCKOPT_COORDINATOR_URL"] == f"http://{svc['metadata']['name']}"
+
+
+def test_k8s_engine_runs_rounds_only_and_is_probed_on_its_metrics(k8s: list[dict[str, Any]]) -> None:
+    dep = _by_kind(k8s, "Deployment")["blockopt-engine"]
+    assert dep["spec"]["replicas"] >= 2  # a dead pod's tasks pass to the other through the round lock
+    (c,) = containers(dep)
+    assert (_flag(c["args"], "--api-workers"), _flag(c["args"], "--engine-workers")) == ("0", "1")
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert str(ports["metrics"]) == _flag(c["args"], "--engine-metrics-port")
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert c[probe]["httpGet"] == {"path": "/metrics", "port": "metrics"}
+    annotations = dep["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(ports["metrics"])
+    assert "blockopt-engine" not in _by_kind(k8s, "Service")  # nothing calls an engine
 
 
 def test_k8s_every_container_has_resources(k8s: list[dict[str, Any]]) -> None:
@@ -365,7 +410,7 @@ def test_k8s_commands_parse_with_the_real_cli(k8s: list[dict[str, Any]]) -> None
     config: dict[str, str] = {}
     for cm in _by_kind(k8s, "ConfigMap").values():
         config.update(cm["data"])
-    for name in ("blockopt-coordinator", "blockopt-agents"):
+    for name in ("blockopt-api", "blockopt-engine", "blockopt-agents"):
         (c,) = containers(_by_kind(k8s, "Deployment")[name])
         values = {**config, **{e["name"]: "from-k8s" for e in c.get("env", [])}}
         argv = [re.sub(r"\$\((\w+)\)", lambda m: values.get(m.group(1), m.group(0)), a) for a in c["args"]]

@@ -28,6 +28,7 @@ from tests.deploy_support import (
     ALERTS_YML,
     COORDINATOR_JOB,
     DEMO_SCRIPT,
+    ENGINE_JOB,
     PROMETHEUS_YML,
     REPO,
     alert_operands,
@@ -81,14 +82,17 @@ def start(args: list[str], log: Path, env: dict[str, str] | None = None) -> subp
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
 
 
-def prometheus_config(coordinator_port: int, rules: Path) -> dict[str, Any]:
-    """The repository's prometheus.yml with the coordinator job aimed at the test's port, 1 s cadence."""
+def prometheus_config(coordinator_port: int, engine_port: int, rules: Path) -> dict[str, Any]:
+    """The repository's prometheus.yml with the API and engine jobs aimed at the test's ports, 1 s cadence."""
     cfg = yaml.safe_load(PROMETHEUS_YML.read_text())
     cfg["global"].update(scrape_interval="1s", evaluation_interval="1s", scrape_timeout="1s")
     cfg["rule_files"] = [str(rules)]
-    job = next(j for j in cfg["scrape_configs"] if j["job_name"] == COORDINATOR_JOB)
-    job["static_configs"] = [{"targets": [f"127.0.0.1:{coordinator_port}"]}]
-    cfg["scrape_configs"] = [job]
+    jobs = []
+    for name, port in ((COORDINATOR_JOB, coordinator_port), (ENGINE_JOB, engine_port)):
+        job = next(j for j in cfg["scrape_configs"] if j["job_name"] == name)
+        job["static_configs"] = [{"targets": [f"127.0.0.1:{port}"]}]
+        jobs.append(job)
+    cfg["scrape_configs"] = jobs
     return cfg
 
 
@@ -100,7 +104,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     http = httpx.Client(timeout=10.0)
     env = {**os.environ, "PYTHONPATH": str(REPO), "BLOCKOPT_ADMIN_TOKEN": ADMIN}
     try:
-        port = free_port()
+        port, engine_port = free_port(), free_port()
         url = f"http://127.0.0.1:{port}"
         procs.append(
             start(
@@ -113,6 +117,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                     "127.0.0.1",
                     "--port",
                     str(port),
+                    # the deployed shape: an API process and an engine process (its own metrics port)
+                    "--store",
+                    f"sqlite:///{tmp / 'state.db'}",
+                    "--api-workers",
+                    "1",
+                    "--engine-workers",
+                    "1",
+                    "--engine-metrics-port",
+                    str(engine_port),
                     "--round-deadline",
                     "0.5",
                     "--log-level",
@@ -204,7 +217,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
         rules = tmp / "alerts.yml"
         rules.write_text(ALERTS_YML.read_text())
-        (tmp / "prometheus.yml").write_text(yaml.safe_dump(prometheus_config(port, rules)))
+        (tmp / "prometheus.yml").write_text(yaml.safe_dump(prometheus_config(port, engine_port, rules)))
         prom_port = free_port()
         prom = f"http://127.0.0.1:{prom_port}"
         procs.append(
@@ -254,9 +267,19 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 sys.stderr.write(f"--- {log} (tail) ---\n{path.read_text(errors='replace')[-2000:]}\n")
 
 
-def test_the_scrape_target_is_up(stack: Stack) -> None:
-    result = stack.query(f'up{{job="{COORDINATOR_JOB}"}}')["result"]
-    assert result and result[0]["value"][1] == "1"
+def test_the_scrape_targets_are_up(stack: Stack) -> None:
+    """The API process and the engine process (split mode) are both scraped."""
+    for job in (COORDINATOR_JOB, ENGINE_JOB):
+        result = stack.query(f'up{{job="{job}"}}')["result"]
+        assert result and result[0]["value"][1] == "1", job
+
+
+def test_round_durations_come_from_the_engine_process(stack: Stack) -> None:
+    """Split mode: rounds run in the engine process; its histogram counts them, the API's does not."""
+    engine = stack.query(f'sum(blockopt_round_duration_seconds_count{{job="{ENGINE_JOB}"}})')["result"]
+    api = stack.query(f'sum(blockopt_round_duration_seconds_count{{job="{COORDINATOR_JOB}"}})')["result"]
+    assert engine and float(engine[0]["value"][1]) >= 2
+    assert not api or float(api[0]["value"][1]) == 0
 
 
 def test_every_dashboard_expression_returns_data(stack: Stack) -> None:

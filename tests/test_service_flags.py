@@ -49,6 +49,10 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "public_read": ([], True),
     "data_dirs": (["/srv/a", "--data-dir", "/srv/b"], (Path("/srv/a"), Path("/srv/b"))),
     "kinds": (["quadratic"], ("quadratic",)),
+    "api_workers": (["3"], 3),
+    "engine_workers": (["2"], 2),
+    "notify_poll": (["0.1"], 0.1),
+    "engine_metrics_port": (["9200"], 9200),
 }
 """A non-default value for every flag-backed setting (secrets are tested through their files below)."""
 

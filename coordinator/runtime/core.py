@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.engine.records import Snapshot
 from coordinator.engine.rounds import EngineSettings, RoundEngine
@@ -27,6 +27,9 @@ from coordinator.status import TaskStatus
 from coordinator.store.base import AgentRecord, Head, Store, TaskSpec
 from tasks.base import Task
 from tasks.registry import create_task
+
+if TYPE_CHECKING:
+    from coordinator.store.bus import Bus
 
 log = logging.getLogger("blockopt.service")
 
@@ -84,6 +87,11 @@ class ServiceCore:
         self._scheduler: asyncio.Task[None] | None = None
         self.ready = False
         metrics.cache_sizes = self.cache_sizes
+        # -- split mode (set by coordinator/api/worker.py and coordinator/runtime/engine_worker.py) --
+        self.rounds_here = True
+        """False on an API process of the split mode: rounds, lease expiry and budgets run elsewhere."""
+        self.bus: Bus | None = None
+        """Tells other processes of a proposal queued (API) or a task changed (engine)."""
 
     async def spec(self, task_id: str) -> TaskSpec:
         """The task's spec (fixed at creation, so cached per process; NotFound when unknown)."""
@@ -100,9 +108,23 @@ class ServiceCore:
         return self._events.setdefault(task_id, asyncio.Event())
 
     def _notify(self, task_id: str) -> None:
+        self.wake(task_id)
+        if self.bus is not None:
+            self._spawn(self.bus.publish("changed", task_id))
+
+    def wake(self, task_id: str) -> None:
+        """Wake this process's long polls of the task (``_notify`` also tells the other processes)."""
         event = self._events.pop(task_id, None)
         if event is not None:
             event.set()
+
+    async def _handed_off(self, task_id: str) -> bool:
+        """On an API process of the split mode, tell the engines a round may be due instead of running it."""
+        if self.rounds_here:
+            return False
+        if self.bus is not None:
+            await self.bus.publish("queued", task_id)
+        return True
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
@@ -111,17 +133,23 @@ class ServiceCore:
 
     async def _build(self, spec: TaskSpec, head: Head) -> BuiltTask:
         built = self._built.get(spec.id)
-        if built is None:
+        if built is not None and built.snapshot.version == head.version:
+            return built
+        # One build, and one load per new head, however many requests ask at once (an API process of the
+        # split mode learns of each commit from the store, and every long poll it wakes asks together).
+        async with self._lock(f"load:{spec.id}"):
+            built = self._built.get(spec.id)
+            if built is None:
 
-            def make() -> BuiltTask:
-                task = create_task(spec.kind, spec.params)
-                engine = RoundEngine(task, EngineSettings(merge_policy=spec.merge_policy))
-                return BuiltTask(task, engine, self._snapshot_of(task, head))
+                def make() -> BuiltTask:
+                    task = create_task(spec.kind, spec.params)
+                    engine = RoundEngine(task, EngineSettings(merge_policy=spec.merge_policy))
+                    return BuiltTask(task, engine, self._snapshot_of(task, head))
 
-            built = await asyncio.to_thread(make)
-            self._built[spec.id] = built
-        elif built.snapshot.version != head.version:
-            built.snapshot = await asyncio.to_thread(self._snapshot_of, built.task, head)
+                built = await asyncio.to_thread(make)
+                self._built[spec.id] = built
+            elif built.snapshot.version != head.version:
+                built.snapshot = await asyncio.to_thread(self._snapshot_of, built.task, head)
         return built
 
     @staticmethod
@@ -149,6 +177,7 @@ class ServiceCore:
         self._built.pop(task_id, None)
         self._specs.pop(task_id, None)
         self._locks.pop(task_id, None)
+        self._locks.pop(f"load:{task_id}", None)
         self._notify(task_id)
         for key in [k for k in self._agents if k[0] == task_id]:
             del self._agents[key]

@@ -47,6 +47,13 @@ class Proposing(Leasing):
                 await self._maybe_close(task_id)
         return await self.proposal(task_id, proposal.id, wait, agent, next_lease)
 
+    async def queued(self, task_id: str) -> None:
+        """A proposal was stored or a lease released, here or in another process: run what it makes due."""
+        if (await self.spec(task_id)).mode == "async":
+            await self._run_async(task_id)
+        else:
+            await self._maybe_close(task_id)
+
     async def with_next_lease(self, task_id: str, agent: AgentRecord, view: ProposalView) -> ProposalView:
         """The view with the agent's next lease folded in: the lease round trip of a steady agent loop
         disappears (1 request per proposal instead of 2-3). Any reason not to lease (no free block, task

@@ -55,6 +55,8 @@ class RoundsMode(RoundLocking):
         return idle if quorum else []
 
     async def _maybe_close(self, task_id: str) -> None:
+        if await self._handed_off(task_id):
+            return
         if self._lock(task_id).locked():
             return  # the running round re-checks when it is done
         if await self._round_due(task_id):

@@ -32,7 +32,8 @@ class CoordinatorService(TaskBook):
     """The service the API calls: every job above, plus lifecycle, the scheduler's tick and eviction."""
 
     async def start(self) -> None:
-        self._scheduler = asyncio.create_task(self._schedule_forever(), name="blockopt-scheduler")
+        if self.rounds_here:
+            self._scheduler = asyncio.create_task(self._schedule_forever(), name="blockopt-scheduler")
         self.ready = True
 
     async def close(self) -> None:

@@ -29,6 +29,8 @@ class AsyncWindow(RoundsMode):
     """Async mode: merge each arrival on its own; close windows into round records."""
 
     async def _run_async(self, task_id: str) -> None:
+        if await self._handed_off(task_id):
+            return
         async with self._lock(task_id):
             try:
                 await self._async_locked(task_id)
