@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -270,10 +271,19 @@ class Store(abc.ABC):
     # -- leases ---------------------------------------------------------------
     @abc.abstractmethod
     async def acquire_lease(
-        self, task_id: str, agent: str, version: int, ttl: float, now: float
+        self,
+        task_id: str,
+        agent: str,
+        version: int,
+        ttl: float,
+        now: float,
+        prefer: Sequence[int] | None = None,
     ) -> Lease | None:
         """The agent's active lease if it has one, else a free block (not leased, no queued
-        proposal), least recently leased first; None when every block is taken."""
+        proposal); None when every block is taken.
+
+        Which free block: the first free one in ``prefer`` (adaptive selection's order, best first), else
+        (no preference, or none of it free) the least recently leased, ties to the lowest block."""
 
     @abc.abstractmethod
     async def renew_lease(self, task_id: str, lease_id: str, agent: str, ttl: float, now: float) -> Lease:

@@ -1,0 +1,255 @@
+"""Adaptive block selection: which neighbourhood generator forms the next blocks, and which block to lease.
+
+A kind names its ways to form blocks (``Task.neighbourhoods``). After every round that may regroup, the
+coordinator picks one of them, with a target size, and the round's successors pay it back: their gain
+(objective decrease) per unit of cost (agent-seconds, or tokens when the agents report tokens). The same
+credits, per block, order the free blocks a lease picks from.
+
+Pure bookkeeping, replayed from the round records (``RoundRecord.selection``) so every replica derives the
+same weights from the store, and rebuilt the same way after a restart. Three policies:
+
+- ``lease_order``: today's behaviour (the kind's own regrouping after a round that merged nothing, blocks
+  leased least recently leased first); nothing is learned.
+- ``ucb1``: the arm maximizing mean normalized reward + c·sqrt(ln N / n) (Auer et al. 2002; CP-SAT picks its
+  LNS generators so); an arm never tried comes first.
+- ``alns``: a roulette wheel, w ← (1 − r)·w + r·ψ with ψ the round's normalized reward (Ropke & Pisinger 2006;
+  MAPF-LNS weighs its destroy heuristics so), drawn with a seed fixed by the round index.
+
+Sizes adapt per generator like CP-SAT's LNS difficulty: a round that gained makes the generator's next
+neighbourhood larger, one that did not makes it smaller, within ``[min_size, max_size]``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from coordinator.records import RoundRecord, SelectionRow
+
+Policy = Literal["lease_order", "ucb1", "alns"]
+KEEP = "partition"
+"""The generator that keeps the current blocks (every kind has it)."""
+
+
+class SelectionSettings(BaseModel):
+    """How a task chooses its neighbourhoods (part of a task's creation request)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: Policy = Field("lease_order", description="lease_order (no learning), ucb1 or alns")
+    size: float = Field(0.5, gt=0.0, le=1.0, description="initial neighbourhood size (fraction of a block)")
+    min_size: float = Field(0.1, gt=0.0, le=1.0)
+    max_size: float = Field(1.0, gt=0.0, le=1.0)
+    growth: float = Field(
+        1.25, gt=1.0, le=4.0, description="size factor after a gain (its inverse after none)"
+    )
+    exploration: float = Field(0.5, ge=0.0, le=10.0, description="UCB1's c")
+    reaction: float = Field(0.2, gt=0.0, le=1.0, description="ALNS's r")
+    floor: float = Field(0.05, gt=0.0, le=1.0, description="ALNS's smallest weight")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> SelectionSettings:
+        if not self.min_size <= self.size <= self.max_size:
+            raise ValueError(
+                f"need min_size <= size <= max_size, got {self.min_size}, {self.size}, {self.max_size}"
+            )
+        return self
+
+    @property
+    def adaptive(self) -> bool:
+        return self.policy != "lease_order"
+
+
+@dataclass
+class Arm:
+    """One generator's (or one block's) books."""
+
+    pulls: int = 0
+    gain: float = 0.0
+    cost: float = 0.0
+    reward: float = 0.0
+    """Sum of per-round rewards (gain per cost)."""
+    weight: float = 1.0
+    """ALNS wheel weight."""
+    size: float = 0.5
+
+    def mean(self) -> float:
+        return self.reward / self.pulls if self.pulls else 0.0
+
+
+def reward_of(gain: float, cost: float) -> float:
+    """Gain per unit cost; a round whose agents report no cost counts one unit (it still paid a round)."""
+    return max(0.0, gain) / (cost if cost > 0 else 1.0)
+
+
+@dataclass
+class Bandit:
+    """The learned state of one task: per generator and per block, replayed round by round."""
+
+    arms: list[str]
+    settings: SelectionSettings = field(default_factory=SelectionSettings)
+    gens: dict[str, Arm] = field(default_factory=dict)
+    blocks: dict[int, Arm] = field(default_factory=dict)
+    current: str = KEEP
+    """The generator that formed the blocks the next round works on."""
+    current_size: float | None = None
+    rounds: int = 0
+    best: float = 0.0
+    """Largest per-round reward seen: rewards are normalized by it into [0, 1]."""
+    block_best: float = 0.0
+    objective: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.arms:
+            raise ValueError("a bandit needs at least one arm")
+        if len(set(self.arms)) != len(self.arms):
+            raise ValueError(f"arm names repeat: {self.arms}")
+        for a in self.arms:
+            self.gens.setdefault(a, Arm(size=self.settings.size))
+        if self.current not in self.gens:
+            self.current = self.arms[0]
+
+    # -- bookkeeping --------------------------------------------------------------------------
+    def credit(self, gain: float, row: SelectionRow) -> None:
+        """One round's result: its gain and cost to the generator in force, per block to the blocks, then the
+        generator the round chose (``row.formed``) is in force for the next one."""
+        s = self.settings
+        cost = float(row.tokens) if row.tokens > 0 else row.seconds
+        r = reward_of(gain, cost)
+        self.best = max(self.best, r)
+        arm = self.gens.get(self.current)
+        if arm is not None:
+            arm.pulls += 1
+            arm.gain += max(0.0, gain)
+            arm.cost += cost
+            arm.reward += r
+            psi = r / self.best if self.best > 0 else 0.0
+            arm.weight = max(s.floor, (1 - s.reaction) * arm.weight + s.reaction * psi)
+            if self.current_size is not None:
+                factor = s.growth if gain > 0 else 1 / s.growth
+                arm.size = min(s.max_size, max(s.min_size, self.current_size * factor))
+        for b, (g, c) in row.blocks.items():
+            rb = reward_of(g, c)
+            self.block_best = max(self.block_best, rb)
+            book = self.blocks.setdefault(int(b), Arm())
+            book.pulls += 1
+            book.gain += max(0.0, g)
+            book.cost += c
+            book.reward += rb
+        self.rounds += 1
+        if row.formed is not None and row.formed in self.gens:
+            self.current, self.current_size = row.formed, row.size
+
+    def replay(self, initial_objective: float, records: Iterable[RoundRecord]) -> Bandit:
+        """Credit every record not seen yet (records are the task's rounds from the first, or from
+        ``self.rounds`` on); returns self."""
+        objective = self.objective if self.objective is not None else initial_objective
+        for rec in records:
+            if rec.round < self.rounds:
+                continue
+            if rec.selection is not None:
+                self.credit(objective - rec.objective, rec.selection)
+            else:
+                self.rounds += 1
+            objective = rec.objective
+        self.objective = objective
+        return self
+
+    # -- decisions ----------------------------------------------------------------------------
+    def scores(self) -> dict[str, float]:
+        """Each generator's current weight as the policy sees it: the UCB1 index (inf: untried), the ALNS
+        wheel weight, or 1 for ``lease_order``."""
+        s = self.settings
+        if s.policy == "alns":
+            return {a: self.gens[a].weight for a in self.arms}
+        if s.policy == "ucb1":
+            total = sum(self.gens[a].pulls for a in self.arms)
+            out = {}
+            for a in self.arms:
+                arm = self.gens[a]
+                if arm.pulls == 0:
+                    out[a] = math.inf
+                    continue
+                mean = arm.mean() / self.best if self.best > 0 else 0.0
+                out[a] = mean + s.exploration * math.sqrt(math.log(max(total, 1)) / arm.pulls)
+            return out
+        return {a: 1.0 for a in self.arms}
+
+    def choose(self, seed: int, merged: bool) -> tuple[str, float]:
+        """The generator for the next blocks and its size. After a round that merged nothing, keeping the
+        same blocks would only repeat it: the keep arm is left out then (when there is another)."""
+        candidates = [a for a in self.arms if merged or a != KEEP] or list(self.arms)
+        scores = self.scores()
+        if self.settings.policy == "alns":
+            rng = random.Random(seed)
+            pick = rng.choices(candidates, weights=[scores[a] for a in candidates])[0]
+        else:  # ucb1 (and lease_order, which never asks): the best index, ties to the earlier-listed arm
+            pick = max(candidates, key=lambda a: scores[a])
+        return pick, self.gens[pick].size
+
+    def block_order(self, blocks: Sequence[int]) -> list[int]:
+        """Blocks best first by UCB1 over their gain per cost (untried first, in the given order)."""
+        total = sum(b.pulls for b in self.blocks.values())
+        c = self.settings.exploration
+
+        def index(b: int) -> float:
+            book = self.blocks.get(b)
+            if book is None or book.pulls == 0:
+                return math.inf
+            mean = book.mean() / self.block_best if self.block_best > 0 else 0.0
+            return mean + c * math.sqrt(math.log(max(total, 1)) / book.pulls)
+
+        return sorted(blocks, key=lambda b: -index(b))
+
+    def view(self) -> dict[str, Any]:
+        """What the task view, the report and ``/metrics`` show."""
+        return {
+            "policy": self.settings.policy,
+            "current": self.current,
+            "rounds": self.rounds,
+            "generators": {
+                a: {
+                    "weight": _finite(w),
+                    "pulls": self.gens[a].pulls,
+                    "gain": self.gens[a].gain,
+                    "cost": self.gens[a].cost,
+                    "gain_per_cost": (self.gens[a].gain / self.gens[a].cost) if self.gens[a].cost else 0.0,
+                    "size": self.gens[a].size,
+                }
+                for a, w in self.scores().items()
+            },
+        }
+
+
+def _finite(x: float) -> float | None:
+    """JSON has no infinity: an untried UCB arm shows as None."""
+    return x if math.isfinite(x) else None
+
+
+def row_of(
+    proposals: Iterable[tuple[int, float, int]],
+    accepted: Mapping[int, float],
+    formed: tuple[str, float] | None,
+) -> SelectionRow:
+    """A round's selection row from its proposals' (block, seconds, tokens) and accepted blocks' gains."""
+    seconds, tokens = 0.0, 0
+    per: dict[int, list[float]] = {}
+    for block, sec, tok in proposals:
+        seconds += sec
+        tokens += tok
+        book = per.setdefault(block, [0.0, 0.0])
+        book[1] += float(tok) if tok > 0 else sec
+    for block, gain in accepted.items():
+        per.setdefault(block, [0.0, 0.0])[0] += gain
+    return SelectionRow(
+        seconds=seconds,
+        tokens=tokens,
+        blocks={b: (g, c) for b, (g, c) in per.items()},
+        formed=None if formed is None else formed[0],
+        size=None if formed is None else formed[1],
+    )
