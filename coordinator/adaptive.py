@@ -21,9 +21,11 @@ neighbourhood larger, one that did not makes it smaller, within ``[min_size, max
 
 from __future__ import annotations
 
+import copy
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -73,7 +75,7 @@ class Arm:
     gain: float = 0.0
     cost: float = 0.0
     reward: float = 0.0
-    """Sum of per-round rewards (gain per cost)."""
+    """Sum of per-round normalized rewards ψ in [0, 1] (see ``Bandit.normalize``)."""
     weight: float = 1.0
     """ALNS wheel weight."""
     size: float = 0.5
@@ -85,6 +87,17 @@ class Arm:
 def reward_of(gain: float, cost: float) -> float:
     """Gain per unit cost; a round whose agents report no cost counts one unit (it still paid a round)."""
     return max(0.0, gain) / (cost if cost > 0 else 1.0)
+
+
+WINDOW = 8
+
+
+def normalize(recent: list[float], reward: float) -> float:
+    """ψ of ``reward`` against the sliding window ``recent`` (updated in place)."""
+    recent.append(reward)
+    del recent[:-WINDOW]
+    top = max(recent)
+    return reward / top if top > 0 else 0.0
 
 
 @dataclass
@@ -99,9 +112,11 @@ class Bandit:
     """The generator that formed the blocks the next round works on."""
     current_size: float | None = None
     rounds: int = 0
-    best: float = 0.0
-    """Largest per-round reward seen: rewards are normalized by it into [0, 1]."""
-    block_best: float = 0.0
+    recent: list[float] = field(default_factory=list)
+    """The last ``WINDOW`` rounds' raw rewards: ψ = reward / their max. A sliding maximum, because the first
+    rounds of a run (repairing conflicts, say) gain orders of magnitude more than later ones and would
+    otherwise flatten every later reward to 0."""
+    block_recent: list[float] = field(default_factory=list)
     objective: float | None = None
 
     def __post_init__(self) -> None:
@@ -120,27 +135,27 @@ class Bandit:
         generator the round chose (``row.formed``) is in force for the next one."""
         s = self.settings
         cost = float(row.tokens) if row.tokens > 0 else row.seconds
-        r = reward_of(gain, cost)
-        self.best = max(self.best, r)
+        psi = normalize(self.recent, reward_of(gain, cost))
         arm = self.gens.get(self.current)
         if arm is not None:
             arm.pulls += 1
             arm.gain += max(0.0, gain)
             arm.cost += cost
-            arm.reward += r
-            psi = r / self.best if self.best > 0 else 0.0
+            arm.reward += psi
             arm.weight = max(s.floor, (1 - s.reaction) * arm.weight + s.reaction * psi)
             if self.current_size is not None:
                 factor = s.growth if gain > 0 else 1 / s.growth
                 arm.size = min(s.max_size, max(s.min_size, self.current_size * factor))
+        raw = {int(b): reward_of(g, c) for b, (g, c) in row.blocks.items()}
+        self.block_recent.extend(raw.values())  # one round's blocks are normalized together
+        del self.block_recent[: -WINDOW * max(1, len(raw))]
+        top = max(self.block_recent, default=0.0)
         for b, (g, c) in row.blocks.items():
-            rb = reward_of(g, c)
-            self.block_best = max(self.block_best, rb)
             book = self.blocks.setdefault(int(b), Arm())
             book.pulls += 1
             book.gain += max(0.0, g)
             book.cost += c
-            book.reward += rb
+            book.reward += raw[int(b)] / top if top > 0 else 0.0
         self.rounds += 1
         if row.formed is not None and row.formed in self.gens:
             self.current, self.current_size = row.formed, row.size
@@ -175,8 +190,7 @@ class Bandit:
                 if arm.pulls == 0:
                     out[a] = math.inf
                     continue
-                mean = arm.mean() / self.best if self.best > 0 else 0.0
-                out[a] = mean + s.exploration * math.sqrt(math.log(max(total, 1)) / arm.pulls)
+                out[a] = arm.mean() + s.exploration * math.sqrt(math.log(max(total, 1)) / arm.pulls)
             return out
         return {a: 1.0 for a in self.arms}
 
@@ -201,8 +215,7 @@ class Bandit:
             book = self.blocks.get(b)
             if book is None or book.pulls == 0:
                 return math.inf
-            mean = book.mean() / self.block_best if self.block_best > 0 else 0.0
-            return mean + c * math.sqrt(math.log(max(total, 1)) / book.pulls)
+            return book.mean() + c * math.sqrt(math.log(max(total, 1)) / book.pulls)
 
         return sorted(blocks, key=lambda b: -index(b))
 
@@ -224,6 +237,11 @@ class Bandit:
                 for a, w in self.scores().items()
             },
         }
+
+
+def bandit_of(settings: SelectionSettings, arms: Sequence[str]) -> Bandit | None:
+    """A task's fresh bandit, or None when it learns nothing (lease order, or a kind without generators)."""
+    return Bandit(list(arms), settings) if settings.adaptive and arms else None
 
 
 def _finite(x: float) -> float | None:
@@ -253,3 +271,28 @@ def row_of(
         formed=None if formed is None else formed[0],
         size=None if formed is None else formed[1],
     )
+
+
+def former_of(
+    task: Any,
+    bandit: Bandit,
+    task_id: str,
+    index: int,
+    before: float,
+    spent: Sequence[tuple[int, float, int]],
+    formed: list[tuple[str, float]],
+) -> Callable[[Any, float], Any | None]:
+    """The engine's ``former`` for round ``index``: credit the round's outcome (objective ``before`` → after,
+    cost ``spent``, on a copy: the stored record credits it for real) so the arm in force is judged on it
+    too, choose a generator (recorded in ``formed``) and let the kind (``Task.form_blocks``) form the next
+    blocks with it. The seed depends on the task and the round only, so every replica draws the same arm."""
+    seed = zlib.crc32(task_id.encode()) + index
+
+    def form(state: Any, objective: float) -> Any | None:
+        trial = copy.deepcopy(bandit)
+        trial.credit(before - objective, row_of(spent, {}, None))
+        generator, size = trial.choose(seed, merged=objective < before)
+        formed.append((generator, size))
+        return task.form_blocks(state, generator, size, index)
+
+    return form

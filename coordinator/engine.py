@@ -147,11 +147,11 @@ class RoundEngine:
         round_index: int,
         regroup: bool = False,
         predicted_gap: float | None = None,
-        former: Callable[[Any, bool], Any | None] | None = None,
+        former: Callable[[Any, float], Any | None] | None = None,
     ) -> RoundOutcome:
         """Score, select and commit one round; with ``regroup``, a round that merges nothing asks the task
         for a new grouping of its variables (``Task.regroup``), committed as a version with the same objective.
-        With ``former`` too (adaptive selection), any such round asks ``former(state, merged)`` instead.
+        With ``former`` too (adaptive selection), any such round asks ``former(state, objective)`` instead.
 
         ``predicted_gap`` is the one-step forecast the caller made from earlier rounds before calling: it is
         recorded with its hit or miss. The kind's a priori bound is checked where its precondition holds, and
@@ -213,7 +213,7 @@ class RoundEngine:
                 committed = True
         regrouped = False
         if regroup and former is not None:  # adaptive selection: new blocks after any round (same objective)
-            grouped = former(new_snap.state, committed)
+            grouped = former(new_snap.state, new_snap.objective)
             if grouped is not None:
                 version = snap.version + 1
                 new_snap = Snapshot(

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator import auth, books, errors, paramcheck
+from coordinator import adaptive, auth, books, errors, paramcheck
 from coordinator import forecast as fc
 from coordinator.convergence import MergedScore, check_accounting, round_constants
 from coordinator.engine import EngineSettings, RoundEngine, RoundOutcome
@@ -102,6 +102,8 @@ class CoordinatorService:
         self._agents: dict[tuple[str, str], AgentRecord] = {}
         """(task id, token digest) -> agent: see ``_remember_agent``."""
         self._locks: dict[str, asyncio.Lock] = {}
+        self._bandits: dict[str, adaptive.Bandit] = {}
+        """Adaptive selection per task: rebuildable, replayed from the stored rounds (``_bandit``)."""
         self._events: dict[str, asyncio.Event] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._scheduler: asyncio.Task[None] | None = None
@@ -213,6 +215,8 @@ class CoordinatorService:
             stop_lag_rounds=task.make_proposer(knobs).lag_rounds,
             a_priori=engine.a_priori.constants if engine.a_priori else None,
             stop_when=req.stop_when,
+            selection=req.selection,
+            neighbourhoods=list(task.neighbourhoods()),
             join_token_hash=auth.token_hash(join_token),
             read_token_hash=auth.token_hash(read_token),
             created_at=self.clock(),
@@ -258,6 +262,7 @@ class CoordinatorService:
             created_at=spec.created_at,
             finished_at=runtime.finished_at,
             forecast=await self.forecast(task_id),
+            selection=(b.view() if (b := await self._bandit(spec)) else None),
         )
 
     async def forecast(self, task_id: str) -> fc.Forecast:
@@ -305,7 +310,18 @@ class CoordinatorService:
             await self.store.usage(task_id),
             len(await self.store.list_agents(task_id)),
             built.task.feasible(built.snapshot.state),
-        )
+        ).model_copy(update={"selection": (b.view() if (b := await self._bandit(spec)) else None)})
+
+    async def _bandit(self, spec: TaskSpec) -> adaptive.Bandit | None:
+        """The task's adaptive selection (None: lease order), brought up to date with its stored rounds."""
+        bandit = self._bandits.get(spec.id)
+        if bandit is None:
+            bandit = adaptive.bandit_of(spec.selection, spec.neighbourhoods)
+            if bandit is None or spec.mode != "rounds":
+                return None
+            self._bandits[spec.id] = bandit
+        entries = await self.store.rounds(spec.id, since=bandit.rounds)
+        return bandit.replay(spec.initial_objective, [e.record for e in entries])
 
     async def solution(self, task_id: str) -> dict[str, Any]:
         spec = await self.spec(task_id)
@@ -424,8 +440,14 @@ class CoordinatorService:
         runtime = await self._ensure_running(task_id)
         left = await self._check_budget(spec, runtime, agent.id)
         head = await self.store.get_head(task_id)
+        bandit = await self._bandit(spec)
         lease = await self.store.acquire_lease(
-            task_id, agent.id, head.version, self.settings.lease_ttl, self.clock()
+            task_id,
+            agent.id,
+            head.version,
+            self.settings.lease_ttl,
+            self.clock(),
+            prefer=bandit.block_order(range(spec.n_blocks)) if bandit else None,
         )
         if lease is None:
             raise errors.NoBlockAvailable(
@@ -661,10 +683,21 @@ class CoordinatorService:
                 if lease.block not in answered
             ]
             predicted = (await self._ledger(task_id)).predict_next()  # from earlier rounds, before scoring
+            bandit, formed = await self._bandit(spec), list[tuple[str, float]]()
+            spent = [(p.block, p.usage.seconds, p.usage.tokens) for p in proposals]
+            spent += [(a.block, a.usage.seconds, a.usage.tokens) for a in idle]
+            former = None
+            if bandit is not None:
+                args = (built.task, bandit, task_id, runtime.round, head.objective, spent, formed)
+                former = adaptive.former_of(*args)
             outcome, state_json = await asyncio.to_thread(
-                self._engine_round, built, proposals, runtime.round, not busy, predicted
+                self._engine_round, built, proposals, runtime.round, not busy, predicted, former
             )
             rec = outcome.record
+            if bandit is not None:  # what the bandit learns from this round, kept in its record
+                gains = {v.block: v.delta or 0.0 for v in outcome.verdicts if v.status == "accepted"}
+                row = adaptive.row_of(spent, gains, formed[-1] if formed else None)
+                rec = rec.model_copy(update={"selection": row})
             new_runtime = runtime.model_copy(
                 update={
                     "round": runtime.round + 1,
@@ -704,10 +737,15 @@ class CoordinatorService:
 
     @staticmethod
     def _engine_round(
-        built: _Built, proposals: list[Proposal], index: int, regroup: bool, predicted: float | None
+        built: _Built,
+        proposals: list[Proposal],
+        index: int,
+        regroup: bool,
+        predicted: float | None,
+        former: Any = None,
     ) -> tuple[RoundOutcome, Any]:
         outcome = built.engine.run_round(
-            built.snapshot, proposals, index, regroup=regroup, predicted_gap=predicted
+            built.snapshot, proposals, index, regroup=regroup, predicted_gap=predicted, former=former
         )
         state_json = built.task.dump_state(outcome.snapshot.state) if outcome.committed else None
         return outcome, state_json
@@ -971,6 +1009,7 @@ class CoordinatorService:
         self._built.pop(task_id, None)
         self._specs.pop(task_id, None)
         self._locks.pop(task_id, None)
+        self._bandits.pop(task_id, None)
         self._notify(task_id)
         for key in [k for k in self._agents if k[0] == task_id]:
             del self._agents[key]

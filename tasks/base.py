@@ -59,6 +59,7 @@ RUNNER_OPTIONS = frozenset(
         "stop_gain_per_1k_tokens",
         "stop_gain_per_agent_second",
         "ui",
+        "selection",
     }
 )
 """Options of ``blockopt run`` itself: a kind's parameter with one of these names is refused at registration

@@ -197,3 +197,34 @@ def test_books_invariants(rounds: list[tuple[float, float, str, float]], policy:
     assert pick in ARMS and 0 < size <= 1
     view = b.view()
     assert set(view["generators"]) == set(ARMS)
+
+
+def test_a_huge_first_round_does_not_flatten_later_rewards() -> None:
+    """Conflict repair gains orders of magnitude more than later rounds: the sliding maximum forgets it."""
+    from coordinator.adaptive import WINDOW
+
+    b = _bandit("ucb1", exploration=0.0)
+    _round(b, 1e9, "random")  # credits KEEP
+    for _ in range(3 * WINDOW):
+        _round(b, 2.0, "random")
+    assert b.gens["random"].mean() > 0.6
+    assert b.gens[KEEP].mean() == 1.0
+
+
+def test_former_judges_the_arm_in_force_on_this_round_before_choosing() -> None:
+    from coordinator.adaptive import former_of
+
+    calls: list[tuple[str, float, int]] = []
+
+    class Kind:
+        def form_blocks(self, state: object, generator: str, size: float, attempt: int) -> str:
+            calls.append((generator, size, attempt))
+            return "regrouped"
+
+    b = _bandit("ucb1")
+    formed: list[tuple[str, float]] = []
+    form = former_of(Kind(), b, "t-1", 7, 100.0, [(0, 1.0, 0)], formed)
+    assert form("state", 90.0) == "regrouped"
+    assert formed == [("interaction", 0.5)]  # KEEP (in force) just paid this round: the next untried arm
+    assert calls == [("interaction", 0.5, 7)]
+    assert b.rounds == 0 and b.gens[KEEP].pulls == 0  # the real bandit learns from the stored record only

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator import errors
+from coordinator.adaptive import SelectionSettings
 from coordinator.forecast import StopWhen
 from coordinator.ledger import UsageTotals
 from coordinator.records import MergePolicy, Proposal, RoundRecord, Usage, Verdict
@@ -77,6 +78,10 @@ class TaskSpec(BaseModel):
     a_priori: dict[str, float] | None = None
     """The kind's a priori constants (``Task.a_priori``), for reports."""
     stop_when: StopWhen | None = None
+    selection: SelectionSettings = Field(default_factory=SelectionSettings)
+    """Adaptive block selection (``coordinator/adaptive.py``); the default is today's lease order."""
+    neighbourhoods: list[str] = Field(default_factory=list)
+    """The kind's neighbourhood generators (``Task.neighbourhoods``), fixed at creation."""
 
 
 class WindowState(BaseModel):
