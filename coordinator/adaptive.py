@@ -44,6 +44,16 @@ class SelectionSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     policy: Policy = Field("lease_order", description="lease_order (no learning), ucb1 or alns")
+    every_round: bool = Field(
+        False,
+        description="form new blocks after every round the coordinator may regroup; false: only after a "
+        "round that merged nothing (when lease order regroups), the blocks that paid staying in place",
+    )
+    generators: list[str] | None = Field(
+        None,
+        max_length=64,
+        description="use only these of the kind's neighbourhood generators (default: all)",
+    )
     size: float = Field(0.5, gt=0.0, le=1.0, description="initial neighbourhood size (fraction of a block)")
     min_size: float = Field(0.1, gt=0.0, le=1.0)
     max_size: float = Field(1.0, gt=0.0, le=1.0)
@@ -239,6 +249,19 @@ class Bandit:
         }
 
 
+def arms_of(settings: SelectionSettings, offered: Sequence[str]) -> list[str]:
+    """The generators a task uses: the kind's, or the requested subset of them (ValueError names the rest)."""
+    if settings.generators is None:
+        return list(offered)
+    unknown = [g for g in settings.generators if g not in offered]
+    if not settings.generators:
+        raise ValueError("selection.generators is empty")
+    if unknown:
+        names = ", ".join(map(repr, unknown))
+        raise ValueError(f"no neighbourhood generator {names} in this kind (it has {', '.join(offered)})")
+    return list(dict.fromkeys(settings.generators))
+
+
 def bandit_of(settings: SelectionSettings, arms: Sequence[str]) -> Bandit | None:
     """A task's fresh bandit, or None when it learns nothing (lease order, or a kind without generators)."""
     return Bandit(list(arms), settings) if settings.adaptive and arms else None
@@ -289,6 +312,8 @@ def former_of(
     seed = zlib.crc32(task_id.encode()) + index
 
     def form(state: Any, objective: float) -> Any | None:
+        if objective < before and not bandit.settings.every_round:
+            return None  # the blocks paid: they stay (and their generator keeps the credit)
         trial = copy.deepcopy(bandit)
         trial.credit(before - objective, row_of(spent, {}, None))
         generator, size = trial.choose(seed, merged=objective < before)

@@ -189,6 +189,10 @@ class CoordinatorService:
             task = await asyncio.to_thread(create_task, req.kind, req.params)
         except InvalidParams as exc:
             raise errors.InvalidRequest(str(exc), field=f"params.{exc.param}") from None
+        try:
+            arms = adaptive.arms_of(req.selection, task.neighbourhoods())
+        except ValueError as exc:
+            raise errors.InvalidRequest(str(exc), field="selection.generators") from None
         engine = RoundEngine(task, EngineSettings(merge_policy=req.merge_policy))
         snap = await asyncio.to_thread(engine.initial_snapshot)
         join_token, read_token = auth.new_token("join"), auth.new_token("read")
@@ -216,7 +220,7 @@ class CoordinatorService:
             a_priori=engine.a_priori.constants if engine.a_priori else None,
             stop_when=req.stop_when,
             selection=req.selection,
-            neighbourhoods=list(task.neighbourhoods()),
+            neighbourhoods=arms,
             join_token_hash=auth.token_hash(join_token),
             read_token_hash=auth.token_hash(read_token),
             created_at=self.clock(),

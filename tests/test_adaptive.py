@@ -221,10 +221,25 @@ def test_former_judges_the_arm_in_force_on_this_round_before_choosing() -> None:
             calls.append((generator, size, attempt))
             return "regrouped"
 
-    b = _bandit("ucb1")
+    b = Bandit(list(ARMS), SelectionSettings(policy="ucb1", every_round=True))
     formed: list[tuple[str, float]] = []
     form = former_of(Kind(), b, "t-1", 7, 100.0, [(0, 1.0, 0)], formed)
     assert form("state", 90.0) == "regrouped"
     assert formed == [("interaction", 0.5)]  # KEEP (in force) just paid this round: the next untried arm
     assert calls == [("interaction", 0.5, 7)]
     assert b.rounds == 0 and b.gens[KEEP].pulls == 0  # the real bandit learns from the stored record only
+
+
+def test_former_keeps_blocks_that_paid_unless_told_to_regroup_every_round() -> None:
+    from coordinator.adaptive import former_of
+
+    class Kind:
+        def form_blocks(self, state: object, generator: str, size: float, attempt: int) -> str:
+            return generator
+
+    formed: list[tuple[str, float]] = []
+    stall_only = former_of(Kind(), _bandit("ucb1"), "t-1", 3, 100.0, [], formed)
+    assert stall_only("s", 90.0) is None and formed == []  # the round merged: the blocks stay
+    assert stall_only("s", 100.0) == "interaction"  # nothing merged: regroup, never keep
+    every = Bandit(list(ARMS), SelectionSettings(policy="ucb1", every_round=True))
+    assert former_of(Kind(), every, "t-1", 3, 100.0, [], [])("s", 90.0) == "interaction"

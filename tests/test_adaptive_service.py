@@ -56,7 +56,10 @@ def _weights(metrics: str, tid: str) -> list[str]:
 
 def test_ucb1_picks_generators_and_shows_its_weights(coordinator: Coordinator) -> None:
     task = coordinator.create_task(
-        kind="routing", params=PARAMS, stop={"stall_rounds": 50}, selection={"policy": "ucb1"}
+        kind="routing",
+        params=PARAMS,
+        stop={"stall_rounds": 50},
+        selection={"policy": "ucb1", "every_round": True},
     )
     tid = task["id"]
     _run_rounds(coordinator, tid, task, 4)
