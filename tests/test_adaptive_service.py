@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from tests.conftest import Coordinator
 from tests.test_service_api import error_of, lease
 
@@ -97,4 +95,9 @@ def test_bad_selection_is_refused(coordinator: Coordinator) -> None:
         "/v1/tasks", json={"kind": "quadratic", "selection": {"policy": "ucb1", "size": 0.05}}
     )
     assert r.status_code == 422 and "min_size" in r.text, r.text
-    assert isinstance(error_of, object) and httpx is not None
+    r = coordinator.admin.post(
+        "/v1/tasks",
+        json={"kind": "routing", "params": PARAMS, "selection": {"generators": ["nope", "random"]}},
+    )
+    err = error_of(r, 400, "invalid_request")
+    assert "'nope'" in err["message"] and "intersection" in err["message"], err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -81,3 +83,16 @@ def test_rebuild_is_a_partition_with_the_same_sizes(data: st.DataObject) -> None
     assert sorted(r for b in new for r in b) == robots
     for core, b in zip(cores, new, strict=True):
         assert set(core) <= set(b)
+
+
+def test_a_kind_that_regroups_offers_its_regrouping_by_default() -> None:
+    from tasks.quadratic import QuadraticTask
+
+    class Regrouping(QuadraticTask):
+        def regroup(self, state: Any, attempt: int) -> Any:
+            return ("regrouped", attempt)
+
+    quad = create_task("quadratic", {"blocks": 4, "dim": 2})
+    kind = Regrouping(quad.params)
+    assert kind.neighbourhoods() == ("partition", "regroup")
+    assert kind.form_blocks(kind.initial_state(), "regroup", 0.5, 3) == ("regrouped", 3)
