@@ -8,6 +8,9 @@ order rotates from seed to seed, so the load of a shared machine hits them alike
 
     .venv/bin/python benchmarks/adaptive.py                                   # k=100 and 200, 5 seeds, 30 s
     .venv/bin/python benchmarks/adaptive.py --robots 100 --seeds 2 --limit 10  # a quick look
+    .venv/bin/python benchmarks/adaptive.py --kind quadratic --robots 64 --agents 4 \
+        --policies lease_order ucb1 alns --limit 20 --out benchmarks/results/adaptive_quadratic.json
+                                                       # quadratic: "robots" = blocks; block preference only
 
 Raw rows (trajectories included) go to benchmarks/results/adaptive.json (``--out``).
 """
@@ -44,15 +47,27 @@ after a round that merged nothing (the default)."""
 MAP, SCEN = "random-32-32-10", "random-32-32-10-random-1"
 
 
+def params_of(kind: str, size: int, agents: int, seed: int) -> dict[str, Any]:
+    if kind == "quadratic":  # many more blocks than agents, sparse coupling: which block to lease matters
+        return {"blocks": size, "dim": 4, "coupling": 0.5, "neighbours": 4, "seed": seed}
+    return {"map": MAP, "scen": SCEN, "robots": size, "blocks": agents, "seed": seed, "exact_limit": 0}
+
+
 def run_one(
-    label: str, robots: int, seed: int, agents: int, limit: float, generators: list[str] | None = None
+    label: str,
+    robots: int,
+    seed: int,
+    agents: int,
+    limit: float,
+    generators: list[str] | None = None,
+    kind: str = "routing",
 ) -> dict[str, Any]:
     """One service run; its rounds' (seconds since creation, objective) and the learned weights."""
     admin = secrets.token_urlsafe(24)
     settings = ServiceSettings(admin_token=SecretStr(admin), store="memory")
     store = MemoryStore()
     app = create_app(settings, store, CollectorRegistry())
-    params = {"map": MAP, "scen": SCEN, "robots": robots, "blocks": agents, "seed": seed, "exact_limit": 0}
+    params = params_of(kind, robots, agents, seed)
     with (
         EmbeddedServer(app) as server,
         httpx.Client(
@@ -62,7 +77,7 @@ def run_one(
         r = client.post(
             "/v1/tasks",
             json={
-                "kind": "routing",
+                "kind": kind,
                 "params": params,
                 "budgets": {"seconds": limit, "rounds": 100_000},
                 "selection": {
@@ -87,7 +102,7 @@ def run_one(
         spec = asyncio.run(store.get_task(tid))
         entries = asyncio.run(store.rounds(tid))
     trajectory = [(round(e.closed_at - spec.created_at, 3), e.record.objective) for e in entries]
-    sol = solution["solution"]
+    sol = solution["solution"] if kind == "routing" else {}
     return {
         "policy": label,
         "robots": robots,
@@ -96,8 +111,9 @@ def run_one(
         "rounds": len(entries),
         "objective": view["objective"],
         "feasible": view["feasible"],
-        "soc": sol["sum_of_costs"],
-        "lower_bound": sol["lower_bound"],
+        "kind": kind,
+        "soc": sol["sum_of_costs"] if kind == "routing" else None,
+        "lower_bound": sol["lower_bound"] if kind == "routing" else None,
         "regroups": sum(1 for e in entries if e.record.regrouped),
         "trajectory": trajectory,
         "selection": report.get("selection"),
@@ -116,8 +132,8 @@ def summarize(rows: list[dict[str, Any]], robots: int) -> list[str]:
     by = {(r["policy"], r["seed"]): r for r in rows if r["robots"] == robots}
     seeds = sorted({s for _, s in by})
     lines = [
-        f"\nrandom-32-32-10 k={robots}: time to reach lease order's final objective (same seed), "
-        f"{len(seeds)} seeds",
+        f"\n{rows[0].get('kind', 'routing')} size {robots}: time to reach lease order's final objective "
+        f"(same seed), {len(seeds)} seeds",
         "| policy | reached | median s | min-max s | median ratio to lease order | ratio per seed "
         "| median SOC/LB | median rounds |",
         "|---|---:|---:|---:|---:|---|---:|---:|",
@@ -136,7 +152,7 @@ def summarize(rows: list[dict[str, Any]], robots: int) -> list[str]:
         got = [t for t in times if t is not None]
         rat = [x for x in ratios if x is not None]
         runs = [by[(policy, s)] for s in seeds if (policy, s) in by]
-        soc = [r["soc"] / r["lower_bound"] for r in runs if r["feasible"]]
+        soc = [r["soc"] / r["lower_bound"] for r in runs if r["feasible"] and r["soc"] is not None]
         spread = f"{min(got):.1f}-{max(got):.1f}" if got else "-"
         per_seed = ", ".join("never" if x is None else f"{x:.2f}" for x in ratios)
         lines.append(
@@ -149,7 +165,8 @@ def summarize(rows: list[dict[str, Any]], robots: int) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--robots", type=int, nargs="+", default=[100, 200])
+    ap.add_argument("--kind", choices=["routing", "quadratic"], default="routing")
+    ap.add_argument("--robots", type=int, nargs="+", default=[100, 200], help="robots (quadratic: blocks)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--agents", type=int, default=3)
     ap.add_argument("--limit", type=float, default=30.0)
@@ -163,7 +180,7 @@ def main() -> None:
             policies = args.policies
             shift = seed % len(policies)  # rotate the order so no policy always runs first after a pause
             for policy in policies[shift:] + policies[:shift]:
-                row = run_one(policy, robots, seed, args.agents, args.limit, args.generators)
+                row = run_one(policy, robots, seed, args.agents, args.limit, args.generators, args.kind)
                 rows.append(row)
                 print(
                     f"  k={robots} seed {seed} {policy:<11s} {row['status']:<16s} "

@@ -44,7 +44,8 @@ def main_store(ref: str) -> type[Store]:
     module = importlib.util.module_from_spec(loaded)
     sys.modules["memory_main"] = module  # dataclasses look their module up
     loaded.loader.exec_module(module)
-    return module.MemoryStore  # type: ignore[no-any-return]
+    cls: type[Store] = module.MemoryStore
+    return cls
 
 
 async def one_round(store: Store, n: int) -> float:
