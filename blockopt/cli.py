@@ -188,6 +188,13 @@ def build_parser() -> argparse.ArgumentParser:
         kp.add_argument("--time-limit", type=float, default=None, help="wall seconds")
         kp.add_argument("--window", type=int, default=3, help="rounds used to predict the envelope")
         kp.add_argument(
+            "--selection",
+            choices=["lease_order", "ucb1", "alns"],
+            default="lease_order",
+            help="service path: how the coordinator picks the kind's neighbourhood generators and blocks "
+            "(lease_order: no learning)",
+        )
+        kp.add_argument(
             "--stop-gain-per-1k-tokens",
             type=float,
             default=None,
@@ -316,9 +323,17 @@ def _check_run_options(args: argparse.Namespace) -> None:
         args.store_settings = store_option(args.store)
     except InvalidRequest as exc:
         raise UsageError(exc.message) from None
-    if args.inproc and args.ui:
+    if args.inproc:
+        _check_inproc_options(args)
+
+
+def _check_inproc_options(args: argparse.Namespace) -> None:
+    """Options that need the service path."""
+    if args.selection != "lease_order":
+        raise UsageError("--selection needs the service path (drop --inproc)")
+    if args.ui:
         raise UsageError("--ui needs the service path (drop --inproc)")
-    if args.inproc and args.proposer != "heuristic":
+    if args.proposer != "heuristic":
         raise UsageError(
             "--inproc drives the task's own proposers; --proposer needs the service path (drop --inproc)"
         )

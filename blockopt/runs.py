@@ -99,7 +99,23 @@ def summary_lines(report: Report) -> list[str]:
         f"tokens {_g(f.gain_per_1k_tokens)}, per agent-second {_g(f.gain_per_agent_second)}"
     )
     lines.append(usage_line(report))
+    if report.selection is not None:
+        lines.append(selection_line(report.selection))
     return lines
+
+
+def selection_line(view: dict[str, Any]) -> str:
+    """Adaptive selection's learned weights, best first: generator weight (rounds credited, size)."""
+    gens = view["generators"]
+    ranked = sorted(
+        gens, key=lambda g: -(gens[g]["weight"] if gens[g]["weight"] is not None else float("inf"))
+    )
+    parts = [
+        f"{g} {_g(gens[g]['weight'], '.3g') if gens[g]['weight'] is not None else 'untried'}"
+        f" ({gens[g]['pulls']} rounds, size {gens[g]['size']:.2f})"
+        for g in ranked
+    ]
+    return f"  neighbourhoods ({view['policy']}): " + ", ".join(parts)
 
 
 def usage_line(report: Report) -> str:
@@ -236,6 +252,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
                 "budgets": budgets,
                 "proposer": {"name": getattr(args, "proposer", "heuristic"), "knobs": knobs.model_dump()},
                 "window": args.window,
+                "selection": {"policy": getattr(args, "selection", "lease_order")},
                 **({"stop_when": sw.model_dump()} if (sw := stop_when_of(args)) is not None else {}),
             },
         )

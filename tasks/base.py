@@ -59,6 +59,7 @@ RUNNER_OPTIONS = frozenset(
         "stop_gain_per_1k_tokens",
         "stop_gain_per_agent_second",
         "ui",
+        "selection",
     }
 )
 """Options of ``blockopt run`` itself: a kind's parameter with one of these names is refused at registration
@@ -243,6 +244,28 @@ class Task(abc.ABC, Generic[State, P]):
         change, and every block keeps its size, so a stateless ``validate`` still holds.
         """
         return None
+
+    def neighbourhoods(self) -> tuple[str, ...]:
+        """Names of the kind's ways to form blocks, for adaptive block selection (``coordinator/engine/adaptive.py``).
+
+        The first must be ``"partition"``: keep the current blocks. The default adds ``"regroup"`` (the kind's
+        own ``regroup``) when the kind overrides it. Kinds with more (random, by interaction, map- or
+        query-based) list them and form them in ``form_blocks``.
+        """
+        return ("partition",) if type(self).regroup is Task.regroup else ("partition", "regroup")
+
+    def form_blocks(self, state: State, generator: str, size: float, attempt: int) -> State | None:
+        """``state`` with its blocks formed by ``generator`` (one of ``neighbourhoods()``), or None to keep them.
+
+        ``size`` in (0, 1] is the target neighbourhood size as a fraction of a block: how much of each block
+        the generator picks (the coordinator adapts it; a kind may ignore it). Same rules as ``regroup``: the
+        objective does not change and every block keeps its size. ``attempt`` varies the answer.
+        """
+        if generator == "partition":
+            return None
+        if generator == "regroup":
+            return self.regroup(state, attempt)
+        raise ValueError(f"{self.kind} has no neighbourhood generator '{generator}'")
 
     @abc.abstractmethod
     def contract(self, state: State, block: int) -> dict[str, Any]:

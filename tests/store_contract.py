@@ -329,6 +329,103 @@ class StoreContract:
         assert await ready.active_leases("t-1", T0 + 6) == []
         await ready.release_lease("t-1", lease.id, "a-1")  # releasing twice is harmless
 
+    @pytest.mark.anyio
+    async def test_lease_takes_the_first_free_preferred_block(self, ready: Store) -> None:
+        got = [await ready.acquire_lease("t-1", f"a-{i}", 0, TTL, T0, prefer=[2, 0]) for i in range(3)]
+        assert [lease.block for lease in got if lease] == [2, 0, 1]  # block 1 unlisted: by lease order
+        assert await ready.acquire_lease("t-1", "a-9", 0, TTL, T0, prefer=[1, 2, 0]) is None
+
+    @pytest.mark.anyio
+    async def test_lease_without_preference_is_least_recently_leased(self, ready: Store) -> None:
+        """The check above can fail: with no preference (or out-of-range entries) the order is the old one."""
+        got = [
+            await ready.acquire_lease("t-1", f"a-{i}", 0, TTL, T0, prefer=[7, -1] if i else None)
+            for i in range(3)
+        ]
+        assert [lease.block for lease in got if lease] == [0, 1, 2]
+        assert got[0] is not None
+        await ready.release_lease("t-1", got[0].id, "a-0")
+        again = await ready.acquire_lease("t-1", "b", 0, TTL, T0, prefer=[])
+        assert again is not None and again.block == 0  # the only free block
+
+    @pytest.mark.anyio
+    async def test_preferred_block_with_a_queued_proposal_is_skipped(self, ready: Store) -> None:
+        lease = await ready.acquire_lease("t-1", "a-1", 0, TTL, T0, prefer=[1])
+        assert lease is not None and lease.block == 1
+        await ready.enqueue_proposal("t-1", lease.id, proposal("p1", 1), T0 + 1)
+        other = await ready.acquire_lease("t-1", "a-2", 0, TTL, T0 + 1, prefer=[1, 2])
+        assert other is not None and other.block == 2
+        fence = await ready.acquire_round_lock("t-1", "r", 5.0, T0 + 1)
+        assert fence is not None
+        await ready.commit(
+            "t-1",
+            Commit(
+                expected_version=0, fence=fence, runtime=TaskRuntime(round=1), verdicts=[verdict("p1", 1)]
+            ),
+        )
+        back = await ready.acquire_lease("t-1", "a-3", 0, TTL, T0 + 2, prefer=[1, 0])
+        assert back is not None and back.block == 1  # the verdict freed it
+
+    @pytest.mark.anyio
+    async def test_lease_order_matches_a_model_under_random_operations(self, store: Store) -> None:
+        """Leases, releases, expiries and queued proposals in a seeded random order: every grant is the block
+        a plain model picks (first free preferred, else least recently leased, ties to the lowest)."""
+        import random
+
+        n = 6
+        await store.create_task(spec("t-m", blocks=n), head(blocks=n))
+        rng = random.Random(5)
+        last: dict[int, int] = {}
+        seq = 0
+        held: dict[str, tuple[str, int, float]] = {}  # agent -> (lease id, block, expires_at)
+        queued: set[int] = set()
+        pending_ids: dict[int, str] = {}
+        now = T0
+        fence = await store.acquire_round_lock("t-m", "r", 1e9, now)
+        assert fence is not None
+        for step in range(120):
+            now += rng.choice([0.0, 0.5, 3.0])
+            for agent, (_, _b, exp) in list(held.items()):
+                if exp <= now:
+                    del held[agent]
+            op = rng.random()
+            agent = f"a-{rng.randrange(8)}"
+            if op < 0.5:
+                prefer = rng.sample(range(n), rng.randrange(3)) if rng.random() < 0.5 else None
+                got = await store.acquire_lease("t-m", agent, 0, TTL, now, prefer=prefer)
+                if agent in held:
+                    assert got is not None and got.id == held[agent][0]
+                    continue
+                busy = {b for _, b, _ in held.values()} | queued
+                free = [b for b in range(n) if b not in busy]
+                want = next((b for b in prefer or () if b in free), None)
+                if want is None and free:
+                    want = min(free, key=lambda b: (last.get(b, -1), b))
+                assert (got.block if got else None) == want, f"step {step}"
+                if got is not None:
+                    seq += 1
+                    last[got.block] = seq
+                    held[agent] = (got.id, got.block, got.expires_at)
+            elif op < 0.65 and agent in held:
+                await store.release_lease("t-m", held.pop(agent)[0], agent)
+            elif op < 0.85 and agent in held:
+                lease_id, b, _ = held.pop(agent)
+                await store.enqueue_proposal("t-m", lease_id, proposal(f"p{step}", b, agent=agent), now)
+                queued.add(b)
+                pending_ids[b] = f"p{step}"
+            elif queued:
+                b = rng.choice(sorted(queued))
+                await store.commit(
+                    "t-m",
+                    Commit(
+                        expected_version=0,
+                        fence=fence,
+                        runtime=TaskRuntime(round=step),
+                        verdicts=[verdict(pending_ids.pop(b), b, "rejected")],
+                    ),
+                )
+                queued.discard(b)
+
     # -- proposals --------------------------------------------------------------------------
     @pytest.mark.anyio
     async def test_enqueue_consumes_the_lease(self, ready: Store) -> None:

@@ -101,6 +101,8 @@ def test_run_quadratic_converges_and_writes_report_and_plot(tmp_path: Path) -> N
         (["--agents", "0"], "--agents"),
         (["--merge", "sometimes"], "--merge"),
         (["--noise", "-1"], "noise"),
+        (["--selection", "ucb1"], "--selection needs the service path"),
+        (["--selection", "greedy"], "--selection"),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(args: list[str], needle: str) -> None:

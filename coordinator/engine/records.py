@@ -97,6 +97,20 @@ class Snapshot:
     state: Any
 
 
+class SelectionRow(BaseModel):
+    """What adaptive block selection (``coordinator/engine/adaptive.py``) learns from one round."""
+
+    seconds: float = 0.0
+    """Agent-seconds the round's proposals (and abandoned leases) reported."""
+    tokens: int = 0
+    blocks: dict[int, tuple[float, float]] = Field(default_factory=dict)
+    """Per block proposed on: (accepted gain, cost in tokens, or seconds when no tokens were reported)."""
+    formed: str | None = None
+    """The neighbourhood generator chosen after this round (None: the blocks stayed as they were)."""
+    size: float | None = None
+    """Its target size (fraction of a block)."""
+
+
 class RoundRecord(BaseModel):
     """One row of the run history (DESIGN §10) plus what a user debugging a run wants."""
 
@@ -130,4 +144,7 @@ class RoundRecord(BaseModel):
     engine_seconds: float = 0.0
     eval_seconds: float = 0.0
     regrouped: bool = False
-    """Nothing merged, and the task re-partitioned its variables into blocks (a new version, same objective)."""
+    """The task re-partitioned its variables into blocks after the round (a new version, same objective): after
+    a round that merged nothing, or under adaptive selection after any round (``selection.formed``)."""
+    selection: SelectionRow | None = None
+    """Adaptive selection's books of the round (None under ``lease_order`` and in async windows)."""

@@ -150,9 +150,11 @@ class RoundEngine:
         round_index: int,
         regroup: bool = False,
         predicted_gap: float | None = None,
+        former: Callable[[Any, float], Any | None] | None = None,
     ) -> RoundOutcome:
         """Score, select and commit one round; with ``regroup``, a round that merges nothing asks the task
         for a new grouping of its variables (``Task.regroup``), committed as a version with the same objective.
+        With ``former`` too (adaptive selection), any such round asks ``former(state, objective)`` instead.
 
         ``predicted_gap`` is the one-step forecast the caller made from earlier rounds before calling: it is
         recorded with its hit or miss. The kind's a priori bound is checked where its precondition holds, and
@@ -213,7 +215,15 @@ class RoundEngine:
                 new_snap = Snapshot(version, f1, tuple(blocks), new_state)
                 committed = True
         regrouped = False
-        if regroup and not committed:
+        if regroup and former is not None:  # adaptive selection: new blocks after any round (same objective)
+            grouped = former(new_snap.state, new_snap.objective)
+            if grouped is not None:
+                version = snap.version + 1
+                new_snap = Snapshot(
+                    version, new_snap.objective, tuple(version for _ in snap.block_versions), grouped
+                )
+                regrouped = True
+        elif regroup and not committed:
             grouped = self.task.regroup(state, round_index)
             if grouped is not None:  # every block changed: proposals on older versions are stale
                 version = snap.version + 1

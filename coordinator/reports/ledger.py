@@ -181,6 +181,8 @@ class Report(BaseModel):
     history: list[dict[str, Any]]
     solution: Any = None
     """The final solution as the kind presents it (``Task.solution``), filled in by the CLI."""
+    selection: dict[str, Any] | None = None
+    """Adaptive block selection's learned weights (``Bandit.view``; None under lease order)."""
 
 
 def build_report(
@@ -260,4 +262,5 @@ def history_fields(r: RoundRecord) -> dict[str, Any]:
         "proposals": r.proposals,
         "checks": r.checks,
         "regrouped": r.regrouped,
+        "selection": r.selection.model_dump() if r.selection is not None else None,
     }

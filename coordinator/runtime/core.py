@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from coordinator.engine import adaptive
 from coordinator.engine.records import Snapshot
 from coordinator.engine.rounds import EngineSettings, RoundEngine
 from coordinator.reports import books
@@ -82,6 +83,8 @@ class ServiceCore:
         self._agents: dict[tuple[str, str], AgentRecord] = {}
         """(task id, token digest) -> agent: see ``_remember_agent``."""
         self._locks: dict[str, asyncio.Lock] = {}
+        self._bandits: dict[str, adaptive.Bandit] = {}
+        """Adaptive selection per task: rebuildable, replayed from the stored rounds (``_bandit``)."""
         self._events: dict[str, asyncio.Event] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._scheduler: asyncio.Task[None] | None = None
@@ -152,6 +155,17 @@ class ServiceCore:
                 built.snapshot = await asyncio.to_thread(self._snapshot_of, built.task, head)
         return built
 
+    async def _bandit(self, spec: TaskSpec) -> adaptive.Bandit | None:
+        """The task's adaptive selection (None: lease order), brought up to date with its stored rounds."""
+        bandit = self._bandits.get(spec.id)
+        if bandit is None:
+            bandit = adaptive.bandit_of(spec.selection, spec.neighbourhoods)
+            if bandit is None or spec.mode != "rounds":
+                return None
+            self._bandits[spec.id] = bandit
+        entries = await self.store.rounds(spec.id, since=bandit.rounds)
+        return bandit.replay(spec.initial_objective, [e.record for e in entries])
+
     @staticmethod
     def _snapshot_of(task: Task[Any], head: Head) -> Snapshot:
         return Snapshot(head.version, head.objective, tuple(head.block_versions), task.load_state(head.state))
@@ -177,6 +191,7 @@ class ServiceCore:
         self._built.pop(task_id, None)
         self._specs.pop(task_id, None)
         self._locks.pop(task_id, None)
+        self._bandits.pop(task_id, None)
         self._locks.pop(f"load:{task_id}", None)
         self._notify(task_id)
         for key in [k for k in self._agents if k[0] == task_id]:

@@ -21,8 +21,14 @@ class Leasing(AsyncWindow):
         runtime = await self._ensure_running(task_id)
         left = await self._check_budget(spec, runtime, agent.id)
         head = await self.store.get_head(task_id)
+        bandit = await self._bandit(spec)
         lease = await self.store.acquire_lease(
-            task_id, agent.id, head.version, self.settings.lease_ttl, self.clock()
+            task_id,
+            agent.id,
+            head.version,
+            self.settings.lease_ttl,
+            self.clock(),
+            prefer=bandit.block_order(range(spec.n_blocks)) if bandit else None,
         )
         if lease is None:
             raise errors.NoBlockAvailable(

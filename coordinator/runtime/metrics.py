@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from coordinator.engine import adaptive
 from coordinator.engine import forecast as fc
 from coordinator.engine.records import RoundRecord
 from coordinator.status import TaskStatus
@@ -73,6 +74,8 @@ class TaskSample:
     """budget name -> fraction spent, for the budgets the task has (alert: budget nearly spent)."""
     forecast: dict[str, float | None] = field(default_factory=dict)
     """FORECAST_GAUGES name -> value (None: unknown, not exported)."""
+    neighbourhoods: dict[str, tuple[float | None, float]] = field(default_factory=dict)
+    """Adaptive selection: generator -> (weight, size); empty under lease order."""
 
 
 @dataclass
@@ -110,6 +113,24 @@ class TaskStateCollector(Collector):
             "blockopt_regroups", "Empty rounds after which the task regrouped its blocks", "regroups"
         )
         yield counter("blockopt_leases_granted", "Leases granted", "leases_granted")
+        weight = GaugeMetricFamily(
+            "blockopt_neighbourhood_weight",
+            "Adaptive selection's current weight of each neighbourhood generator (UCB1 index or ALNS weight; "
+            "an untried UCB1 arm is not exported)",
+            labels=["task", "generator"],
+        )
+        size = GaugeMetricFamily(
+            "blockopt_neighbourhood_size",
+            "Adaptive selection's neighbourhood size of each generator (fraction of a block)",
+            labels=["task", "generator"],
+        )
+        for t in snap.tasks:
+            for gen, (w, sz) in t.neighbourhoods.items():
+                if w is not None:
+                    weight.add_metric([t.task, gen], w)
+                size.add_metric([t.task, gen], sz)
+        yield weight
+        yield size
         yield counter(
             "blockopt_leases_expired", "Leases that lapsed because the agent went silent", "leases_expired"
         )
@@ -302,6 +323,7 @@ class ServiceMetrics:
                     leases_active=len(await store.active_leases(spec.id, now)),
                     budget_used=_budget_used(spec, rt, rows, now),
                     forecast=_forecast(spec, rt, [r.record for r in last], rows, now),
+                    neighbourhoods=await _neighbourhoods(store, spec),
                 )
             )
             for row in rows:
@@ -316,6 +338,15 @@ class ServiceMetrics:
                 tok, cal = usage.get((agent, model), (0.0, 0.0))
                 usage[(agent, model)] = (tok + row.usage.tokens, cal + row.usage.calls)
         self.state.snapshot = MetricsSnapshot(samples, status_counts, usage)
+
+
+async def _neighbourhoods(store: Store, spec: TaskSpec) -> dict[str, tuple[float | None, float]]:
+    """The task's adaptive selection replayed from its stored rounds, as the service holds it."""
+    bandit = adaptive.bandit_of(spec.selection, spec.neighbourhoods)
+    if bandit is None or spec.mode != "rounds":
+        return {}
+    view = bandit.replay(spec.initial_objective, [e.record for e in await store.rounds(spec.id)]).view()
+    return {g: (v["weight"], v["size"]) for g, v in view["generators"].items()}
 
 
 def _forecast(

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from coordinator import errors
+from coordinator.engine import adaptive
 from coordinator.engine.records import Proposal, RoundRecord, Verdict
 from coordinator.engine.rounds import RoundOutcome
 from coordinator.reports import books
@@ -117,10 +118,21 @@ class RoundsMode(RoundLocking):
                 if lease.block not in answered
             ]
             predicted = (await self._ledger(task_id)).predict_next()  # from earlier rounds, before scoring
+            bandit, formed = await self._bandit(spec), list[tuple[str, float]]()
+            spent = [(p.block, p.usage.seconds, p.usage.tokens) for p in proposals]
+            spent += [(a.block, a.usage.seconds, a.usage.tokens) for a in idle]
+            former = None
+            if bandit is not None:
+                args = (built.task, bandit, task_id, runtime.round, head.objective, spent, formed)
+                former = adaptive.former_of(*args)
             outcome, state_json = await asyncio.to_thread(
-                self._engine_round, built, proposals, runtime.round, not busy, predicted
+                self._engine_round, built, proposals, runtime.round, not busy, predicted, former
             )
             rec = outcome.record
+            if bandit is not None:  # what the bandit learns from this round, kept in its record
+                gains = {v.block: v.delta or 0.0 for v in outcome.verdicts if v.status == "accepted"}
+                row = adaptive.row_of(spent, gains, formed[-1] if formed else None)
+                rec = rec.model_copy(update={"selection": row})
             new_runtime = runtime.model_copy(
                 update={
                     "round": runtime.round + 1,
@@ -160,10 +172,15 @@ class RoundsMode(RoundLocking):
 
     @staticmethod
     def _engine_round(
-        built: BuiltTask, proposals: list[Proposal], index: int, regroup: bool, predicted: float | None
+        built: BuiltTask,
+        proposals: list[Proposal],
+        index: int,
+        regroup: bool,
+        predicted: float | None,
+        former: Any = None,
     ) -> tuple[RoundOutcome, Any]:
         outcome = built.engine.run_round(
-            built.snapshot, proposals, index, regroup=regroup, predicted_gap=predicted
+            built.snapshot, proposals, index, regroup=regroup, predicted_gap=predicted, former=former
         )
         state_json = built.task.dump_state(outcome.snapshot.state) if outcome.committed else None
         return outcome, state_json

@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from coordinator import errors
+from coordinator.engine import adaptive
 from coordinator.engine import forecast as fc
 from coordinator.engine.rounds import EngineSettings, RoundEngine
 from coordinator.reports import books
@@ -47,6 +48,10 @@ class TaskBook(Proposing):
             task = await asyncio.to_thread(create_task, req.kind, req.params)
         except InvalidParams as exc:
             raise errors.InvalidRequest(str(exc), field=f"params.{exc.param}") from None
+        try:
+            arms = adaptive.arms_of(req.selection, task.neighbourhoods())
+        except ValueError as exc:
+            raise errors.InvalidRequest(str(exc), field="selection.generators") from None
         engine = RoundEngine(task, EngineSettings(merge_policy=req.merge_policy))
         snap = await asyncio.to_thread(engine.initial_snapshot)
         join_token, read_token = auth.new_token("join"), auth.new_token("read")
@@ -73,6 +78,8 @@ class TaskBook(Proposing):
             stop_lag_rounds=task.make_proposer(knobs).lag_rounds,
             a_priori=engine.a_priori.constants if engine.a_priori else None,
             stop_when=req.stop_when,
+            selection=req.selection,
+            neighbourhoods=arms,
             join_token_hash=auth.token_hash(join_token),
             read_token_hash=auth.token_hash(read_token),
             created_at=self.clock(),
@@ -118,6 +125,7 @@ class TaskBook(Proposing):
             created_at=spec.created_at,
             finished_at=runtime.finished_at,
             forecast=await self.forecast(task_id),
+            selection=(b.view() if (b := await self._bandit(spec)) else None),
         )
 
     async def forecast(self, task_id: str) -> fc.Forecast:
@@ -149,7 +157,7 @@ class TaskBook(Proposing):
             await self.store.usage(task_id),
             len(await self.store.list_agents(task_id)),
             built.task.feasible(built.snapshot.state),
-        )
+        ).model_copy(update={"selection": (b.view() if (b := await self._bandit(spec)) else None)})
 
     async def solution(self, task_id: str) -> dict[str, Any]:
         spec = await self.spec(task_id)

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from coordinator.engine.adaptive import SelectionSettings
 from coordinator.engine.forecast import Forecast, StopWhen
 from coordinator.engine.records import MergePolicy, Usage, Verdict
 from coordinator.status import TaskStatus
@@ -58,6 +59,11 @@ class CreateTask(BaseModel):
         None,
         description="stop as diminishing_returns when the forecast gain per "
         "1,000 tokens or per agent-second falls below a threshold",
+    )
+    selection: SelectionSettings = Field(
+        default_factory=SelectionSettings,
+        description="adaptive block selection: lease_order (default), ucb1 or alns over the kind's "
+        "neighbourhood generators, with adapted neighbourhood sizes (rounds mode)",
     )
 
 
@@ -129,6 +135,8 @@ class TaskView(BaseModel):
     finished_at: float | None
     forecast: Forecast | None = None
     """Estimated limit F̂∞, remaining improvement, ETA to relative gap ε, forecast gain per cost (DESIGN §6)."""
+    selection: dict[str, Any] | None = None
+    """Adaptive block selection's learned weights per neighbourhood generator (None under lease order)."""
 
 
 class TaskList(BaseModel):

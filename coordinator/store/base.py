@@ -13,18 +13,23 @@ Rules every implementation keeps (``tests/store_contract.py`` checks them):
   gives it a verdict.
 - Lease expiry is by wall-clock time passed in by the caller (``now``), so
   replicas agree and tests can drive time.
+
+Over 350 lines: the interface and the records it stores, kept together so a backend author reads one file
+against its contract.
 """
 
 from __future__ import annotations
 
 import abc
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator import errors
+from coordinator.engine.adaptive import SelectionSettings
 from coordinator.engine.forecast import StopWhen
 from coordinator.engine.records import MergePolicy, Proposal, RoundRecord, Usage, UsageTotals, Verdict
 from coordinator.status import TERMINAL as TERMINAL  # re-exported: stores and the service read it here
@@ -75,6 +80,10 @@ class TaskSpec(BaseModel):
     a_priori: dict[str, float] | None = None
     """The kind's a priori constants (``Task.a_priori``), for reports."""
     stop_when: StopWhen | None = None
+    selection: SelectionSettings = Field(default_factory=SelectionSettings)
+    """Adaptive block selection (``coordinator/engine/adaptive.py``); the default is today's lease order."""
+    neighbourhoods: list[str] = Field(default_factory=list)
+    """The kind's neighbourhood generators (``Task.neighbourhoods``), fixed at creation."""
 
 
 class WindowState(BaseModel):
@@ -269,10 +278,19 @@ class Store(abc.ABC):
     # -- leases ---------------------------------------------------------------
     @abc.abstractmethod
     async def acquire_lease(
-        self, task_id: str, agent: str, version: int, ttl: float, now: float
+        self,
+        task_id: str,
+        agent: str,
+        version: int,
+        ttl: float,
+        now: float,
+        prefer: Sequence[int] | None = None,
     ) -> Lease | None:
         """The agent's active lease if it has one, else a free block (not leased, no queued
-        proposal), least recently leased first; None when every block is taken."""
+        proposal); None when every block is taken.
+
+        Which free block: the first free one in ``prefer`` (adaptive selection's order, best first), else
+        (no preference, or none of it free) the least recently leased, ties to the lowest block."""
 
     @abc.abstractmethod
     async def renew_lease(self, task_id: str, lease_id: str, agent: str, ttl: float, now: float) -> Lease:

@@ -11,8 +11,10 @@ whole so it reads method by method against the contract and its sibling backends
 from __future__ import annotations
 
 import copy
+import heapq
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,37 @@ from coordinator.store.base import (
 )
 
 
+class _FreeBlocks:
+    """Free blocks (not leased, no queued proposal) by least recent lease: a heap with lazy deletion.
+
+    A lease costs O(log n) amortised instead of a scan of every block (agents² work per round). A heap
+    entry (seq, block) is live while the block is free and ``seq`` is its latest lease number.
+    """
+
+    def __init__(self, n_blocks: int) -> None:
+        self.heap: list[tuple[int, int]] = [(-1, b) for b in range(n_blocks)]
+        self.free: set[int] = set(range(n_blocks))
+        self.seq: dict[int, int] = {}
+
+    def take(self, block: int, seq: int) -> None:
+        self.free.discard(block)
+        self.seq[block] = seq
+
+    def give(self, block: int) -> None:
+        if block not in self.free:
+            self.free.add(block)
+            heapq.heappush(self.heap, (self.seq.get(block, -1), block))
+
+    def oldest(self) -> int | None:
+        heap = self.heap
+        while heap:
+            seq, block = heap[0]
+            if block in self.free and self.seq.get(block, -1) == seq:
+                return block
+            heapq.heappop(heap)
+        return None
+
+
 @dataclass
 class _TaskBooks:
     spec: TaskSpec
@@ -56,6 +89,21 @@ class _TaskBooks:
     lock_owner: str | None = None
     lock_fence: int = 0
     lock_expires: float = 0.0
+    free: _FreeBlocks = field(default_factory=lambda: _FreeBlocks(0))
+    pending_blocks: Counter[int] = field(default_factory=Counter)
+    lease_of_agent: dict[str, int] = field(default_factory=dict)
+    lease_ids: dict[str, int] = field(default_factory=dict)
+    expiry: list[tuple[float, int, str]] = field(default_factory=list)
+    """(expires_at, block, lease id) of every lease granted or renewed: lapsed ones pop off the top."""
+
+    def drop_lease(self, block: int) -> Lease:
+        lease = self.leases.pop(block)
+        self.lease_ids.pop(lease.id, None)
+        if self.lease_of_agent.get(lease.agent) == block:
+            del self.lease_of_agent[lease.agent]
+        if not self.pending_blocks.get(block):
+            self.free.give(block)
+        return lease
 
 
 _ATOMS = (str, int, float, bool, type(None))
@@ -107,7 +155,9 @@ class MemoryStore(Store):
             if spec.id in self._tasks:
                 raise errors.Conflict(f"task '{spec.id}' already exists", task_id=spec.id)
             self._tasks[spec.id] = _TaskBooks(
-                spec=spec.model_copy(deep=True), head=head.model_copy(deep=True)
+                spec=spec.model_copy(deep=True),
+                head=head.model_copy(deep=True),
+                free=_FreeBlocks(spec.n_blocks),
             )
 
     async def get_task(self, task_id: str) -> TaskSpec:
@@ -136,7 +186,8 @@ class MemoryStore(Store):
             books.runtime.status = status
             books.runtime.reason = reason
             books.runtime.finished_at = now
-            books.leases.clear()
+            for block in list(books.leases):
+                books.drop_lease(block)
             return True
 
     async def get_head(self, task_id: str) -> Head:
@@ -208,7 +259,14 @@ class MemoryStore(Store):
                 books.head = _copy_head(commit.head)
             for v in commit.verdicts:
                 books.verdicts[v.proposal_id] = v.model_copy()
-                books.pending.pop(v.proposal_id, None)
+                done = books.pending.pop(v.proposal_id, None)
+                if done is not None:
+                    block = done.proposal.block
+                    books.pending_blocks[block] -= 1
+                    if books.pending_blocks[block] <= 0:
+                        del books.pending_blocks[block]
+                        if block not in books.leases:
+                            books.free.give(block)
             if commit.round is not None:
                 books.rounds.append(commit.round.model_copy(deep=True))
             runtime = _copy_runtime(commit.runtime)
@@ -247,42 +305,60 @@ class MemoryStore(Store):
 
     # -- leases ---------------------------------------------------------------
     def _expire(self, books: _TaskBooks, now: float) -> list[Lease]:
-        lapsed = [lease for lease in books.leases.values() if lease.expires_at <= now]
-        for lease in lapsed:
-            del books.leases[lease.block]
+        lapsed: list[Lease] = []
+        heap = books.expiry
+        while heap and heap[0][0] <= now:
+            _, block, lease_id = heapq.heappop(heap)
+            lease = books.leases.get(block)
+            if lease is None or lease.id != lease_id:
+                continue  # released, consumed or replaced meanwhile
+            if lease.expires_at > now:  # renewed: its newer entry is further down
+                continue
+            lapsed.append(books.drop_lease(block))
         if lapsed:
+            lapsed.sort(key=lambda lease: lease.block)
             books.counters["leases_expired"] += len(lapsed)
         return lapsed
 
     async def acquire_lease(
-        self, task_id: str, agent: str, version: int, ttl: float, now: float
+        self,
+        task_id: str,
+        agent: str,
+        version: int,
+        ttl: float,
+        now: float,
+        prefer: Sequence[int] | None = None,
     ) -> Lease | None:
         with self._lock:
             books = self._books(task_id)
             self._expire(books, now)
-            for lease in books.leases.values():
-                if lease.agent == agent:
-                    return lease.model_copy()
-            busy = set(books.leases) | {q.proposal.block for q in books.pending.values()}
-            free = [b for b in range(books.spec.n_blocks) if b not in busy]
-            if not free:
+            mine = books.lease_of_agent.get(agent)
+            if mine is not None:
+                return books.leases[mine].model_copy()
+            block = next((b for b in prefer if b in books.free.free), None) if prefer else None
+            if block is None:
+                block = books.free.oldest()  # least recently leased; ties go to the lowest block
+            if block is None:
                 return None
-            seq = books.lease_seq  # least recently leased; ties go to the lowest block (min keeps the first)
-            block = min(free, key=lambda b: seq.get(b, -1))
             books.seq += 1
             books.lease_seq[block] = books.seq
+            books.free.take(block, books.seq)
             lease = Lease.grant(task_id, block, agent, version, now, ttl)
             books.leases[block] = lease
+            books.lease_of_agent[agent] = block
+            books.lease_ids[lease.id] = block
+            heapq.heappush(books.expiry, (lease.expires_at, block, lease.id))
             books.counters["leases_granted"] += 1
             return lease.model_copy()
 
     def _find_lease(self, books: _TaskBooks, lease_id: str, agent: str, now: float) -> Lease:
         self._expire(books, now)
-        for lease in books.leases.values():
-            if lease.id == lease_id:
-                if lease.agent != agent:
-                    raise errors.Forbidden("this lease belongs to another agent", lease_id=lease_id)
-                return lease
+        block = books.lease_ids.get(lease_id)
+        if block is not None:
+            lease = books.leases[block]
+            if lease.agent != agent:
+                raise errors.Forbidden("this lease belongs to another agent", lease_id=lease_id)
+            return lease
         raise errors.LeaseExpired("the lease expired or was released; lease a block again", lease_id=lease_id)
 
     async def renew_lease(self, task_id: str, lease_id: str, agent: str, ttl: float, now: float) -> Lease:
@@ -290,17 +366,17 @@ class MemoryStore(Store):
             books = self._books(task_id)
             lease = self._find_lease(books, lease_id, agent, now)
             lease.expires_at = now + ttl
+            heapq.heappush(books.expiry, (lease.expires_at, lease.block, lease.id))
             return lease.model_copy()
 
     async def release_lease(self, task_id: str, lease_id: str, agent: str) -> None:
         with self._lock:
             books = self._books(task_id)
-            for block, lease in list(books.leases.items()):
-                if lease.id == lease_id:
-                    if lease.agent != agent:
-                        raise errors.Forbidden("this lease belongs to another agent", lease_id=lease_id)
-                    del books.leases[block]
-                    return
+            block = books.lease_ids.get(lease_id)
+            if block is not None:
+                if books.leases[block].agent != agent:
+                    raise errors.Forbidden("this lease belongs to another agent", lease_id=lease_id)
+                books.drop_lease(block)
 
     async def active_leases(self, task_id: str, now: float) -> list[Lease]:
         with self._lock:
@@ -329,7 +405,8 @@ class MemoryStore(Store):
                     leased_block=lease.block,
                     block=proposal.block,
                 )
-            del books.leases[lease.block]
+            books.pending_blocks[lease.block] += 1
+            books.drop_lease(lease.block)
             queued = QueuedProposal(proposal=_copy_proposal(proposal), received_at=now)
             books.proposals[proposal.id] = queued
             books.pending[proposal.id] = queued

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -397,7 +397,13 @@ class SQLiteStore(Store):
         return lapsed
 
     async def acquire_lease(
-        self, task_id: str, agent: str, version: int, ttl: float, now: float
+        self,
+        task_id: str,
+        agent: str,
+        version: int,
+        ttl: float,
+        now: float,
+        prefer: Sequence[int] | None = None,
     ) -> Lease | None:
         with self._write() as db:
             spec_raw, seq = self._task_row(db, task_id, "spec, lease_seq")
@@ -418,10 +424,13 @@ class SQLiteStore(Store):
             free = [b for b in range(n_blocks) if b not in busy]
             if not free:
                 return None
-            last = dict(
-                db.execute("SELECT block, seq FROM lease_seq WHERE task_id = ?", (task_id,)).fetchall()
-            )
-            block = min(free, key=lambda b: last.get(b, -1))  # least recently leased; ties: lowest block
+            free_set = set(free)
+            block = next((b for b in prefer or () if b in free_set), None)
+            if block is None:
+                last = dict(
+                    db.execute("SELECT block, seq FROM lease_seq WHERE task_id = ?", (task_id,)).fetchall()
+                )
+                block = min(free, key=lambda b: last.get(b, -1))  # least recently leased; ties: lowest block
             seq += 1
             db.execute("UPDATE tasks SET lease_seq = ? WHERE id = ?", (seq, task_id))
             db.execute(

@@ -197,6 +197,18 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         blocks = regroup(state.blocks, weights, attempt)
         return None if blocks is None else replace(state, blocks=blocks)
 
+    def neighbourhoods(self) -> tuple[str, ...]:
+        from tasks.routing.neighbourhoods import NAMES
+
+        return NAMES
+
+    def form_blocks(
+        self, state: RoutingState, generator: str, size: float, attempt: int
+    ) -> RoutingState | None:
+        from tasks.routing.neighbourhoods import form_blocks
+
+        return form_blocks(self, state, generator, size, attempt)
+
     def contract(self, state: RoutingState, block: int) -> dict[str, Any]:
         return build_contract(self.inst, state.paths, state.blocks[block], self.p.margin, self.weight)
 

@@ -138,7 +138,7 @@ ACQUIRE_LEASE = (
     _EXPIRE
     + """
 -- KEYS: meta leases lease_exp lease_ids lease_agents counters lease_seq pending_block
--- ARGV: now agent version lease_id expires_at
+-- ARGV: now agent version lease_id expires_at prefer (comma-separated blocks, best first; '' for none)
 local n_blocks = redis.call('HGET', KEYS[1], 'n_blocks')
 if not n_blocks then return {'not_found'} end
 expire(KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1])
@@ -150,15 +150,24 @@ end
 local busy = {}
 for _, b in ipairs(redis.call('HKEYS', KEYS[2])) do busy[b] = true end
 for _, b in ipairs(redis.call('HVALS', KEYS[8])) do busy[b] = true end
-local seq = {}
-local flat = redis.call('HGETALL', KEYS[7])
-for i = 1, #flat, 2 do seq[flat[i]] = tonumber(flat[i + 1]) end
 local best, best_seq = nil, nil
-for b = 0, tonumber(n_blocks) - 1 do
-  local s = tostring(b)
-  if not busy[s] then
-    local q = seq[s] or -1
-    if best == nil or q < best_seq then best, best_seq = s, q end
+for s in string.gmatch(ARGV[6] or '', '[^,]+') do
+  local v = tonumber(s)
+  if v and v >= 0 and v < tonumber(n_blocks) and v == math.floor(v) and not busy[tostring(v)] then
+    best = tostring(v)
+    break
+  end
+end
+if best == nil then
+  local seq = {}
+  local flat = redis.call('HGETALL', KEYS[7])
+  for i = 1, #flat, 2 do seq[flat[i]] = tonumber(flat[i + 1]) end
+  for b = 0, tonumber(n_blocks) - 1 do
+    local s = tostring(b)
+    if not busy[s] then
+      local q = seq[s] or -1
+      if best == nil or q < best_seq then best, best_seq = s, q end
+    end
   end
 end
 if best == nil then return {'ok'} end

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio import Redis
@@ -346,7 +346,13 @@ class RedisStore(Store):
 
     @_reachable
     async def acquire_lease(
-        self, task_id: str, agent: str, version: int, ttl: float, now: float
+        self,
+        task_id: str,
+        agent: str,
+        version: int,
+        ttl: float,
+        now: float,
+        prefer: Sequence[int] | None = None,
     ) -> Lease | None:
         k = self.keys.task(task_id)
         reply = self._check(
@@ -361,7 +367,14 @@ class RedisStore(Store):
                     k.lease_seq,
                     k.pending_block,
                 ],
-                args=[_t(now), agent, version, uuid.uuid4().hex, _t(now + ttl)],
+                args=[
+                    _t(now),
+                    agent,
+                    version,
+                    uuid.uuid4().hex,
+                    _t(now + ttl),
+                    ",".join(map(str, prefer or ())),
+                ],
             ),
             task_id,
         )

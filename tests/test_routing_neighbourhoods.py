@@ -1,0 +1,98 @@
+"""Routing's neighbourhood generators (tasks/routing/neighbourhoods.py) and the Task default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tasks.registry import create_task
+from tasks.routing import RoutingTask
+from tasks.routing.neighbourhoods import NAMES, rebuild
+
+
+@pytest.fixture(scope="module")
+def routing() -> RoutingTask:
+    task = create_task("routing", {"map": "random-32-32-10", "robots": 40, "blocks": 4, "exact_limit": 0})
+    assert isinstance(task, RoutingTask)
+    return task
+
+
+def test_every_generator_keeps_sizes_robots_and_objective(routing: RoutingTask) -> None:
+    state = routing.initial_state()
+    assert routing.neighbourhoods()[0] == "partition"
+    assert routing.form_blocks(state, "partition", 0.5, 1) is None
+    changed = 0
+    for name in NAMES[1:]:
+        for attempt in range(3):
+            new = routing.form_blocks(state, name, 0.5, attempt)
+            if new is None:
+                continue
+            changed += 1
+            assert [len(b) for b in new.blocks] == [len(b) for b in state.blocks]
+            assert sorted(r for b in new.blocks for r in b) == list(range(40))
+            assert routing.objective(new) == routing.objective(state)
+            routing.load_state(routing.dump_state(new))  # a stored head round-trips
+    assert changed > 0
+
+
+def test_random_generator_moves_more_robots_at_a_larger_size(routing: RoutingTask) -> None:
+    state = routing.initial_state()
+
+    def moved(size: float) -> int:
+        new = routing.form_blocks(state, "random", size, 3)
+        assert new is not None
+        return sum(len(set(a) - set(b)) for a, b in zip(state.blocks, new.blocks, strict=True))
+
+    assert moved(0.1) < moved(1.0)
+
+
+def test_unknown_generator_is_refused(routing: RoutingTask) -> None:
+    with pytest.raises(ValueError, match="no neighbourhood generator 'nope'"):
+        routing.form_blocks(routing.initial_state(), "nope", 0.5, 0)
+
+
+def test_default_task_offers_the_partition_only() -> None:
+    quad = create_task("quadratic", {"blocks": 4, "dim": 2})
+    assert quad.neighbourhoods() == ("partition",)
+    assert quad.form_blocks(quad.initial_state(), "partition", 0.5, 0) is None
+    with pytest.raises(ValueError):
+        quad.form_blocks(quad.initial_state(), "random", 0.5, 0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.data())
+def test_rebuild_is_a_partition_with_the_same_sizes(data: st.DataObject) -> None:
+    sizes = data.draw(st.lists(st.integers(1, 6), min_size=2, max_size=5))
+    robots = list(range(sum(sizes)))
+    perm = data.draw(st.permutations(robots))
+    blocks, i = [], 0
+    for s in sizes:
+        blocks.append(tuple(perm[i : i + s]))
+        i += s
+    pool = list(data.draw(st.permutations(robots)))
+    cores = []
+    for s in sizes:
+        k = data.draw(st.integers(0, s))
+        cores.append(pool[:k])
+        pool = pool[k:]
+    new = rebuild(tuple(blocks), cores)
+    assert [len(b) for b in new] == sizes
+    assert sorted(r for b in new for r in b) == robots
+    for core, b in zip(cores, new, strict=True):
+        assert set(core) <= set(b)
+
+
+def test_a_kind_that_regroups_offers_its_regrouping_by_default() -> None:
+    from tasks.quadratic import QuadraticTask
+
+    class Regrouping(QuadraticTask):
+        def regroup(self, state: Any, attempt: int) -> Any:
+            return ("regrouped", attempt)
+
+    quad = create_task("quadratic", {"blocks": 4, "dim": 2})
+    kind = Regrouping(quad.params)
+    assert kind.neighbourhoods() == ("partition", "regroup")
+    assert kind.form_blocks(kind.initial_state(), "regroup", 0.5, 3) == ("regrouped", 3)
