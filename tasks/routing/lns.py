@@ -16,23 +16,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from tasks.base import Draft, Proposer
-from tasks.routing.astar import plan_path
 from tasks.routing.destroy import GENERATORS, AdaptiveWeights
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import OccupancyIndex, Path, conflicts_among, cost
+from tasks.routing.repair import repair, soft_path
 from tasks.routing.reservations import Reservations
-from tasks.routing.sipp import sipp_path
 
 
 def replan(
     grid: Grid, start: int, goal: int, table: Reservations, max_len: int, deadline: float | None
 ) -> tuple[Path, int] | None:
-    """SIPP's earliest conflict-free path when there is one (few nodes per long wait); otherwise the
-    conflict-minimizing space-time A* (LNS2's soft-constraint repair)."""
-    path = sipp_path(grid, start, goal, table, max_len, deadline)
-    if path is not None:
-        return path, 0
-    return plan_path(grid, start, goal, table, max_len, deadline)
+    """SIPP's earliest conflict-free path when a bounded SIPP finds one (few nodes per long wait);
+    otherwise the collision-penalized A* of the repair (never the exhaustive lexicographic search,
+    which timed out at density)."""
+    return soft_path(grid, start, goal, table, max_len, deadline)
 
 
 def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
@@ -118,18 +115,19 @@ class RoutingProposer(Proposer):
         return sorted(range(len(paths)), key=dist)[:k]
 
     # -- one proposal ----------------------------------------------------------
+    def _budget(self, contract: Mapping[str, Any], block: int) -> float:
+        """A block where the last searches found nothing gets a longer search (up to 4x)."""
+        budget = self.time_budget * 2 ** min(self._misses.get(block, 0), 2)
+        left = (contract.get("budget") or {}).get("seconds")
+        return budget if left is None else max(0.01, min(budget, float(left)))
+
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         started = time.perf_counter()
         data = contract["data"]
         block = int(contract["block"])
         grid = self.grid
         weight = float(data["conflict_weight"])
-        # a block where the last searches found nothing gets a longer search (up to 4x)
-        budget = self.time_budget * 2 ** min(self._misses.get(block, 0), 2)
-        left = (contract.get("budget") or {}).get("seconds")
-        if left is not None:
-            budget = max(0.01, min(budget, float(left)))
-        deadline = started + budget
+        deadline = started + self._budget(contract, block)
         robots = data["robots"]
         starts = [grid.cell(*r["start"]) for r in robots]
         goals = [grid.cell(*r["goal"]) for r in robots]
@@ -139,6 +137,23 @@ class RoutingProposer(Proposer):
         initial, ext = self._score(external, current, weight)
         best, best_value = list(current), initial
         iterations = replans = 0
+        collisions: list[int] | None = None
+        if initial >= weight:  # collisions: LNS2's repair first, until none is left or time is up
+            fixed = repair(
+                grid,
+                starts,
+                goals,
+                best,
+                external,
+                self.max_len,
+                deadline=deadline,
+                k=self.neighbourhood,
+                rng=self.rng,
+            )
+            collisions = [fixed.accepted[0], fixed.accepted[-1]]
+            iterations += fixed.iterations
+            best = fixed.paths
+            best_value, ext = self._score(external, best, weight)
         while time.perf_counter() < deadline and best:
             iterations += 1
             conflicted = self._in_conflict(best, ext)
@@ -183,5 +198,6 @@ class RoutingProposer(Proposer):
                 "replans": replans,
                 "seconds": time.perf_counter() - started,
                 "destroy_weights": {k: round(v, 4) for k, v in self.wheel.weights.items()},
+                **({"collisions": collisions} if collisions is not None else {}),
             },
         )

@@ -25,6 +25,9 @@ class Reservations:
     """cell -> times of moving visits (conflicts with a robot that parks there later)."""
     t_static: int = 0
     """No moving reservation at or after t_static + 1: the table is time-invariant from there."""
+    intervals: dict[int, tuple[list[tuple[int, int]], list[int]]] = field(default_factory=dict)
+    """cell -> its safe intervals and their ends, filled by SIPP and dropped for the cells a path change
+    touches, so successive searches against a slowly changing table (prioritized planning, LNS) share them."""
 
     def add_run(self, t0: int, cells: list[int], arrives: bool = False) -> None:
         """Occupy ``cells`` at times t0, t0+1, ... (a clipped piece of another robot's path).
@@ -33,6 +36,7 @@ class Reservations:
         and occupied for good from then on.
         """
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        self._forget(cells)
         moving = cells[:-1] if arrives else cells
         prev = -1
         t = t0 - 1
@@ -59,8 +63,15 @@ class Reservations:
     def add_path(self, path: Path) -> None:
         self.add_run(0, list(path), arrives=True)
 
+    def _forget(self, cells: Path | list[int]) -> None:
+        if self.intervals:
+            drop = self.intervals.pop
+            for c in cells:
+                drop(c, None)
+
     def remove_path(self, path: Path) -> None:
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        self._forget(path)
         last = len(path) - 1
         for t in range(last):
             c = path[t]

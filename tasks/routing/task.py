@@ -25,6 +25,7 @@ from tasks.routing.occupancy import (
 )
 from tasks.routing.prompt import RoutingPrompt
 from tasks.routing.regroup import Blocks, holding_up, regroup
+from tasks.routing.repair import prioritized
 
 
 class RoutingProposerParams(BaseModel):
@@ -92,11 +93,19 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return len(self.inst.blocks)
 
     def initial_state(self) -> RoutingState:
-        """Every robot on its own shortest path, ignoring the others."""
-        g = self.grid
-        paths = tuple(
-            tuple(g.shortest_path(s, t)) for s, t in zip(self.inst.starts, self.inst.goals, strict=True)
-        )
+        """Prioritized planning with the fewest collisions (repair.py), or every robot on its own
+        shortest path ignoring the others (``initial="shortest"``)."""
+        return self._initial
+
+    @cached_property
+    def _initial(self) -> RoutingState:
+        """Planned once: prioritized planning of hundreds of robots takes seconds."""
+        g, inst = self.grid, self.inst
+        if self.p.initial == "prioritized":
+            planned = prioritized(g, inst.starts, inst.goals, inst.max_len, soft=True)
+            assert planned is not None  # soft planning always returns a plan
+            return self.state_of(tuple(planned))
+        paths = tuple(tuple(g.shortest_path(s, t)) for s, t in zip(inst.starts, inst.goals, strict=True))
         return self.state_of(paths)
 
     def state_of(self, paths: tuple[Path, ...], blocks: Blocks | None = None) -> RoutingState:
