@@ -135,7 +135,7 @@ def test_repair_never_accepts_more_collisions(size: int, robots: int, others: in
         rng=rng,
         max_iterations=12,
     )
-    assert all(b <= a for a, b in zip(fixed.accepted, fixed.accepted[1:]))
+    assert all(b <= a for a, b in zip(fixed.accepted, fixed.accepted[1:], strict=False))
     assert fixed.collisions == fixed.accepted[-1]
     assert (dict(table.vert), dict(table.edge), dict(table.park)) == before
 
@@ -160,4 +160,4 @@ def test_repair_turns_down_steps_that_would_add_collisions() -> None:
         max_iterations=60,
     )
     assert fixed.worse > 0
-    assert all(b <= a for a, b in zip(fixed.accepted, fixed.accepted[1:]))
+    assert all(b <= a for a, b in zip(fixed.accepted, fixed.accepted[1:], strict=False))

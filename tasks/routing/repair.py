@@ -229,7 +229,7 @@ class RepairResult:
     """Collision count after each accepted step (starting with the initial count): never increasing."""
     iterations: int = 0
     worse: int = 0
-    """Re-planned neighbourhoods turned down because they had more collisions than the plan they would replace."""
+    """Re-planned neighbourhoods turned down for having more collisions than the plan they would replace."""
 
 
 def count_collisions(grid: Grid, paths: Sequence[Path], table: Reservations) -> tuple[int, list[int]]:
