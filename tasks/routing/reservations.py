@@ -60,6 +60,27 @@ class Reservations:
             if arrival > self.t_static:
                 self.t_static = arrival
 
+    def remove_run(self, t0: int, cells: list[int], arrives: bool = False) -> None:
+        """Undo ``add_run`` with the same arguments (``t_static`` stays: an upper bound is still right)."""
+        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        self._forget(cells)
+        moving = cells[:-1] if arrives else cells
+        prev = -1
+        for t, c in enumerate(moving, t0):
+            k = t * n + c
+            _decrement(vert, k)
+            visits[c].remove(t)
+            if prev >= 0 and prev != c:
+                _decrement(edge, ((t - 1) * n + prev) * n + c)
+            prev = c
+        if arrives:
+            goal = cells[-1]
+            arrival = t0 + len(cells) - 1
+            if prev >= 0 and prev != goal:
+                _decrement(edge, ((arrival - 1) * n + prev) * n + goal)
+            if self.park.get(goal) == arrival:
+                del self.park[goal]
+
     def add_path(self, path: Path) -> None:
         self.add_run(0, list(path), arrives=True)
 

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.base import InvalidProposal, Reference, Task
-from tasks.routing.contract import build_contract
+from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.instance import Instance, RoutingParams, build_instance
 from tasks.routing.lns import RoutingProposer
 from tasks.routing.occupancy import (
@@ -80,6 +80,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         self.grid = self.inst.grid
         self.weight = self.inst.n_robots * self.inst.max_len + 1
         """W: more than any sum of path lengths, so one conflict outweighs any detour."""
+        self._geometry = GeometryCache(self.grid.width)
+        """Per-robot path cells and boxes for contracts, recomputed only for the paths that change."""
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
         """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
 
@@ -207,7 +209,9 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return None if blocks is None else replace(state, blocks=blocks)
 
     def contract(self, state: RoutingState, block: int) -> dict[str, Any]:
-        return build_contract(self.inst, state.paths, state.blocks[block], self.p.margin, self.weight)
+        return build_contract(
+            self.inst, state.paths, state.blocks[block], self.p.margin, self.weight, self._geometry
+        )
 
     def validate(self, block: int, value: Any) -> tuple[Path, ...]:
         if not 0 <= block < self.n_blocks:
