@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tasks.routing.grid import UNREACHABLE, Grid
-from tasks.routing.occupancy import OccupancyIndex, Path, cost
+from tasks.routing.occupancy import OccupancyIndex, Path, change_in_conflicts, cost
 from tasks.routing.reservations import Reservations
 from tasks.routing.sipp import sipp_path
 
@@ -168,9 +168,13 @@ def prioritized(
 
 def collision_pairs(grid: Grid, paths: Sequence[Path]) -> dict[int, set[int]]:
     """The collision graph among ``paths``: robot -> robots it collides with."""
-    index = OccupancyIndex.build(grid.n_cells, dict(enumerate(paths)))
+    return collision_graph(OccupancyIndex.build(grid.n_cells, dict(enumerate(paths))))
+
+
+def collision_graph(index: OccupancyIndex) -> dict[int, set[int]]:
+    """The collision graph of the indexed robots (one pass over the index)."""
     graph: dict[int, set[int]] = {}
-    n = grid.n_cells
+    n = index.n
 
     def link(a: int, b: int) -> None:
         if a != b:
@@ -256,39 +260,66 @@ def repair(
     the deadline passes or ``max_iterations`` are spent; a step is kept only if collisions do not grow."""
     rng = rng or random.Random(0)
     best = list(paths)
-    value, ext = count_collisions(grid, best, table)
+    index = OccupancyIndex.build(grid.n_cells, dict(enumerate(best)))
+    inside = index.total_conflicts()
+    ext = [table.path_conflicts(p) for p in best]
+    value = inside + sum(ext)
     soc = sum(cost(p) for p in best)
     out = RepairResult(best, value, [value])
     while value > 0 and time.perf_counter() < deadline:
         if max_iterations is not None and out.iterations >= max_iterations:
             break
         out.iterations += 1
-        graph = collision_pairs(grid, best)
+        graph = collision_graph(index)
         colliding = sorted(set(graph) | {i for i, e in enumerate(ext) if e})
         group = collision_neighbourhood(graph, colliding, min(k, len(best)), rng)
         rng.shuffle(group)
-        members = set(group)
-        keep = [i for i in range(len(best)) if i not in members]
-        for i in keep:
-            table.add_path(best[i])
-        trial = list(best)
-        planned: list[Path] = []
+        trial = _replan_group(grid, starts, goals, best, group, table, max_len, deadline)
+        old = {i: best[i] for i in group}
+        new = {i: trial[i] for i in group}
+        d_inside = change_in_conflicts(index, old, new)  # costs the group's paths, not the block's
+        trial_ext = list(ext)
         for i in group:
-            found = soft_path(grid, starts[i], goals[i], table, max_len, deadline)
-            path = trial[i] if found is None else found[0]
-            trial[i] = path
-            table.add_path(path)
-            planned.append(path)
-        for p in planned:
-            table.remove_path(p)
-        for i in keep:
-            table.remove_path(best[i])
-        new_value, new_ext = count_collisions(grid, trial, table)
-        new_soc = sum(cost(p) for p in trial)
+            trial_ext[i] = table.path_conflicts(trial[i])
+        new_value = inside + d_inside + sum(trial_ext)
+        new_soc = soc + sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
         if (new_value, new_soc) <= (value, soc):
-            best, value, ext, soc = trial, new_value, new_ext, new_soc
+            for i in group:
+                index.remove(i, old[i])
+                index.add(i, new[i])
+            best, value, ext, soc, inside = trial, new_value, trial_ext, new_soc, inside + d_inside
             out.accepted.append(value)
         elif new_value > value:
             out.worse += 1
     out.paths, out.collisions = best, value
     return out
+
+
+def _replan_group(
+    grid: Grid,
+    starts: Sequence[int],
+    goals: Sequence[int],
+    paths: list[Path],
+    group: list[int],
+    table: Reservations,
+    max_len: int,
+    deadline: float,
+) -> list[Path]:
+    """``paths`` with ``group`` re-planned one by one against the table and the others (table restored)."""
+    members = set(group)
+    keep = [i for i in range(len(paths)) if i not in members]
+    for i in keep:
+        table.add_path(paths[i])
+    trial = list(paths)
+    planned: list[Path] = []
+    for i in group:
+        found = soft_path(grid, starts[i], goals[i], table, max_len, deadline)
+        path = trial[i] if found is None else found[0]
+        trial[i] = path
+        table.add_path(path)
+        planned.append(path)
+    for p in planned:
+        table.remove_path(p)
+    for i in keep:
+        table.remove_path(paths[i])
+    return trial
