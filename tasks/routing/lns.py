@@ -1,8 +1,10 @@
-"""The heuristic proposer: LNS over the block's robots with SIPP re-planning (space-time A* when every path conflicts).
+"""The heuristic proposer: LNS over the block's robots with SIPP re-planning (collision-penalized A* when SIPP finds no path).
 
-Each iteration picks a neighbourhood of the block (robots in conflict first,
-then a random or a spatial group), removes their paths and re-plans them one
-by one with soft reservations against everything else the contract shows.
+While the block has collisions, LNS2's repair (repair.py) re-plans collision
+neighbourhoods; once it has none, each iteration picks a neighbourhood from
+the ALNS wheel (destroy.py, or a spatial group) and re-plans it one robot at a
+time against everything else the contract shows (repair.BlockSearch: a step
+costs the neighbourhood's paths, not the block's).
 The surrogate is the block's sum of costs + W x (conflicts inside the block +
 conflicts with the reservation table); its decrease is the predicted
 improvement, so the coordinator measures the correction error δ honestly.
@@ -18,18 +20,9 @@ from typing import Any
 from tasks.base import Draft, Proposer
 from tasks.routing.destroy import GENERATORS, AdaptiveWeights
 from tasks.routing.grid import Grid
-from tasks.routing.occupancy import OccupancyIndex, Path, conflicts_among, cost
-from tasks.routing.repair import repair, soft_path
+from tasks.routing.occupancy import Path
+from tasks.routing.repair import BlockSearch, repair
 from tasks.routing.reservations import Reservations
-
-
-def replan(
-    grid: Grid, start: int, goal: int, table: Reservations, max_len: int, deadline: float | None
-) -> tuple[Path, int] | None:
-    """SIPP's earliest conflict-free path when a bounded SIPP finds one (few nodes per long wait);
-    otherwise the collision-penalized A* of the repair (never the exhaustive lexicographic search,
-    which timed out at density)."""
-    return soft_path(grid, start, goal, table, max_len, deadline)
 
 
 def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
@@ -87,19 +80,6 @@ class RoutingProposer(Proposer):
         """A randomized search that finds nothing in one budget may find something in the next."""
         return self.patience
 
-    # -- the surrogate -----------------------------------------------------
-    def _score(self, external: Reservations, paths: list[Path], weight: float) -> tuple[float, list[int]]:
-        """(surrogate value, per-robot conflict counts with the table) of the block's paths."""
-        ext = [external.path_conflicts(p) for p in paths]
-        inside = conflicts_among(self.grid.n_cells, dict(enumerate(paths)))
-        soc = sum(cost(p) for p in paths)
-        return soc + weight * (sum(ext) + inside), ext
-
-    def _in_conflict(self, paths: list[Path], ext: list[int]) -> list[int]:
-        """Robots with a conflict, with the table or inside the block."""
-        index = OccupancyIndex.build(self.grid.n_cells, dict(enumerate(paths)))
-        return [i for i, p in enumerate(paths) if ext[i] or index.cross_conflicts({i: p}, frozenset((i,)))]
-
     def _neighbourhood(
         self, paths: list[Path], conflicted: list[int], starts: list[int], goals: list[int]
     ) -> tuple[list[int], str]:
@@ -156,57 +136,29 @@ class RoutingProposer(Proposer):
         external = self._table(block, data)
         t_table = time.perf_counter() - t_table
 
-        initial, ext = self._score(external, current, weight)
-        best, best_value = list(current), initial
+        search = BlockSearch(grid, starts, goals, current, external, self.max_len)
+        initial = search.soc + weight * search.collisions
         iterations = replans = 0
         collisions: list[int] | None = None
-        if initial >= weight:  # collisions: LNS2's repair first, until none is left or time is up
+        if search.collisions:  # LNS2's repair first, until no collision is left or time is up
             fixed = repair(
-                grid,
-                starts,
-                goals,
-                best,
-                external,
-                self.max_len,
-                deadline=deadline,
-                k=self.neighbourhood,
-                rng=self.rng,
-            )
+                grid, starts, goals, current, external, self.max_len,
+                deadline=deadline, k=self.neighbourhood, rng=self.rng, search=search,
+            )  # fmt: skip
             collisions = [fixed.accepted[0], fixed.accepted[-1]]
             iterations += fixed.iterations
-            best = fixed.paths
-            best_value, ext = self._score(external, best, weight)
-        while time.perf_counter() < deadline and best:
+        best_value = search.soc + weight * search.collisions
+        while time.perf_counter() < deadline and current and not search.collisions:
             iterations += 1
-            conflicted = self._in_conflict(best, ext)
-            group, generator = self._neighbourhood(best, conflicted, starts, goals)
+            group, generator = self._neighbourhood(search.paths, [], starts, goals)
             self.rng.shuffle(group)
-            keep = [i for i in range(len(best)) if i not in set(group)]
-            for i in keep:
-                external.add_path(best[i])
-            trial = list(best)
-            planned: list[Path] = []
-            ok = True
-            for i in group:
-                found = replan(grid, starts[i], goals[i], external, self.max_len, deadline)
-                replans += 1
-                if found is None:
-                    ok = False
-                    break
-                trial[i] = found[0]
-                external.add_path(found[0])
-                planned.append(found[0])
-            for p in planned:
-                external.remove_path(p)
-            for i in keep:
-                external.remove_path(best[i])
-            if not ok:
-                continue
-            value, trial_ext = self._score(external, trial, weight)
+            _kept, trial_collisions, trial_soc = search.try_group(group, deadline)
+            replans += len(group)
+            value = trial_soc + weight * trial_collisions
             if generator in self.wheel.weights:
                 self.wheel.reward(generator, (best_value - value) / len(group))
-            if value <= best_value:
-                best, best_value, ext = trial, value, trial_ext
+            best_value = search.soc + weight * search.collisions
+        best = search.paths
         if best_value >= initial:
             self._misses[block] = self._misses.get(block, 0) + 1
             return None

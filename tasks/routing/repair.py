@@ -243,6 +243,74 @@ def count_collisions(grid: Grid, paths: Sequence[Path], table: Reservations) -> 
     return inside + sum(ext), ext
 
 
+class BlockSearch:
+    """A block's paths against a fixed external table, changed one re-planned neighbourhood at a time.
+
+    Keeps the external table plus the block's own paths in one table (``full``), the block's occupancy
+    index and its per-robot collisions with the outside, so a step costs the neighbourhood's paths, not
+    the block's: only the group's paths leave and re-enter the tables. A step is kept only when
+    (collisions, sum of costs) does not grow, compared in that order.
+    """
+
+    def __init__(
+        self,
+        grid: Grid,
+        starts: Sequence[int],
+        goals: Sequence[int],
+        paths: Sequence[Path],
+        external: Reservations,
+        max_len: int,
+    ) -> None:
+        self.grid, self.starts, self.goals, self.max_len = grid, starts, goals, max_len
+        self.external = external
+        self.paths = list(paths)
+        self.full = external.copy()
+        for p in self.paths:
+            self.full.add_path(p)
+        self.index = OccupancyIndex.build(grid.n_cells, dict(enumerate(self.paths)))
+        self.inside = self.index.total_conflicts()
+        self.ext = [external.path_conflicts(p) for p in self.paths]
+        self.soc = sum(cost(p) for p in self.paths)
+
+    @property
+    def collisions(self) -> int:
+        return self.inside + sum(self.ext)
+
+    def colliding(self) -> tuple[dict[int, set[int]], list[int]]:
+        """(the collision graph inside the block, every robot with a collision inside or outside)."""
+        graph = collision_graph(self.index)
+        return graph, sorted(set(graph) | {i for i, e in enumerate(self.ext) if e})
+
+    def try_group(self, group: Sequence[int], deadline: float | None) -> tuple[bool, int, int]:
+        """Re-plan ``group`` one by one; (kept, the trial's collisions, the trial's sum of costs)."""
+        full, paths = self.full, self.paths
+        old = {i: paths[i] for i in group}
+        for p in old.values():
+            full.remove_path(p)
+        new: dict[int, Path] = {}
+        for i in group:
+            found = soft_path(self.grid, self.starts[i], self.goals[i], full, self.max_len, deadline)
+            new[i] = old[i] if found is None else found[0]
+            full.add_path(new[i])
+        d_inside = change_in_conflicts(self.index, old, new)
+        ext = {i: self.external.path_conflicts(p) for i, p in new.items()}
+        collisions = self.collisions + d_inside + sum(ext.values()) - sum(self.ext[i] for i in group)
+        soc = self.soc + sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
+        if (collisions, soc) > (self.collisions, self.soc):
+            for i in group:
+                full.remove_path(new[i])
+                full.add_path(old[i])
+            return False, collisions, soc
+        for i in group:
+            self.index.remove(i, old[i])
+            self.index.add(i, new[i])
+            paths[i] = new[i]
+            self.ext[i] = ext[i]
+        self.inside += d_inside
+        self.soc = soc
+        return True, collisions, soc
+
+
 def repair(
     grid: Grid,
     starts: Sequence[int],
@@ -255,71 +323,25 @@ def repair(
     k: int = 8,
     rng: random.Random | None = None,
     max_iterations: int | None = None,
+    search: BlockSearch | None = None,
 ) -> RepairResult:
     """Re-plan collision neighbourhoods of ``paths`` (the table stays fixed) until no collision is left,
     the deadline passes or ``max_iterations`` are spent; a step is kept only if collisions do not grow."""
     rng = rng or random.Random(0)
-    best = list(paths)
-    index = OccupancyIndex.build(grid.n_cells, dict(enumerate(best)))
-    inside = index.total_conflicts()
-    ext = [table.path_conflicts(p) for p in best]
-    value = inside + sum(ext)
-    soc = sum(cost(p) for p in best)
-    out = RepairResult(best, value, [value])
-    while value > 0 and time.perf_counter() < deadline:
+    search = search or BlockSearch(grid, starts, goals, paths, table, max_len)
+    out = RepairResult(search.paths, search.collisions, [search.collisions])
+    while search.collisions > 0 and time.perf_counter() < deadline:
         if max_iterations is not None and out.iterations >= max_iterations:
             break
         out.iterations += 1
-        graph = collision_graph(index)
-        colliding = sorted(set(graph) | {i for i, e in enumerate(ext) if e})
-        group = collision_neighbourhood(graph, colliding, min(k, len(best)), rng)
+        graph, colliding = search.colliding()
+        group = collision_neighbourhood(graph, colliding, min(k, len(search.paths)), rng)
         rng.shuffle(group)
-        trial = _replan_group(grid, starts, goals, best, group, table, max_len, deadline)
-        old = {i: best[i] for i in group}
-        new = {i: trial[i] for i in group}
-        d_inside = change_in_conflicts(index, old, new)  # costs the group's paths, not the block's
-        trial_ext = list(ext)
-        for i in group:
-            trial_ext[i] = table.path_conflicts(trial[i])
-        new_value = inside + d_inside + sum(trial_ext)
-        new_soc = soc + sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
-        if (new_value, new_soc) <= (value, soc):
-            for i in group:
-                index.remove(i, old[i])
-                index.add(i, new[i])
-            best, value, ext, soc, inside = trial, new_value, trial_ext, new_soc, inside + d_inside
-            out.accepted.append(value)
-        elif new_value > value:
+        before = search.collisions
+        kept, collisions, _soc = search.try_group(group, deadline)
+        if kept:
+            out.accepted.append(collisions)
+        elif collisions > before:
             out.worse += 1
-    out.paths, out.collisions = best, value
+    out.paths, out.collisions = list(search.paths), search.collisions
     return out
-
-
-def _replan_group(
-    grid: Grid,
-    starts: Sequence[int],
-    goals: Sequence[int],
-    paths: list[Path],
-    group: list[int],
-    table: Reservations,
-    max_len: int,
-    deadline: float,
-) -> list[Path]:
-    """``paths`` with ``group`` re-planned one by one against the table and the others (table restored)."""
-    members = set(group)
-    keep = [i for i in range(len(paths)) if i not in members]
-    for i in keep:
-        table.add_path(paths[i])
-    trial = list(paths)
-    planned: list[Path] = []
-    for i in group:
-        found = soft_path(grid, starts[i], goals[i], table, max_len, deadline)
-        path = trial[i] if found is None else found[0]
-        trial[i] = path
-        table.add_path(path)
-        planned.append(path)
-    for p in planned:
-        table.remove_path(p)
-    for i in keep:
-        table.remove_path(paths[i])
-    return trial

@@ -84,6 +84,17 @@ class Reservations:
     def add_path(self, path: Path) -> None:
         self.add_run(0, list(path), arrives=True)
 
+    def copy(self) -> Reservations:
+        """An independent table with the same reservations (the interval cache starts empty)."""
+        return Reservations(
+            self.n,
+            dict(self.vert),
+            dict(self.edge),
+            dict(self.park),
+            {c: list(v) for c, v in self.visits.items()},
+            self.t_static,
+        )
+
     def _forget(self, cells: Path | list[int]) -> None:
         if self.intervals:
             drop = self.intervals.pop
