@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     initial_s = time.perf_counter() - t0
     proposer = task.make_proposer(task.ProposerParams(), seed=0)
     for b in range(task.n_blocks):  # every agent has seen its block once
-        proposer._table(b, task.contract(state, b))  # type: ignore[attr-defined]
+        proposer._table(b, task.contract(state, b))
     steps: list[dict[str, float]] = []
     for step in range(args.steps):
         # a round that merges `--merged` proposals, each re-planning `--changed` robots of its block
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
         rebuilt, table_rebuild = _timed(table_from_contract, task.grid, data)
         gc.collect()
-        kept, table_inc = _timed(proposer._table, block, data)  # type: ignore[attr-defined]
+        kept, table_inc = _timed(proposer._table, block, data)
         assert kept.vert == rebuilt.vert and kept.park == rebuilt.park
         steps.append(
             {
