@@ -34,19 +34,79 @@ def region_of(
     )
 
 
+Geometry = tuple[Path, list[list[int]], tuple[int, int, int, int]]
+"""A path, its cells as [x, y] pairs and its bounding box (x0, y0, x1, y1)."""
+
+
+class GeometryCache:
+    """Per robot, its path's [x, y] cells and bounding box, recomputed only when the path changes.
+
+    Between two contracts only the merged blocks' paths change (the plan's other path tuples are the
+    same objects), so a contract costs the changed paths plus one lookup per other robot instead of a
+    division per cell of the whole plan; a path wholly inside the region and window is one run, shared.
+    """
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.entries: dict[int, Geometry] = {}
+
+    def get(self, robot: int, path: Path) -> Geometry:
+        got = self.entries.get(robot)
+        if got is not None and got[0] is path:
+            return got
+        w = self.width
+        xy = [[c % w, c // w] for c in path]
+        xs = [x for x, _ in xy]
+        ys = [y for _, y in xy]
+        got = self.entries[robot] = (path, xy, (min(xs), min(ys), max(xs), max(ys)))
+        return got
+
+
+def _clip(
+    o: int,
+    path: Path,
+    xy: list[list[int]],
+    region: tuple[int, int, int, int],
+    window: int,
+    goals: set[int],
+    moves: list[list[Any]],
+) -> int:
+    """The runs of ``path`` inside the region and window (or on the block's goals at any time)."""
+    x0, y0, x1, y1 = region
+    last = len(path) - 1
+    run: list[list[int]] = []
+    t0 = size = 0
+    for t, c in enumerate(path):
+        x, y = xy[t]
+        if x0 <= x <= x1 and y0 <= y <= y1 and (t <= window or c in goals):
+            if not run:
+                t0 = t
+            run.append(xy[t])
+        elif run:
+            moves.append([o, t0, run, 0])
+            size += len(run)
+            run = []
+    if run:
+        moves.append([o, t0, run, 1 if t0 + len(run) - 1 == last else 0])
+        size += len(run)
+    return size
+
+
 def build_contract(
-    inst: Instance, paths: tuple[Path, ...], robots: tuple[int, ...], margin: int, weight: int
+    inst: Instance,
+    paths: tuple[Path, ...],
+    robots: tuple[int, ...],
+    margin: int,
+    weight: int,
+    cache: GeometryCache | None = None,
 ) -> dict[str, Any]:
     grid = inst.grid
     w = grid.width
+    cache = cache if cache is not None else GeometryCache(w)
     mine = set(robots)
     x0, y0, x1, y1 = region_of(inst, robots, paths, margin)
     window = max(len(paths[r]) for r in robots) + 2 * margin + 8
     goals = {inst.goals[r] for r in robots}
-
-    def wanted(t: int, c: int) -> bool:
-        x, y = c % w, c // w
-        return x0 <= x <= x1 and y0 <= y <= y1 and (t <= window or c in goals)
 
     moves: list[list[Any]] = []
     size = total = 0
@@ -54,21 +114,14 @@ def build_contract(
         if o in mine:
             continue
         total += len(path)
-        last = len(path) - 1
-        run: list[list[int]] = []
-        t0 = 0
-        for t, c in enumerate(path):
-            if wanted(t, c):
-                if not run:
-                    t0 = t
-                run.append([c % w, c // w])
-            elif run:
-                moves.append([o, t0, run, 0])
-                size += len(run)
-                run = []
-        if run:
-            moves.append([o, t0, run, 1 if t0 + len(run) - 1 == last else 0])
-            size += len(run)
+        _, xy, (bx0, by0, bx1, by1) = cache.get(o, path)
+        if bx1 < x0 or bx0 > x1 or by1 < y0 or by0 > y1:
+            continue  # never in the region
+        if x0 <= bx0 and bx1 <= x1 and y0 <= by0 and by1 <= y1 and len(path) - 1 <= window:
+            moves.append([o, 0, xy, 1])  # wholly inside: one run, ending on arrival
+            size += len(xy)
+            continue
+        size += _clip(o, path, xy, (x0, y0, x1, y1), window, goals, moves)
     return {
         "kind": "routing",
         "map": grid.name,

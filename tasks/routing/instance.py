@@ -56,6 +56,11 @@ class RoutingParams(BaseModel):
         description="cells around the block's robots kept in the contract's reservation table",
     )
     max_len: int | None = Field(None, ge=1, description="longest allowed path (default 2 x free cells)")
+    initial: Literal["prioritized", "shortest"] = Field(
+        "prioritized",
+        description="first plan: prioritized planning that minimizes collisions instead of failing"
+        " (LNS2's start), or every robot on its own shortest path, ignoring the others",
+    )
     exact_limit: float = Field(
         10.0,
         ge=0.0,

@@ -1,8 +1,10 @@
-"""The heuristic proposer: LNS over the block's robots with SIPP re-planning (space-time A* when every path conflicts).
+"""The heuristic proposer: LNS over the block's robots with SIPP re-planning (collision-penalized A* when SIPP finds no path).
 
-Each iteration picks a neighbourhood of the block (robots in conflict first,
-then a random or a spatial group), removes their paths and re-plans them one
-by one with soft reservations against everything else the contract shows.
+While the block has collisions, LNS2's repair (repair.py) re-plans collision
+neighbourhoods; once it has none, each iteration picks a neighbourhood from
+the ALNS wheel (destroy.py, or a spatial group) and re-plans it one robot at a
+time against everything else the contract shows (repair.BlockSearch: a step
+costs the neighbourhood's paths, not the block's).
 The surrogate is the block's sum of costs + W x (conflicts inside the block +
 conflicts with the reservation table); its decrease is the predicted
 improvement, so the coordinator measures the correction error δ honestly.
@@ -16,23 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from tasks.base import Draft, Proposer
-from tasks.routing.astar import plan_path
 from tasks.routing.destroy import GENERATORS, AdaptiveWeights
 from tasks.routing.grid import Grid
-from tasks.routing.occupancy import OccupancyIndex, Path, conflicts_among, cost
+from tasks.routing.occupancy import Path
+from tasks.routing.repair import BlockSearch, repair
 from tasks.routing.reservations import Reservations
-from tasks.routing.sipp import sipp_path
-
-
-def replan(
-    grid: Grid, start: int, goal: int, table: Reservations, max_len: int, deadline: float | None
-) -> tuple[Path, int] | None:
-    """SIPP's earliest conflict-free path when there is one (few nodes per long wait); otherwise the
-    conflict-minimizing space-time A* (LNS2's soft-constraint repair)."""
-    path = sipp_path(grid, start, goal, table, max_len, deadline)
-    if path is not None:
-        return path, 0
-    return plan_path(grid, start, goal, table, max_len, deadline)
 
 
 def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
@@ -64,24 +54,31 @@ class RoutingProposer(Proposer):
         self._misses: dict[int, int] = {}
         self.wheel = AdaptiveWeights([*GENERATORS, "spatial"])
         self._tabu: set[int] = set()
+        self._tables: dict[int, tuple[dict[int, list[tuple[int, Any, bool]]], Reservations]] = {}
+
+    def _table(self, block: int, data: Mapping[str, Any]) -> Reservations:
+        """The block's reservation table, kept between its contracts: only the robots whose runs changed
+        are taken out and put back (two contracts of one block repeat most of the plan)."""
+        runs: dict[int, list[tuple[int, Any, bool]]] = {}
+        for robot, t0, cells, arrives in data["reservations"]["moves"]:
+            runs.setdefault(int(robot), []).append((int(t0), cells, bool(arrives)))
+        old, table = self._tables.get(block) or ({}, Reservations(self.grid.n_cells))
+        cell = self.grid.cell
+        for r, before in old.items():
+            if runs.get(r) != before:
+                for t0, cells, arrives in before:
+                    table.remove_run(t0, [cell(x, y) for x, y in cells], arrives)
+        for r, now in runs.items():
+            if old.get(r) != now:
+                for t0, cells, arrives in now:
+                    table.add_run(t0, [cell(x, y) for x, y in cells], arrives)
+        self._tables[block] = (runs, table)
+        return table
 
     @property
     def lag_rounds(self) -> int:
         """A randomized search that finds nothing in one budget may find something in the next."""
         return self.patience
-
-    # -- the surrogate -----------------------------------------------------
-    def _score(self, external: Reservations, paths: list[Path], weight: float) -> tuple[float, list[int]]:
-        """(surrogate value, per-robot conflict counts with the table) of the block's paths."""
-        ext = [external.path_conflicts(p) for p in paths]
-        inside = conflicts_among(self.grid.n_cells, dict(enumerate(paths)))
-        soc = sum(cost(p) for p in paths)
-        return soc + weight * (sum(ext) + inside), ext
-
-    def _in_conflict(self, paths: list[Path], ext: list[int]) -> list[int]:
-        """Robots with a conflict, with the table or inside the block."""
-        index = OccupancyIndex.build(self.grid.n_cells, dict(enumerate(paths)))
-        return [i for i, p in enumerate(paths) if ext[i] or index.cross_conflicts({i: p}, frozenset((i,)))]
 
     def _neighbourhood(
         self, paths: list[Path], conflicted: list[int], starts: list[int], goals: list[int]
@@ -118,58 +115,50 @@ class RoutingProposer(Proposer):
         return sorted(range(len(paths)), key=dist)[:k]
 
     # -- one proposal ----------------------------------------------------------
+    def _budget(self, contract: Mapping[str, Any], block: int) -> float:
+        """A block where the last searches found nothing gets a longer search (up to 4x)."""
+        budget = self.time_budget * 2 ** min(self._misses.get(block, 0), 2)
+        left = (contract.get("budget") or {}).get("seconds")
+        return budget if left is None else max(0.01, min(budget, float(left)))
+
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         started = time.perf_counter()
         data = contract["data"]
         block = int(contract["block"])
         grid = self.grid
         weight = float(data["conflict_weight"])
-        # a block where the last searches found nothing gets a longer search (up to 4x)
-        budget = self.time_budget * 2 ** min(self._misses.get(block, 0), 2)
-        left = (contract.get("budget") or {}).get("seconds")
-        if left is not None:
-            budget = max(0.01, min(budget, float(left)))
-        deadline = started + budget
+        deadline = started + self._budget(contract, block)
         robots = data["robots"]
         starts = [grid.cell(*r["start"]) for r in robots]
         goals = [grid.cell(*r["goal"]) for r in robots]
         current = [tuple(grid.cell(x, y) for x, y in r["path"]) for r in robots]
-        external = table_from_contract(grid, data)
+        t_table = time.perf_counter()
+        external = self._table(block, data)
+        t_table = time.perf_counter() - t_table
 
-        initial, ext = self._score(external, current, weight)
-        best, best_value = list(current), initial
+        search = BlockSearch(grid, starts, goals, current, external, self.max_len)
+        initial = search.soc + weight * search.collisions
         iterations = replans = 0
-        while time.perf_counter() < deadline and best:
+        collisions: list[int] | None = None
+        if search.collisions:  # LNS2's repair first, until no collision is left or time is up
+            fixed = repair(
+                grid, starts, goals, current, external, self.max_len,
+                deadline=deadline, k=self.neighbourhood, rng=self.rng, search=search,
+            )  # fmt: skip
+            collisions = [fixed.accepted[0], fixed.accepted[-1]]
+            iterations += fixed.iterations
+        best_value = search.soc + weight * search.collisions
+        while time.perf_counter() < deadline and current and not search.collisions:
             iterations += 1
-            conflicted = self._in_conflict(best, ext)
-            group, generator = self._neighbourhood(best, conflicted, starts, goals)
+            group, generator = self._neighbourhood(search.paths, [], starts, goals)
             self.rng.shuffle(group)
-            keep = [i for i in range(len(best)) if i not in set(group)]
-            for i in keep:
-                external.add_path(best[i])
-            trial = list(best)
-            planned: list[Path] = []
-            ok = True
-            for i in group:
-                found = replan(grid, starts[i], goals[i], external, self.max_len, deadline)
-                replans += 1
-                if found is None:
-                    ok = False
-                    break
-                trial[i] = found[0]
-                external.add_path(found[0])
-                planned.append(found[0])
-            for p in planned:
-                external.remove_path(p)
-            for i in keep:
-                external.remove_path(best[i])
-            if not ok:
-                continue
-            value, trial_ext = self._score(external, trial, weight)
+            _kept, trial_collisions, trial_soc = search.try_group(group, deadline)
+            replans += len(group)
+            value = trial_soc + weight * trial_collisions
             if generator in self.wheel.weights:
                 self.wheel.reward(generator, (best_value - value) / len(group))
-            if value <= best_value:
-                best, best_value, ext = trial, value, trial_ext
+            best_value = search.soc + weight * search.collisions
+        best = search.paths
         if best_value >= initial:
             self._misses[block] = self._misses.get(block, 0) + 1
             return None
@@ -182,6 +171,8 @@ class RoutingProposer(Proposer):
                 "iterations": iterations,
                 "replans": replans,
                 "seconds": time.perf_counter() - started,
+                "table_seconds": t_table,
                 "destroy_weights": {k: round(v, 4) for k, v in self.wheel.weights.items()},
+                **({"collisions": collisions} if collisions is not None else {}),
             },
         )

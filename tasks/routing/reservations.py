@@ -25,6 +25,9 @@ class Reservations:
     """cell -> times of moving visits (conflicts with a robot that parks there later)."""
     t_static: int = 0
     """No moving reservation at or after t_static + 1: the table is time-invariant from there."""
+    intervals: dict[int, tuple[list[tuple[int, int]], list[int]]] = field(default_factory=dict)
+    """cell -> its safe intervals and their ends, filled by SIPP and dropped for the cells a path change
+    touches, so successive searches against a slowly changing table (prioritized planning, LNS) share them."""
 
     def add_run(self, t0: int, cells: list[int], arrives: bool = False) -> None:
         """Occupy ``cells`` at times t0, t0+1, ... (a clipped piece of another robot's path).
@@ -33,6 +36,7 @@ class Reservations:
         and occupied for good from then on.
         """
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        self._forget(cells)
         moving = cells[:-1] if arrives else cells
         prev = -1
         t = t0 - 1
@@ -56,11 +60,50 @@ class Reservations:
             if arrival > self.t_static:
                 self.t_static = arrival
 
+    def remove_run(self, t0: int, cells: list[int], arrives: bool = False) -> None:
+        """Undo ``add_run`` with the same arguments (``t_static`` stays: an upper bound is still right)."""
+        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        self._forget(cells)
+        moving = cells[:-1] if arrives else cells
+        prev = -1
+        for t, c in enumerate(moving, t0):
+            k = t * n + c
+            _decrement(vert, k)
+            visits[c].remove(t)
+            if prev >= 0 and prev != c:
+                _decrement(edge, ((t - 1) * n + prev) * n + c)
+            prev = c
+        if arrives:
+            goal = cells[-1]
+            arrival = t0 + len(cells) - 1
+            if prev >= 0 and prev != goal:
+                _decrement(edge, ((arrival - 1) * n + prev) * n + goal)
+            if self.park.get(goal) == arrival:
+                del self.park[goal]
+
     def add_path(self, path: Path) -> None:
         self.add_run(0, list(path), arrives=True)
 
+    def copy(self) -> Reservations:
+        """An independent table with the same reservations (the interval cache starts empty)."""
+        return Reservations(
+            self.n,
+            dict(self.vert),
+            dict(self.edge),
+            dict(self.park),
+            {c: list(v) for c, v in self.visits.items()},
+            self.t_static,
+        )
+
+    def _forget(self, cells: Path | list[int]) -> None:
+        if self.intervals:
+            drop = self.intervals.pop
+            for c in cells:
+                drop(c, None)
+
     def remove_path(self, path: Path) -> None:
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        self._forget(path)
         last = len(path) - 1
         for t in range(last):
             c = path[t]

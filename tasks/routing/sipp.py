@@ -63,11 +63,22 @@ def sipp_path(
     cache: dict[int, list[tuple[int, int]]] = {}
     ends: dict[int, list[int]] = {}
 
+    shared = table.intervals
+
     def intervals(c: int) -> list[tuple[int, int]]:
         iv = cache.get(c)
         if iv is None:
-            iv = cache[c] = safe_intervals(table, c, ignore_t0=c == start)
-            ends[c] = [b for _, b in iv]
+            if c == start:
+                iv = safe_intervals(table, c, ignore_t0=True)
+                e = [b for _, b in iv]
+            else:
+                got = shared.get(c)
+                if got is None:
+                    fresh = safe_intervals(table, c)
+                    got = shared[c] = (fresh, [b for _, b in fresh])
+                iv, e = got
+            cache[c] = iv
+            ends[c] = e
         return iv
 
     first = intervals(start)

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.base import InvalidProposal, Reference, Task
-from tasks.routing.contract import build_contract
+from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.instance import Instance, RoutingParams, build_instance
 from tasks.routing.lns import RoutingProposer
 from tasks.routing.occupancy import (
@@ -25,6 +25,7 @@ from tasks.routing.occupancy import (
 )
 from tasks.routing.prompt import RoutingPrompt
 from tasks.routing.regroup import Blocks, holding_up, regroup
+from tasks.routing.repair import prioritized
 
 
 class RoutingProposerParams(BaseModel):
@@ -79,6 +80,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         self.grid = self.inst.grid
         self.weight = self.inst.n_robots * self.inst.max_len + 1
         """W: more than any sum of path lengths, so one conflict outweighs any detour."""
+        self._geometry = GeometryCache(self.grid.width)
+        """Per-robot path cells and boxes for contracts, recomputed only for the paths that change."""
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
         """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
 
@@ -92,11 +95,19 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return len(self.inst.blocks)
 
     def initial_state(self) -> RoutingState:
-        """Every robot on its own shortest path, ignoring the others."""
-        g = self.grid
-        paths = tuple(
-            tuple(g.shortest_path(s, t)) for s, t in zip(self.inst.starts, self.inst.goals, strict=True)
-        )
+        """Prioritized planning with the fewest collisions (repair.py), or every robot on its own
+        shortest path ignoring the others (``initial="shortest"``)."""
+        return self._initial
+
+    @cached_property
+    def _initial(self) -> RoutingState:
+        """Planned once: prioritized planning of hundreds of robots takes seconds."""
+        g, inst = self.grid, self.inst
+        if self.p.initial == "prioritized":
+            planned = prioritized(g, inst.starts, inst.goals, inst.max_len, soft=True)
+            assert planned is not None  # soft planning always returns a plan
+            return self.state_of(tuple(planned))
+        paths = tuple(tuple(g.shortest_path(s, t)) for s, t in zip(inst.starts, inst.goals, strict=True))
         return self.state_of(paths)
 
     def state_of(self, paths: tuple[Path, ...], blocks: Blocks | None = None) -> RoutingState:
@@ -210,7 +221,9 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return form_blocks(self, state, generator, size, attempt)
 
     def contract(self, state: RoutingState, block: int) -> dict[str, Any]:
-        return build_contract(self.inst, state.paths, state.blocks[block], self.p.margin, self.weight)
+        return build_contract(
+            self.inst, state.paths, state.blocks[block], self.p.margin, self.weight, self._geometry
+        )
 
     def validate(self, block: int, value: Any) -> tuple[Path, ...]:
         if not 0 <= block < self.n_blocks:

@@ -1,0 +1,347 @@
+"""Collision-minimizing repair (after MAPF-LNS2, Li et al. AAAI 2022): reach a first collision-free plan.
+
+Plain prioritized planning fails at density: a robot planned late finds no collision-free path (a robot
+planned earlier parks on its only corridor) and the plan has a hole. LNS2 never fails instead: each robot
+takes the path with the fewest collisions against the robots already planned, and collision-based
+neighbourhoods (robots in collision, grown by a random walk over the collision graph) are re-planned
+while the number of collisions does not grow, until it is 0.
+
+- ``soft_path``: SIPP's collision-free path when a bounded SIPP finds one; otherwise A* on
+  t + ``penalty`` x collisions (a consistent cost, so the search stays about as small as a shortest-path
+  search instead of exhausting every collision-free state first, which is what made the lexicographic
+  A* time out at density). It never fails on a reachable goal: past its budget it returns the plain
+  shortest path, collisions and all.
+- ``prioritized``: one pass of prioritized planning, hard (SIPP only: None when a robot has no
+  collision-free path, the baseline that fails) or soft (``soft_path``: always a plan).
+- ``collision_neighbourhood``: a random walk over the collision graph from a random colliding robot.
+- ``repair``: the repair loop on a set of robots against a fixed reservation table; it accepts a
+  re-planned neighbourhood only when the collision count does not grow (sum of costs breaks ties), and
+  returns the accepted counts so the invariant can be checked.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tasks.routing.grid import UNREACHABLE, Grid
+from tasks.routing.occupancy import OccupancyIndex, Path, change_in_conflicts, cost
+from tasks.routing.reservations import Reservations
+from tasks.routing.sipp import sipp_path
+
+
+def soft_path(
+    grid: Grid,
+    start: int,
+    goal: int,
+    table: Reservations,
+    max_len: int,
+    deadline: float | None = None,
+    penalty: int = 4,
+    expansions: int = 30_000,
+) -> tuple[Path, int] | None:
+    """(path, collisions with the table): collision-free when SIPP finds it cheaply, else fewest-ish."""
+    if grid.distances(goal)[start] == UNREACHABLE:
+        return None
+    path = sipp_path(grid, start, goal, table, max_len, deadline, expansions=expansions // 4)
+    if path is not None:
+        return path, 0
+    found = penalized_path(grid, start, goal, table, max_len, deadline, penalty, expansions)
+    if found is not None:
+        return found
+    fallback = tuple(grid.shortest_path(start, goal))
+    return fallback, table.path_conflicts(fallback)
+
+
+def penalized_path(
+    grid: Grid,
+    start: int,
+    goal: int,
+    table: Reservations,
+    max_len: int,
+    deadline: float | None,
+    penalty: int,
+    expansions: int,
+) -> tuple[Path, int] | None:
+    """The path minimizing arrival time + ``penalty`` x collisions (None past the budget; goal reachable)."""
+    h = grid.distances(goal)
+    n = grid.n_cells
+    moves = grid._moves
+    vert, edge, park = table.vert, table.edge, table.park
+    cap = table.t_static + 1
+    goal_visits = sorted(table.visits.get(goal, ()))
+    big = 1 << 60
+    # (f, conflicts, -t, seq, cell, parent key, terminal)
+    heap: list[tuple[int, int, int, int, int, int, int]] = [(h[start], 0, 0, 0, start, -1, 0)]
+    parent: dict[int, int] = {}
+    best_g: dict[int, int] = {}
+    seq = pops = 0
+    push, pop = heapq.heappush, heapq.heappop
+    while heap:
+        f, conf, negt, _, cell, pkey, terminal = pop(heap)
+        t = -negt
+        if terminal:
+            return _unwind(parent, cell, pkey, n), conf
+        key = (t if t < cap else cap) * n + cell
+        if key in parent:
+            continue
+        parent[key] = pkey
+        pops += 1
+        if pops % 1024 == 0 and (
+            pops > expansions or (deadline is not None and time.perf_counter() > deadline)
+        ):
+            return None
+        g = f - h[cell]
+        if cell == goal:
+            later = sum(1 for v in goal_visits if v > t)
+            seq += 1
+            push(heap, (g + penalty * later, conf + later, negt, seq, cell, pkey, 1))
+        nt = t + 1
+        if nt > max_len:
+            continue
+        base_v = nt * n
+        base_e = t * n
+        for nb in moves[cell]:
+            nkey = (nt if nt < cap else cap) * n + nb
+            if nkey in parent:
+                continue
+            c = vert.get(base_v + nb, 0)
+            if park.get(nb, big) <= nt:
+                c += 1
+            if nb != cell:
+                c += edge.get((base_e + nb) * n + cell, 0)
+            ng = g + 1 + penalty * c
+            seen = best_g.get(nkey)
+            if seen is not None and seen <= ng:
+                continue
+            best_g[nkey] = ng
+            seq += 1
+            push(heap, (ng + h[nb], conf + c, -nt, seq, nb, key, 0))
+    return None
+
+
+def _unwind(parent: dict[int, int], cell: int, key: int, n: int) -> Path:
+    path = [cell]
+    while key >= 0:
+        path.append(key % n)
+        key = parent[key]
+    path.reverse()
+    while len(path) > 1 and path[-1] == path[-2]:
+        path.pop()
+    return tuple(path)
+
+
+def prioritized(
+    grid: Grid,
+    starts: Sequence[int],
+    goals: Sequence[int],
+    max_len: int,
+    *,
+    soft: bool,
+    order: Sequence[int] | None = None,
+    table: Reservations | None = None,
+    deadline: float | None = None,
+) -> list[Path] | None:
+    """Prioritized planning in ``order``; hard (``soft`` False) returns None as soon as a robot is stuck."""
+    table = table if table is not None else Reservations(grid.n_cells)
+    out: list[Path | None] = [None] * len(starts)
+    for i in order if order is not None else range(len(starts)):
+        if soft:
+            found = soft_path(grid, starts[i], goals[i], table, max_len, deadline)
+            path = None if found is None else found[0]
+        else:
+            path = sipp_path(grid, starts[i], goals[i], table, max_len, deadline)
+        if path is None:
+            if not soft:
+                return None
+            path = tuple(grid.shortest_path(starts[i], goals[i]))
+        out[i] = path
+        table.add_path(path)
+    for p in out:
+        if p is not None:
+            table.remove_path(p)
+    return [p for p in out if p is not None]
+
+
+def collision_pairs(grid: Grid, paths: Sequence[Path]) -> dict[int, set[int]]:
+    """The collision graph among ``paths``: robot -> robots it collides with."""
+    return collision_graph(OccupancyIndex.build(grid.n_cells, dict(enumerate(paths))))
+
+
+def collision_graph(index: OccupancyIndex) -> dict[int, set[int]]:
+    """The collision graph of the indexed robots (one pass over the index)."""
+    graph: dict[int, set[int]] = {}
+    n = index.n
+
+    def link(a: int, b: int) -> None:
+        if a != b:
+            graph.setdefault(a, set()).add(b)
+            graph.setdefault(b, set()).add(a)
+
+    for robots in index.vert.values():
+        for j, a in enumerate(robots):
+            for b in robots[j + 1 :]:
+                link(a, b)
+    for cell, (robot, arrival) in index.park.items():
+        for t, r in index.visits.get(cell, ()):
+            if t >= arrival:
+                link(robot, r)
+    nn = n * n
+    for k, robots in index.edge.items():
+        t, rest = divmod(k, nn)
+        a, b = divmod(rest, n)
+        for r in index.edge.get((t * n + b) * n + a, ()):
+            for q in robots:
+                link(q, r)
+    return graph
+
+
+def collision_neighbourhood(
+    graph: dict[int, set[int]], colliding: Sequence[int], k: int, rng: random.Random
+) -> list[int]:
+    """From a random colliding robot, a random walk over the collision graph (LNS2's neighbourhood);
+    padded with other colliding robots when the walk's component is smaller than k."""
+    if not colliding:
+        return []
+    cur = rng.choice(list(colliding))
+    chosen = [cur]
+    seen = {cur}
+    for _ in range(4 * k):
+        if len(chosen) >= k:
+            break
+        nbrs = sorted(graph.get(cur, ()))
+        if not nbrs:
+            break
+        cur = rng.choice(nbrs)
+        if cur not in seen:
+            seen.add(cur)
+            chosen.append(cur)
+    if len(chosen) < k:
+        rest = [r for r in colliding if r not in seen]
+        chosen += rng.sample(rest, min(k - len(chosen), len(rest)))
+    return chosen
+
+
+@dataclass
+class RepairResult:
+    paths: list[Path]
+    collisions: int
+    accepted: list[int] = field(default_factory=list)
+    """Collision count after each accepted step (starting with the initial count): never increasing."""
+    iterations: int = 0
+    worse: int = 0
+    """Re-planned neighbourhoods turned down for having more collisions than the plan they would replace."""
+
+
+def count_collisions(grid: Grid, paths: Sequence[Path], table: Reservations) -> tuple[int, list[int]]:
+    """(collisions among ``paths`` + with the table, per-robot collisions with the table)."""
+    ext = [table.path_conflicts(p) for p in paths]
+    inside = OccupancyIndex.build(grid.n_cells, dict(enumerate(paths))).total_conflicts()
+    return inside + sum(ext), ext
+
+
+class BlockSearch:
+    """A block's paths against a fixed external table, changed one re-planned neighbourhood at a time.
+
+    Keeps the external table plus the block's own paths in one table (``full``), the block's occupancy
+    index and its per-robot collisions with the outside, so a step costs the neighbourhood's paths, not
+    the block's: only the group's paths leave and re-enter the tables. A step is kept only when
+    (collisions, sum of costs) does not grow, compared in that order.
+    """
+
+    def __init__(
+        self,
+        grid: Grid,
+        starts: Sequence[int],
+        goals: Sequence[int],
+        paths: Sequence[Path],
+        external: Reservations,
+        max_len: int,
+    ) -> None:
+        self.grid, self.starts, self.goals, self.max_len = grid, starts, goals, max_len
+        self.external = external
+        self.paths = list(paths)
+        self.full = external.copy()
+        for p in self.paths:
+            self.full.add_path(p)
+        self.index = OccupancyIndex.build(grid.n_cells, dict(enumerate(self.paths)))
+        self.inside = self.index.total_conflicts()
+        self.ext = [external.path_conflicts(p) for p in self.paths]
+        self.soc = sum(cost(p) for p in self.paths)
+
+    @property
+    def collisions(self) -> int:
+        return self.inside + sum(self.ext)
+
+    def colliding(self) -> tuple[dict[int, set[int]], list[int]]:
+        """(the collision graph inside the block, every robot with a collision inside or outside)."""
+        graph = collision_graph(self.index)
+        return graph, sorted(set(graph) | {i for i, e in enumerate(self.ext) if e})
+
+    def try_group(self, group: Sequence[int], deadline: float | None) -> tuple[bool, int, int]:
+        """Re-plan ``group`` one by one; (kept, the trial's collisions, the trial's sum of costs)."""
+        full, paths = self.full, self.paths
+        old = {i: paths[i] for i in group}
+        for p in old.values():
+            full.remove_path(p)
+        new: dict[int, Path] = {}
+        for i in group:
+            found = soft_path(self.grid, self.starts[i], self.goals[i], full, self.max_len, deadline)
+            new[i] = old[i] if found is None else found[0]
+            full.add_path(new[i])
+        d_inside = change_in_conflicts(self.index, old, new)
+        ext = {i: self.external.path_conflicts(p) for i, p in new.items()}
+        collisions = self.collisions + d_inside + sum(ext.values()) - sum(self.ext[i] for i in group)
+        soc = self.soc + sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
+        if (collisions, soc) > (self.collisions, self.soc):
+            for i in group:
+                full.remove_path(new[i])
+                full.add_path(old[i])
+            return False, collisions, soc
+        for i in group:
+            self.index.remove(i, old[i])
+            self.index.add(i, new[i])
+            paths[i] = new[i]
+            self.ext[i] = ext[i]
+        self.inside += d_inside
+        self.soc = soc
+        return True, collisions, soc
+
+
+def repair(
+    grid: Grid,
+    starts: Sequence[int],
+    goals: Sequence[int],
+    paths: Sequence[Path],
+    table: Reservations,
+    max_len: int,
+    *,
+    deadline: float,
+    k: int = 8,
+    rng: random.Random | None = None,
+    max_iterations: int | None = None,
+    search: BlockSearch | None = None,
+) -> RepairResult:
+    """Re-plan collision neighbourhoods of ``paths`` (the table stays fixed) until no collision is left,
+    the deadline passes or ``max_iterations`` are spent; a step is kept only if collisions do not grow."""
+    rng = rng or random.Random(0)
+    search = search or BlockSearch(grid, starts, goals, paths, table, max_len)
+    out = RepairResult(search.paths, search.collisions, [search.collisions])
+    while search.collisions > 0 and time.perf_counter() < deadline:
+        if max_iterations is not None and out.iterations >= max_iterations:
+            break
+        out.iterations += 1
+        graph, colliding = search.colliding()
+        group = collision_neighbourhood(graph, colliding, min(k, len(search.paths)), rng)
+        rng.shuffle(group)
+        before = search.collisions
+        kept, collisions, _soc = search.try_group(group, deadline)
+        if kept:
+            out.accepted.append(collisions)
+        elif collisions > before:
+            out.worse += 1
+    out.paths, out.collisions = list(search.paths), search.collisions
+    return out

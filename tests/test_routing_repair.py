@@ -1,0 +1,170 @@
+"""LNS2-style collision repair: a first collision-free plan where plain prioritized planning fails."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tasks.routing.grid import UNREACHABLE, Grid
+from tasks.routing.occupancy import full_conflicts
+from tasks.routing.repair import (
+    collision_neighbourhood,
+    collision_pairs,
+    count_collisions,
+    prioritized,
+    repair,
+    soft_path,
+)
+from tasks.routing.reservations import Reservations
+from tasks.routing.validator import validate_plan
+
+# Robot 0 starts on its goal (1, 1); robot 1 must cross (1, 1) to reach (1, 2): planned first and parked,
+# robot 0 blocks robot 1's only way, so prioritized planning in index order has no collision-free path.
+ROWS = ["@...", "...@", "..@."]
+STARTS_XY = [(1, 1), (1, 0)]
+GOALS_XY = [(1, 1), (1, 2)]
+
+
+def _instance() -> tuple[Grid, list[int], list[int]]:
+    grid = Grid.from_rows(ROWS)
+    return grid, [grid.cell(*xy) for xy in STARTS_XY], [grid.cell(*xy) for xy in GOALS_XY]
+
+
+def test_plain_prioritized_planning_fails_on_the_blocked_corridor() -> None:
+    grid, starts, goals = _instance()
+    assert prioritized(grid, starts, goals, 40, soft=False) is None
+
+
+def test_repair_reaches_zero_collisions_where_prioritized_planning_fails() -> None:
+    grid, starts, goals = _instance()
+    soft = prioritized(grid, starts, goals, 40, soft=True)
+    assert soft is not None
+    assert full_conflicts(grid.n_cells, dict(enumerate(soft))) > 0  # soft PP: a plan, with collisions
+    fixed = repair(
+        grid, starts, goals, soft, Reservations(grid.n_cells), 40, deadline=time.perf_counter() + 10
+    )
+    assert fixed.collisions == 0
+    verdict = validate_plan(grid.rows(), STARTS_XY, GOALS_XY, [[grid.xy(c) for c in p] for p in fixed.paths])
+    assert verdict.valid and verdict.conflicts == 0
+
+
+def test_repair_on_a_dense_generated_grid() -> None:
+    """8x8, 20% walls, 22 robots: hard prioritized planning fails, the repair ends collision-free."""
+    rng = random.Random(3)
+    rows = ["".join("@" if rng.random() < 0.2 else "." for _ in range(8)) for _ in range(8)]
+    grid = Grid.from_rows(rows)
+    free = [c for c in range(grid.n_cells) if grid.free[c]]
+    big = max(_components(grid, free), key=len)
+    starts, goals = rng.sample(big, 22), rng.sample(big, 22)
+    assert prioritized(grid, starts, goals, 120, soft=False) is None
+    soft = prioritized(grid, starts, goals, 120, soft=True)
+    assert soft is not None
+    fixed = repair(
+        grid, starts, goals, soft, Reservations(grid.n_cells), 120, deadline=time.perf_counter() + 20, k=6
+    )
+    assert fixed.collisions == 0 == full_conflicts(grid.n_cells, dict(enumerate(fixed.paths)))
+
+
+def _components(grid: Grid, free: list[int]) -> list[list[int]]:
+    seen: set[int] = set()
+    out = []
+    for c in free:
+        if c not in seen:
+            d = grid.distances(c)
+            comp = [x for x in free if d[x] != UNREACHABLE]
+            seen.update(comp)
+            out.append(comp)
+    return out
+
+
+def test_soft_path_counts_the_collisions_it_cannot_avoid() -> None:
+    grid, starts, goals = _instance()
+    table = Reservations(grid.n_cells)
+    table.add_path((starts[0],))  # robot 0 parked on (1, 1) for good
+    found = soft_path(grid, starts[1], goals[1], table, 40)
+    assert found is not None
+    path, collisions = found
+    assert collisions == table.path_conflicts(path) > 0
+
+
+def test_collision_neighbourhood_walks_the_collision_graph() -> None:
+    # 0-1 collide, 1-2 collide, 3 collides with nobody inside: a walk from 0 reaches 2 only through 1
+    graph = {0: {1}, 1: {0, 2}, 2: {1}}
+    for seed in range(20):
+        group = collision_neighbourhood(graph, [0, 1, 2], 3, random.Random(seed))
+        assert sorted(group) == [0, 1, 2]
+    assert collision_neighbourhood({}, [], 3, random.Random(0)) == []
+
+
+def test_collision_pairs_finds_vertex_swap_and_parking() -> None:
+    grid = Grid.from_rows(["...."])
+    paths = [(0, 1, 2), (2, 1, 0), (3,)]  # 0 and 1 meet at (1, 0) at t=1; 2 is parked apart
+    assert collision_pairs(grid, paths) == {0: {1}, 1: {0}}
+    swap = [(0, 1), (1, 0)]
+    assert collision_pairs(grid, swap) == {0: {1}, 1: {0}}
+    parked = [(1,), (0, 1, 2)]  # robot 1 walks through robot 0's parking cell
+    assert collision_pairs(grid, parked) == {0: {1}, 1: {0}}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(size=st.integers(3, 6), robots=st.integers(2, 9), others=st.integers(0, 4), seed=st.integers(0, 10**6))
+def test_repair_never_accepts_more_collisions(size: int, robots: int, others: int, seed: int) -> None:
+    """Every accepted step has at most the collisions of the one before; the table is left as it was."""
+    rng = random.Random(seed)
+    grid = Grid.from_rows(
+        ["".join("@" if rng.random() < 0.15 else "." for _ in range(size)) for _ in range(size)]
+    )
+    free = [c for c in range(grid.n_cells) if grid.free[c]]
+    if len(free) < robots + others + 1:
+        return
+    big = max(_components(grid, free), key=len)
+    if len(big) < robots + others:
+        return
+    cells = rng.sample(big, robots + others)
+    starts, goals = cells[:robots], rng.sample(big, robots)
+    table = Reservations(grid.n_cells)
+    for c in cells[robots:]:  # fixed robots passing by (not on our starts), parked where they end
+        table.add_run(0, [c, rng.choice(grid.moves(c))], arrives=False)
+    before = (dict(table.vert), dict(table.edge), dict(table.park))
+    paths = [tuple(grid.shortest_path(s, g)) for s, g in zip(starts, goals, strict=True)]
+    fixed = repair(
+        grid,
+        starts,
+        goals,
+        paths,
+        table,
+        4 * grid.n_cells,
+        deadline=time.perf_counter() + 5,
+        k=3,
+        rng=rng,
+        max_iterations=12,
+    )
+    assert all(b <= a for a, b in zip(fixed.accepted, fixed.accepted[1:], strict=False))
+    assert fixed.collisions == fixed.accepted[-1] == count_collisions(grid, fixed.paths, table)[0]
+    assert (dict(table.vert), dict(table.edge), dict(table.park)) == before
+
+
+def test_repair_turns_down_steps_that_would_add_collisions() -> None:
+    """The acceptance rule is needed: on this dense grid some re-planned neighbourhoods are worse."""
+    rng = random.Random(5)
+    grid = Grid.from_rows(["......"] * 6)
+    free = list(range(grid.n_cells))
+    starts, goals = rng.sample(free, 24), rng.sample(free, 24)
+    paths = [tuple(grid.shortest_path(s, g)) for s, g in zip(starts, goals, strict=True)]
+    fixed = repair(
+        grid,
+        starts,
+        goals,
+        paths,
+        Reservations(grid.n_cells),
+        150,
+        deadline=time.perf_counter() + 20,
+        k=4,
+        rng=random.Random(0),
+        max_iterations=60,
+    )
+    assert fixed.worse > 0
+    assert all(b <= a for a, b in zip(fixed.accepted, fixed.accepted[1:], strict=False))
