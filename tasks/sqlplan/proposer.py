@@ -19,7 +19,7 @@ from typing import Any, cast
 from sqlglot import exp
 
 from tasks.base import Draft, Proposer
-from tasks.sqlplan import expert, knapsack
+from tasks.sqlplan import expert, joinorder, knapsack
 from tasks.sqlplan.indexes import MAX_INDEX_COLUMNS, IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, Scope, parse_plan
 
@@ -76,6 +76,8 @@ class SqlPlanProposer(Proposer):
         self.calls = 0
         self._base: frozenset[IndexSpec] | None = None
         self._known: dict[str, float] = {}
+        self._graphs: dict[tuple[str, int], joinorder.ScopeGraph | None] = {}
+        self._cards: joinorder.CardinalityCache | None = None
 
     # -- candidates ------------------------------------------------------------
     def candidates(self, qid: str) -> list[IndexSpec]:
@@ -158,22 +160,60 @@ class SqlPlanProposer(Proposer):
         return own + self._others(others, idx, changed) + self.task.budget_penalty(idx), plans
 
     # -- join orders -------------------------------------------------------------------
-    def _orders(self, scope: Scope, current: tuple[str, ...] | None) -> list[tuple[str, ...]]:
+    def _graph(self, qid: str, scope: Scope) -> joinorder.ScopeGraph | None:
+        """The scope's join graph with measured cardinalities (counted once, cached on disk)."""
+        key = (qid, scope.id)
+        if key not in self._graphs:
+            if self._cards is None:
+                db = self.task.workload.db_path
+                st = db.stat()
+                self._cards = joinorder.CardinalityCache(f"{db}|{st.st_size}|{st.st_mtime_ns}")
+
+            def count(sql: str) -> float:
+                return float(self.ev.sandbox.query(sql, cap=10**9).rows[0][0])
+
+            try:
+                self._graphs[key] = joinorder.measure_scope(
+                    self.ev.models[qid].tree, scope, self.task.workload.schema, self._cards, count
+                )
+            except Exception:  # noqa: BLE001 - a count that cannot run leaves the scope to sampling
+                self._graphs[key] = None
+        return self._graphs[key]
+
+    def _dp_orders(
+        self, qid: str, scope: Scope, idx: frozenset[IndexSpec], head: tuple[str, ...] = ()
+    ) -> list[tuple[str, ...]] | None:
+        """Orders by DP under the index set ``idx`` (cheapest model cost first), None without a graph."""
+        sg = self._graph(qid, scope)
+        if sg is None:
+            return None
+        g = sg.graph(joinorder.leading_columns([*self.ev.builtin, *idx]))
+        if head:
+            return [joinorder.best_order(g, head)[1]]
+        return [o for _, o in joinorder.ranked_orders(g)]
+
+    def _orders(
+        self, qid: str, scope: Scope, current: tuple[str, ...] | None, idx: frozenset[IndexSpec]
+    ) -> list[tuple[str, ...]]:
+        """The DP's orders first (its optimum, then its best from each starting table), then adjacent
+        swaps of the current order; every permutation too when there are at most 4 tables. Random
+        connected orders only for scopes the DP cannot model (a subquery or CTE in the FROM list)."""
         refs = scope.refs
-        if len(refs) <= 4:
-            return list(itertools.permutations(refs))
-        adj = _join_graph(scope)
-        seen: set[tuple[str, ...]] = set()
-        for _ in range(self.knobs.order_samples * 3):
-            seen.add(self._connected_order([self.rng.choice(refs)], scope, adj))
-            if len(seen) >= self.knobs.order_samples:
-                break
+        found: list[tuple[str, ...]] = self._dp_orders(qid, scope, idx) or []
         if current:
             for i in range(len(current) - 1):
                 sw = list(current)
                 sw[i], sw[i + 1] = sw[i + 1], sw[i]
-                seen.add(tuple(sw))
-        return sorted(seen)
+                found.append(tuple(sw))
+        if len(refs) <= 4:
+            found += list(itertools.permutations(refs))
+        elif self._graph(qid, scope) is None:
+            adj = _join_graph(scope)
+            for _ in range(self.knobs.order_samples * 3):
+                found.append(self._connected_order([self.rng.choice(refs)], scope, adj))
+                if len(set(found)) >= self.knobs.order_samples:
+                    break
+        return list(dict.fromkeys(found))
 
     def _joint_probe(self, q: str, c: IndexSpec, trial: frozenset[IndexSpec], now: float) -> float:
         """An index that pays off only under another join order: try a few orders that reach its
@@ -183,7 +223,7 @@ class SqlPlanProposer(Proposer):
             refs = [r for r, t in scope.tables.items() if t == c.table]
             if not scope.reorderable or not refs:
                 continue
-            for order in self._orders_through(scope, refs[0])[: self.knobs.joint_orders]:
+            for order in self._orders_through(q, scope, refs[0], trial)[: self.knobs.joint_orders]:
                 plan = QueryPlan(((scope.id, order),), ())
                 o = self.ev.measure(q, plan, trial, cap=int(best))
                 if o.ok and o.cost < best:
@@ -191,11 +231,18 @@ class SqlPlanProposer(Proposer):
                     self._hint_plans[(q, trial)] = plan
         return best
 
-    def _orders_through(self, scope: Scope, ref: str) -> list[tuple[str, ...]]:
-        """Connected orders that reach ``ref`` first or second (right after one of its join partners)."""
+    def _orders_through(
+        self, qid: str, scope: Scope, ref: str, idx: frozenset[IndexSpec]
+    ) -> list[tuple[str, ...]]:
+        """Orders that reach ``ref`` first or second (right after one of its join partners), each
+        completed by the DP (at random when the scope has no measured graph)."""
         adj = _join_graph(scope)
         heads = [[n, ref] for n in sorted(adj[ref])] + [[ref]]
-        return list(dict.fromkeys(self._connected_order(head, scope, adj) for head in heads))
+        out: list[tuple[str, ...]] = []
+        for head in heads:
+            dp = self._dp_orders(qid, scope, idx, tuple(head))
+            out.append(dp[0] if dp else self._connected_order(head, scope, adj))
+        return list(dict.fromkeys(out))
 
     def _connected_order(self, head: list[str], scope: Scope, adj: dict[str, set[str]]) -> tuple[str, ...]:
         """``head`` extended at random, each next table joined to one already placed (when any is)."""
@@ -221,9 +268,9 @@ class SqlPlanProposer(Proposer):
                 o
                 for r, t in sorted(scope.tables.items())
                 if t in indexed
-                for o in self._orders_through(scope, r)
+                for o in self._orders_through(qid, scope, r, idx)
             ]
-            for order in list(dict.fromkeys(through + self._orders(scope, current))):
+            for order in list(dict.fromkeys(self._orders(qid, scope, current, idx) + through)):
                 if time.monotonic() > deadline:
                     return best_cost, best
                 orders = dict(best.orders)
