@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tasks.sqlplan import partial
 from tasks.sqlplan.indexes import IndexSpec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, parse_query, render
 from tasks.sqlplan.sandbox import Sandbox, SandboxError, StepCapExceeded
@@ -111,6 +112,7 @@ class Evaluator:
         self.models: dict[str, QueryModel] = {
             q: parse_query(q, sql, workload.schema) for q, sql in workload.queries.items()
         }
+        workload.schema.predicates.update(partial.catalogue(self.models.values(), workload.schema))
         self.builtin: dict[IndexSpec, str] = {
             IndexSpec(t, cols, tuple("BINARY" for _ in cols), u): name
             for name, (t, cols, u) in workload.schema.builtin_indexes.items()

@@ -29,11 +29,15 @@ class IndexSpec:
     collations: tuple[str, ...]
     """one of COLLATIONS per column (BINARY is SQLite's default)."""
     unique: bool = False
+    where: tuple[str, ...] = ()
+    """a partial index's terms (sorted): texts of the workload's own constant terms on the table."""
 
     @property
     def name(self) -> str:
         """Deterministic, short, and built only from validated identifiers."""
         key = f"{self.table}|{','.join(self.columns)}|{','.join(self.collations)}|{int(self.unique)}"
+        if self.where:
+            key += "|" + "\0".join(self.where)
         digest = hashlib.sha1(key.encode()).hexdigest()[:8]
         return f"bo_{self.table}_{digest}"
 
@@ -42,13 +46,21 @@ class IndexSpec:
             c if coll == "BINARY" else {"name": c, "collate": coll}
             for c, coll in zip(self.columns, self.collations, strict=True)
         ]
-        return {"table": self.table, "columns": cols, "unique": self.unique}
+        out: dict[str, Any] = {"table": self.table, "columns": cols, "unique": self.unique}
+        if self.where:
+            out["where"] = list(self.where)
+        return out
 
     def label(self) -> str:
         cols = ", ".join(
             c if k == "BINARY" else f"{c} COLLATE {k}" for c, k in zip(self.columns, self.collations)
         )
-        return f"{'unique ' if self.unique else ''}{self.table}({cols})"
+        where = f" WHERE {self.where_sql()}" if self.where else ""
+        return f"{'unique ' if self.unique else ''}{self.table}({cols}){where}"
+
+    def where_sql(self) -> str:
+        """The terms joined by AND (each already our own rendering of a query's term)."""
+        return " AND ".join(f"({t})" for t in self.where)
 
     def create_sql(self) -> str:
         cols = []
@@ -66,7 +78,8 @@ class IndexSpec:
             kind="INDEX",
             unique=self.unique,
         )
-        return create.sql("sqlite")
+        sql = create.sql("sqlite")
+        return f"{sql} WHERE {self.where_sql()}" if self.where else sql
 
     def drop_sql(self) -> str:
         return exp.Drop(tables=[exp.Table(this=exp.to_identifier(self.name))], kind="INDEX", exists=True).sql(
@@ -84,7 +97,7 @@ def parse_index_spec(raw: Any, schema: Schema) -> IndexSpec:
     """Decode ``{"table", "columns", "unique"}``; unknown table/column or odd shapes are refused."""
     if not isinstance(raw, dict):
         raise InvalidProposal("an index spec must be an object {table, columns, unique}", "bad_shape")
-    extra = set(raw) - {"table", "columns", "unique"}
+    extra = set(raw) - {"table", "columns", "unique", "where"}
     if extra:
         raise InvalidProposal(f"unknown index spec keys {sorted(extra)}", "bad_shape")
     table = _ident(raw.get("table"), "table")
@@ -116,4 +129,23 @@ def parse_index_spec(raw: Any, schema: Schema) -> IndexSpec:
     unique = raw.get("unique", False)
     if not isinstance(unique, bool):
         raise InvalidProposal("unique must be true or false", "bad_shape")
-    return IndexSpec(table, tuple(cols), tuple(colls), unique)
+    return IndexSpec(table, tuple(cols), tuple(colls), unique, _where(raw.get("where"), table, schema))
+
+
+def _where(raw: Any, table: str, schema: Schema) -> tuple[str, ...]:
+    """A partial index's terms: each must be, verbatim, one of the workload's constant terms on the
+    table (``schema.predicates``); the SQL that runs is that catalogue's text, rendered by us."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_INDEX_COLUMNS:
+        raise InvalidProposal(f"where must be a list of 1..{MAX_INDEX_COLUMNS} terms", "bad_shape")
+    known = schema.predicates.get(table, frozenset())
+    terms: set[str] = set()
+    for t in raw:
+        if not isinstance(t, str) or t not in known:
+            raise InvalidProposal(
+                f"where term {t!r} is not one of the workload's constant terms on {table} ({sorted(known)})",
+                "bad_predicate",
+            )
+        terms.add(t)
+    return tuple(sorted(terms))

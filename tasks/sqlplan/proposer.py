@@ -16,10 +16,11 @@ import time
 from collections.abc import Mapping
 from typing import Any, cast
 
+import sqlglot
 from sqlglot import exp
 
 from tasks.base import Draft, Proposer
-from tasks.sqlplan import expert, joinorder, knapsack
+from tasks.sqlplan import expert, joinorder, knapsack, partial
 from tasks.sqlplan.indexes import MAX_INDEX_COLUMNS, IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, Scope, parse_plan
 
@@ -55,6 +56,11 @@ def referenced_columns(model: QueryModel, schema: Any) -> dict[str, set[str]]:
             if schema.has_column(t, col.name):
                 out.setdefault(t, set()).add(col.name)
     return out
+
+
+def sqlglot_columns(term: str) -> list[exp.Column]:
+    """The columns of one of our own rendered terms."""
+    return list(sqlglot.parse_one(term, read="sqlite").find_all(exp.Column))
 
 
 def group_columns(model: QueryModel) -> list[str]:
@@ -109,10 +115,38 @@ class SqlPlanProposer(Proposer):
                     cover = list(dict.fromkeys(grouped + keys + sorted(used.get(table, set()))))
                     if len(cover) <= MAX_INDEX_COLUMNS:
                         found.add(parse_index_spec({"table": table, "columns": cover}, schema))
-            # .expert's picks first, then single columns, then pairs: the likeliest wins are tried first
+            parts = [i for i in self.partial_candidates(qid) if i not in found]
+            # .expert's picks first, then partial indexes (small: they pay most per byte), then single
+            # columns, then pairs: the likeliest wins are tried first
             ranked = sorted(found - set(first), key=lambda i: (len(i.columns), i))
-            self._candidates[qid] = [i for i in dict.fromkeys(first + ranked) if i not in self.ev.builtin]
+            self._candidates[qid] = [
+                i for i in dict.fromkeys(first + parts + ranked) if i not in self.ev.builtin
+            ]
         return self._candidates[qid]
+
+    def partial_candidates(self, qid: str) -> list[IndexSpec]:
+        """Partial indexes whose WHERE is all of one table reference's constant terms in this query
+        (so the query implies it): keyed by the reference's equality/join columns, then covering
+        the other columns the query reads (GROUP BY columns first when grouped), or keys alone."""
+        schema = self.task.workload.schema
+        model = self.ev.models[qid]
+        eqs_of = {t: eqs for t, (eqs, _) in predicate_columns(model, schema).items()}
+        used = referenced_columns(model, schema)
+        out: list[IndexSpec] = []
+        for (sid, ref), terms in sorted(partial.constant_terms(model, schema).items()):
+            table = model.scopes[sid].tables[ref]
+            where = sorted(set(terms))
+            term_cols = {c.name for t in terms for c in sqlglot_columns(t)}
+            keys = sorted(eqs_of.get(table, set()) - term_cols)
+            rest = sorted(used.get(table, set()) - set(keys))
+            grouped = [c for c in group_columns(model) if schema.has_column(table, c)]
+            shapes = [keys + rest, list(dict.fromkeys(grouped + keys + rest)), keys, keys + sorted(term_cols)]
+            for cols in shapes:
+                cols = cols[:MAX_INDEX_COLUMNS]
+                if cols:
+                    spec = parse_index_spec({"table": table, "columns": cols, "where": where}, schema)
+                    out.append(spec)
+        return list(dict.fromkeys(out))
 
     # -- surrogate -----------------------------------------------------------------
     def _cost(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec]) -> float:
@@ -329,7 +363,7 @@ class SqlPlanProposer(Proposer):
         tiers: list[list[tuple[str, IndexSpec]]] = [[], [], []]
         for q in sorted(mine, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
             for c in self.candidates(q):
-                tier = 0 if c in self._expert.get(q, ()) else min(len(c.columns), 2)
+                tier = 0 if c in self._expert.get(q, ()) or c.where else min(len(c.columns), 2)
                 tiers[tier].append((q, c))
         singles = [(q, frozenset([c])) for tier in tiers for q, c in tier]
         budgeted = self.task.budget is not None

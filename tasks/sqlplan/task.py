@@ -83,6 +83,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             "bad_hint",
             "bad_identifier",
             "bad_index",
+            "bad_predicate",
             "bad_order",
             "illegal_move",
             "not_equivalent",
