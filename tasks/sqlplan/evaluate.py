@@ -113,6 +113,9 @@ class Evaluator:
             q: parse_query(q, sql, workload.schema) for q, sql in workload.queries.items()
         }
         workload.schema.predicates.update(partial.catalogue(self.models.values(), workload.schema))
+        workload.schema.expressions.update(
+            partial.expression_catalogue(self.models.values(), workload.schema)
+        )
         self.builtin: dict[IndexSpec, str] = {
             IndexSpec(t, cols, tuple("BINARY" for _ in cols), u): name
             for name, (t, cols, u) in workload.schema.builtin_indexes.items()

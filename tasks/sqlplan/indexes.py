@@ -18,7 +18,7 @@ from tasks.base import InvalidProposal
 from tasks.sqlplan.workload import Schema
 
 COLLATIONS = ("BINARY", "NOCASE", "RTRIM")
-MAX_INDEX_COLUMNS = 8
+MAX_INDEX_COLUMNS = 10
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -43,7 +43,7 @@ class IndexSpec:
 
     def to_json(self) -> dict[str, Any]:
         cols: list[Any] = [
-            c if coll == "BINARY" else {"name": c, "collate": coll}
+            {"expr": c} if not _IDENT.match(c) else c if coll == "BINARY" else {"name": c, "collate": coll}
             for c, coll in zip(self.columns, self.collations, strict=True)
         ]
         out: dict[str, Any] = {"table": self.table, "columns": cols, "unique": self.unique}
@@ -65,7 +65,11 @@ class IndexSpec:
     def create_sql(self) -> str:
         cols = []
         for c, coll in zip(self.columns, self.collations, strict=True):
+            # an expression column is the text of one of the workload's own expressions (checked
+            # against the catalogue on parsing), re-parsed and rendered by sqlglot
             col: exp.Expression = exp.column(exp.to_identifier(c))
+            if not _IDENT.match(c):
+                col = exp.maybe_parse(c, dialect="sqlite")
             if coll != "BINARY":
                 col = exp.Collate(this=col, expression=exp.var(coll))
             cols.append(exp.Ordered(this=col, nulls_first=True))
@@ -109,19 +113,7 @@ def parse_index_spec(raw: Any, schema: Schema) -> IndexSpec:
     cols: list[str] = []
     colls: list[str] = []
     for c in cols_raw:
-        coll = "BINARY"
-        if isinstance(c, dict):
-            if set(c) - {"name", "collate"}:
-                raise InvalidProposal("a column is a name or {name, collate}", "bad_shape")
-            coll = str(c.get("collate", "BINARY")).upper()
-            if coll not in COLLATIONS:
-                raise InvalidProposal(
-                    f"collation {c.get('collate')!r} is not one of {COLLATIONS}", "bad_identifier"
-                )
-            c = c.get("name")
-        name = _ident(c, "column")
-        if not schema.has_column(table, name):
-            raise InvalidProposal(f"column {name!r} does not exist in table {table!r}", "unknown_column")
+        name, coll = _column(c, table, schema)
         if name in cols:
             raise InvalidProposal(f"column {name!r} repeated in an index", "bad_shape")
         cols.append(name)
@@ -130,6 +122,34 @@ def parse_index_spec(raw: Any, schema: Schema) -> IndexSpec:
     if not isinstance(unique, bool):
         raise InvalidProposal("unique must be true or false", "bad_shape")
     return IndexSpec(table, tuple(cols), tuple(colls), unique, _where(raw.get("where"), table, schema))
+
+
+def _column(c: Any, table: str, schema: Schema) -> tuple[str, str]:
+    """One index column: a name, ``{name, collate}``, or ``{expr}`` naming one of the workload's own
+    expressions on the table verbatim (``schema.expressions``). Returns (name or text, collation)."""
+    if isinstance(c, dict) and set(c) == {"expr"}:
+        known = schema.expressions.get(table, frozenset())
+        if not isinstance(c["expr"], str) or c["expr"] not in known:
+            raise InvalidProposal(
+                f"expression {c['expr']!r} is not one of the workload's expressions on {table} "
+                f"({sorted(known)})",
+                "bad_predicate",
+            )
+        return c["expr"], "BINARY"
+    coll = "BINARY"
+    if isinstance(c, dict):
+        if set(c) - {"name", "collate"}:
+            raise InvalidProposal("a column is a name, {name, collate} or {expr}", "bad_shape")
+        coll = str(c.get("collate", "BINARY")).upper()
+        if coll not in COLLATIONS:
+            raise InvalidProposal(
+                f"collation {c.get('collate')!r} is not one of {COLLATIONS}", "bad_identifier"
+            )
+        c = c.get("name")
+    name = _ident(c, "column")
+    if not schema.has_column(table, name):
+        raise InvalidProposal(f"column {name!r} does not exist in table {table!r}", "unknown_column")
+    return name, coll
 
 
 def _where(raw: Any, table: str, schema: Schema) -> tuple[str, ...]:

@@ -71,9 +71,11 @@ def group_columns(model: QueryModel) -> list[str]:
 
 
 class SqlPlanProposer(Proposer):
-    def __init__(self, task: Any, knobs: Any, seed: int = 0) -> None:
+    def __init__(self, task: Any, knobs: Any, seed: int = 0, ev: Any = None) -> None:
         self.task = task
-        self.ev = task.ev
+        self.ev = task.ev if ev is None else ev
+        self.screening = self.ev is not task.ev
+        """searching on a smaller database (screening): costs are the screen's, never the contract's."""
         self.knobs = knobs
         self.rng = random.Random(seed)
         self._candidates: dict[str, list[IndexSpec]] = {}
@@ -93,7 +95,7 @@ class SqlPlanProposer(Proposer):
             found: set[IndexSpec] = set()
             first: list[IndexSpec] = []
             if self.knobs.use_expert and expert.shell() is not None:
-                first = expert.recommend(self.task.workload.db_path, model.sql, schema)
+                first = expert.recommend(self.ev.workload.db_path, model.sql, schema)
             self._expert[qid] = set(first)
             for table, (eqs, cols) in predicate_columns(model, schema).items():
                 for c in sorted(cols):
@@ -127,11 +129,13 @@ class SqlPlanProposer(Proposer):
     def partial_candidates(self, qid: str) -> list[IndexSpec]:
         """Partial indexes whose WHERE is all of one table reference's constant terms in this query
         (so the query implies it): keyed by the reference's equality/join columns, then covering
-        the other columns the query reads (GROUP BY columns first when grouped), or keys alone."""
+        the other columns the query reads (GROUP BY columns first when grouped), or keys alone; and
+        covering indexes that also store the query's arithmetic expressions (read, not recomputed)."""
         schema = self.task.workload.schema
         model = self.ev.models[qid]
         eqs_of = {t: eqs for t, (eqs, _) in predicate_columns(model, schema).items()}
         used = referenced_columns(model, schema)
+        exprs_of = partial.table_expressions(model, schema)
         out: list[IndexSpec] = []
         for (sid, ref), terms in sorted(partial.constant_terms(model, schema).items()):
             table = model.scopes[sid].tables[ref]
@@ -140,12 +144,30 @@ class SqlPlanProposer(Proposer):
             keys = sorted(eqs_of.get(table, set()) - term_cols)
             rest = sorted(used.get(table, set()) - set(keys))
             grouped = [c for c in group_columns(model) if schema.has_column(table, c)]
-            shapes = [keys + rest, list(dict.fromkeys(grouped + keys + rest)), keys, keys + sorted(term_cols)]
+            exprs: list[Any] = [{"expr": e} for e in exprs_of.get((sid, ref), [])[:2]]
+            shapes: list[list[Any]] = [
+                keys + rest,
+                list(dict.fromkeys(grouped + keys + rest)),
+                keys,
+                keys + sorted(term_cols),
+            ]
+            if exprs:
+                head = list(dict.fromkeys(grouped + keys))
+                shapes.append(head + exprs + [c for c in rest if c not in head])
             for cols in shapes:
                 cols = cols[:MAX_INDEX_COLUMNS]
                 if cols:
                     spec = parse_index_spec({"table": table, "columns": cols, "where": where}, schema)
                     out.append(spec)
+        # the same expression-carrying covering index without a WHERE (for queries with no constant terms)
+        for (sid, ref), texts in sorted(exprs_of.items()):
+            table = model.scopes[sid].tables[ref]
+            grouped = [c for c in group_columns(model) if schema.has_column(table, c)]
+            keys = sorted(eqs_of.get(table, set()))
+            head = list(dict.fromkeys(grouped + keys))
+            rest = sorted(used.get(table, set()) - set(head))
+            cols = (head + [{"expr": e} for e in texts[:2]] + rest)[:MAX_INDEX_COLUMNS]
+            out.append(parse_index_spec({"table": table, "columns": cols}, schema))
         return list(dict.fromkeys(out))
 
     # -- surrogate -----------------------------------------------------------------
@@ -199,7 +221,7 @@ class SqlPlanProposer(Proposer):
         key = (qid, scope.id)
         if key not in self._graphs:
             if self._cards is None:
-                db = self.task.workload.db_path
+                db = self.ev.workload.db_path
                 st = db.stat()
                 self._cards = joinorder.CardinalityCache(f"{db}|{st.st_size}|{st.st_mtime_ns}")
 
@@ -362,8 +384,9 @@ class SqlPlanProposer(Proposer):
         (own + others' change + budget) agrees. Then drops that do not hurt."""
         tiers: list[list[tuple[str, IndexSpec]]] = [[], [], []]
         for q in sorted(mine, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
+            parts = set(self.partial_candidates(q))
             for c in self.candidates(q):
-                tier = 0 if c in self._expert.get(q, ()) or c.where else min(len(c.columns), 2)
+                tier = 0 if c in self._expert.get(q, ()) or c in parts else min(len(c.columns), 2)
                 tiers[tier].append((q, c))
         singles = [(q, frozenset([c])) for tier in tiers for q, c in tier]
         budgeted = self.task.budget is not None
@@ -392,7 +415,7 @@ class SqlPlanProposer(Proposer):
                 probe = self._joint_probe(q, next(iter(add)), trial, now)
             if probe < now:
                 if budgeted:
-                    size = max(1, sum(self.ev.size(i) for i in add))
+                    size = max(1, sum(self.task.ev.size(i) for i in add))
                     winners.append(((now - probe) / size, add))
                     winner_sizes.append(size)
                     winner_queries.append(q)
@@ -418,7 +441,7 @@ class SqlPlanProposer(Proposer):
                 left.append(add)
         # Budget full: swap one of the largest indexes out for one of the best that did not fit.
         for add in left[:3]:
-            for old in sorted(state["idx"], key=lambda i: -self.ev.size(i))[:4]:
+            for old in sorted(state["idx"], key=lambda i: -self.task.ev.size(i))[:4]:
                 if time.monotonic() > deadline:
                     return
                 if not add <= state["idx"] and self._accept((state["idx"] - {old}) | add, state):
@@ -445,9 +468,12 @@ class SqlPlanProposer(Proposer):
         base = frozenset(
             parse_index_spec({k: v for k, v in i.items() if k != "bytes"}, schema) for i in data["indexes"]
         )
-        self._base = base
+        self._base = None if self.screening else base
         self._known = {
-            r["query"]: float(r["cost"]) for rs in data["correction"]["readers"].values() for r in rs
+            r["query"]: float(r["cost"])
+            for rs in data["correction"]["readers"].values()
+            for r in rs
+            if not self.screening
         }
         start, _ = self._surrogate(mine, {}, base, base)
         state: dict[str, Any] = {
@@ -486,10 +512,13 @@ class SqlPlanProposer(Proposer):
             "add": [i.to_json() for i in sorted(idx - base)],
             "drop": [i.to_json() for i in sorted(base - idx)],
         }
+        predicted = start - final
+        if self.screening:  # calibrated to the full database by the ratio of the default workloads' costs
+            predicted *= self.task.default_total / max(1.0, sum(self.ev.default_cost.values()))
         return Draft(
             block=block,
             value=value,
-            predicted_improvement=start - final,
+            predicted_improvement=predicted,
             info={"indexes": len(idx), "runs": self.ev.runs},
         )
 

@@ -38,6 +38,9 @@ class Schema:
     predicates: dict[str, frozenset[str]] = field(default_factory=dict)
     """table → the workload's constant terms on it (partial-index WHERE terms an agent may name);
     filled from the parsed queries by the Evaluator (tasks/sqlplan/partial.py)."""
+    expressions: dict[str, frozenset[str]] = field(default_factory=dict)
+    """table → the workload's arithmetic expressions over its columns (index expressions an agent may
+    name); filled like ``predicates``."""
 
     def has_column(self, table: str, column: str) -> bool:
         return column in self.tables.get(table, ())
