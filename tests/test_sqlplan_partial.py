@@ -120,3 +120,23 @@ def test_an_expression_outside_the_workload_is_refused(task: SqlPlanTask, expr: 
     with pytest.raises(InvalidProposal) as err:
         parse_index_spec(raw, task.workload.schema)
     assert err.value.code == "bad_predicate"
+
+
+def test_a_measurement_is_reused_only_when_sqlite_runs_the_same_plan(task: SqlPlanTask) -> None:
+    """q14 cannot use q06's partial index: its plan is unchanged, so the earlier run answers (exactly,
+    as a fresh run confirms). q06 can: its plan changes, so it is run."""
+    spec = _q06_index(task)
+    idx = frozenset([spec])
+    task.ev.measure("q14", DEFAULT_PLAN, frozenset())
+    before = task.ev.reused, task.ev.runs
+    reused = task.ev.measure("q14", DEFAULT_PLAN, idx | {_other_lineitem_index(task)})
+    assert (task.ev.reused, task.ev.runs) == (before[0] + 1, before[1])
+    fresh = task.ev.measure("q14", DEFAULT_PLAN, idx | {_other_lineitem_index(task)}, fresh=True)
+    assert (reused.cost, reused.ok) == (fresh.cost, fresh.ok)
+    runs = task.ev.runs
+    q06 = task.ev.measure("q06", DEFAULT_PLAN, idx | {_other_lineitem_index(task)})
+    assert task.ev.runs == runs + 1 and q06.cost < task.ev.default_cost["q06"]
+
+
+def _other_lineitem_index(task: SqlPlanTask) -> IndexSpec:
+    return parse_index_spec({"table": "lineitem", "columns": ["l_comment"]}, task.workload.schema)
