@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from tasks.base import Draft, Proposer
 from tasks.sqlplan import expert, joinorder, knapsack, partial
-from tasks.sqlplan.indexes import MAX_INDEX_COLUMNS, IndexSpec, parse_index_spec
+from tasks.sqlplan.indexes import _IDENT, MAX_INDEX_COLUMNS, IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, Scope, parse_plan
 
 
@@ -118,11 +118,11 @@ class SqlPlanProposer(Proposer):
                     if len(cover) <= MAX_INDEX_COLUMNS:
                         found.add(parse_index_spec({"table": table, "columns": cover}, schema))
             parts = [i for i in self.partial_candidates(qid) if i not in found]
-            # .expert's picks first, then partial indexes (small: they pay most per byte), then single
-            # columns, then pairs: the likeliest wins are tried first
+            # indexes that store the query's expressions, and partial ones (small: they pay most per
+            # byte), then .expert's picks, then single columns, then pairs: likeliest wins first
             ranked = sorted(found - set(first), key=lambda i: (len(i.columns), i))
             self._candidates[qid] = [
-                i for i in dict.fromkeys(first + parts + ranked) if i not in self.ev.builtin
+                i for i in dict.fromkeys(parts + first + ranked) if i not in self.ev.builtin
             ]
         return self._candidates[qid]
 
@@ -168,7 +168,10 @@ class SqlPlanProposer(Proposer):
             rest = sorted(used.get(table, set()) - set(head))
             cols = (head + [{"expr": e} for e in texts[:2]] + rest)[:MAX_INDEX_COLUMNS]
             out.append(parse_index_spec({"table": table, "columns": cols}, schema))
-        return list(dict.fromkeys(out))
+        # those storing expressions first (they save work on every row), then by fewest columns
+        return sorted(
+            dict.fromkeys(out), key=lambda i: (all(_IDENT.match(c) for c in i.columns), len(i.columns))
+        )
 
     # -- surrogate -----------------------------------------------------------------
     def _cost(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec]) -> float:
