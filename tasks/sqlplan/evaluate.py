@@ -153,6 +153,11 @@ class Evaluator:
             out = self._cache[self._key(q, DEFAULT_PLAN, frozenset())]
             self._by_plan[(q, DEFAULT_PLAN.key(), self.signature(q, DEFAULT_PLAN, frozenset()))] = out
 
+    def clear_cache(self) -> None:
+        """Forget every measured outcome (both the per-index-set cache and the per-plan reuse)."""
+        self._cache.clear()
+        self._by_plan.clear()
+
     # -- indexes ------------------------------------------------------------
     def relevant(self, qid: str, indexes: Iterable[IndexSpec]) -> frozenset[IndexSpec]:
         tables = self.models[qid].tables

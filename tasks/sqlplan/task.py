@@ -265,6 +265,13 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             "budget_bytes": self.budget,
             "budget_left_bytes": None if self.budget is None else self.budget - used,
             "correction": {"readers": readers},
+            "index_terms": {
+                t: {
+                    "where": sorted(self.workload.schema.predicates.get(t, ())),
+                    "expr": sorted(self.workload.schema.expressions.get(t, ())),
+                }
+                for t in tables
+            },
             "objective": self.objective(state),
             "cost_unit": "progress callbacks per 1,000 SQLite VM steps",
         }
