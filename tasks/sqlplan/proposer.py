@@ -399,31 +399,47 @@ class SqlPlanProposer(Proposer):
         winners: list[tuple[float, frozenset[IndexSpec]]] = []
         winner_sizes: list[int] = []
         winner_queries: list[str] = []
-        probe_deadline = deadline - 0.3 * self.knobs.proposal_seconds if budgeted else deadline
-        for q, add in bundles + singles:
-            if time.monotonic() > probe_deadline:
-                break
+        probe_deadline = deadline - 0.2 * self.knobs.proposal_seconds if budgeted else deadline
+
+        def probe(q: str, add: frozenset[IndexSpec], frac: float) -> bool:
+            """Measure ``add`` for ``q`` capped at ``frac`` of its cost now; True when it is a winner."""
             idx = state["idx"]
             if add <= idx:
-                continue
+                return True
             trial = idx | add
             now = self._cost(q, state["plans"][q], idx)
             if now <= 0:
-                continue
-            probe = now
+                return True
+            cap = max(1, int(now * frac))
+            best = now
             for plan in {state["plans"][q], DEFAULT_PLAN}:
                 if self.ev.signature(q, plan, trial) != self.ev.signature(q, plan, idx):
-                    probe = min(probe, self.ev.measure(q, plan, trial, cap=int(now)).cost)
-            if probe >= now and len(add) == 1:
-                probe = self._joint_probe(q, next(iter(add)), trial, now)
-            if probe < now:
-                if budgeted:
-                    size = max(1, sum(self.task.ev.size(i) for i in add))
-                    winners.append(((now - probe) / size, add))
-                    winner_sizes.append(size)
-                    winner_queries.append(q)
-                else:
-                    self._accept(trial, state)
+                    best = min(best, self.ev.measure(q, plan, trial, cap=cap).cost)
+            if best >= now and len(add) == 1 and frac >= 1.0:
+                best = self._joint_probe(q, next(iter(add)), trial, now)
+            if best >= now:
+                return False
+            if budgeted:
+                size = max(1, sum(self.task.ev.size(i) for i in add))
+                winners.append(((now - best) / size, add))
+                winner_sizes.append(size)
+                winner_queries.append(q)
+            else:
+                self._accept(trial, state)
+            return True
+
+        # Two passes: first every candidate capped at a quarter of its query's cost (the big wins, fast:
+        # a loser on a heavy query stops early), then the rest at the full cost, with join-order probes.
+        rest: list[tuple[str, frozenset[IndexSpec]]] = []
+        for q, add in bundles + singles:
+            if time.monotonic() > probe_deadline:
+                break
+            if not probe(q, add, 0.25):
+                rest.append((q, add))
+        for q, add in rest:
+            if time.monotonic() > probe_deadline:
+                break
+            probe(q, add, 1.0)
         left: list[frozenset[IndexSpec]] = []
         if budgeted and winners:
             # CP-SAT picks the subset that fits the bytes left; the rest follow by gain per byte
