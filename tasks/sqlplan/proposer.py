@@ -458,6 +458,8 @@ class SqlPlanProposer(Proposer):
                 return
             if not add <= state["idx"] and not self._accept(state["idx"] | add, state):
                 left.append(add)
+        if budgeted and left:
+            self._repack(state, winners, winner_sizes, winner_queries, deadline)
         # Budget full: swap one of the largest indexes out for one of the best that did not fit.
         for add in left[:3]:
             for old in sorted(state["idx"], key=lambda i: -self.task.ev.size(i))[:4]:
@@ -471,6 +473,40 @@ class SqlPlanProposer(Proposer):
                 return
             if i.table in tables:
                 self._accept(state["idx"] - {i}, state)
+
+    def _repack(
+        self,
+        state: dict[str, Any],
+        winners: list[tuple[float, frozenset[IndexSpec]]],
+        sizes: list[int],
+        queries: list[str],
+        deadline: float,
+    ) -> None:
+        """The whole index set as one knapsack: each present index is an item worth what removing it
+        costs (measured: the surrogate without it), each probed winner one worth its measured gain;
+        CP-SAT picks the best set within the budget, and the move is kept only if the exact
+        surrogate agrees. Lets a large, valuable index displace several small, weak ones."""
+        items: list[knapsack.Item] = []
+        for i in sorted(state["idx"]):
+            if time.monotonic() > deadline:
+                return
+            trial = state["idx"] - {i}
+            s, _ = self._surrogate(state["plans"], state["others"], trial, state["base"])
+            s -= self._others(state["others"], state["base"], {j.table for j in trial ^ state["base"]})
+            items.append(
+                knapsack.Item(frozenset([i]), int(max(0.0, s - state["best"])) + 1, self.task.ev.size(i))
+            )
+        for (gain, add), size, q in zip(winners, sizes, queries, strict=True):
+            if not add <= state["idx"]:
+                items.append(knapsack.Item(add, int(gain * size), size, group=q))
+        picked = knapsack.choose(
+            items, self.task.budget or 0, seconds=min(1.0, max(0.1, deadline - time.monotonic()) / 4)
+        )
+        chosen = (
+            frozenset().union(*(cast("frozenset[IndexSpec]", k) for k in picked)) if picked else frozenset()
+        )
+        if chosen != state["idx"] and time.monotonic() < deadline:
+            self._accept(chosen, state)
 
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         data = contract["data"]
