@@ -62,14 +62,14 @@ def test_wrong_plan_is_rejected(task: SqlPlanTask) -> None:
     saved = task.ev.reference[q]
     try:
         task.ev.reference[q] = saved[:-1]
-        task.ev._cache.clear()
+        task.ev.clear_cache()
         with pytest.raises(InvalidProposal) as exc:
             task.evaluate_change(s0, {b: ok})
         assert exc.value.code == "not_equivalent"
         assert "not equivalent" in exc.value.reason
     finally:
         task.ev.reference[q] = saved
-        task.ev._cache.clear()
+        task.ev.clear_cache()
 
 
 def test_engine_rejects_a_failing_plan_with_its_reason(task: SqlPlanTask) -> None:

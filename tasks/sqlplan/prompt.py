@@ -18,7 +18,10 @@ class SqlPlanPrompt(KindPrompt):
             'in join order]}, "hints": [{"scope", "table", "index": index spec or null}]}: the join '
             "order is rendered with CROSS JOIN, which SQLite keeps in order, and a hint forces (or, with "
             "null, forbids) an index for one table. You may also add or drop indexes of the shared set "
-            '(data.indexes); an index spec is {"table", "columns": [names], "unique": false}. '
+            '(data.indexes); an index spec is {"table", "columns": [names], "unique": false}; a column may '
+            'also be {"expr": text} and a spec may have "where": [texts] (a partial index), each text '
+            "copied verbatim from data.index_terms (the queries' own expressions and constant terms; "
+            "SQLite uses a partial index only for a query whose WHERE has all of its terms). "
             "Cost = SQLite VM steps to run your queries (data.cost_unit) plus a penalty beyond the index "
             "budget (data.budget_left_bytes; null means no limit). Other queries read the same tables "
             "(data.correction.readers): an index you add or drop changes their cost too. Every plan must "
@@ -35,6 +38,7 @@ class SqlPlanPrompt(KindPrompt):
                 "table": {"type": "string"},
                 "columns": {"type": "array"},
                 "unique": {"type": "boolean"},
+                "where": {"type": "array", "items": {"type": "string"}},
             },
             "required": ["table", "columns"],
         }

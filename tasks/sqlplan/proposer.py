@@ -16,11 +16,12 @@ import time
 from collections.abc import Mapping
 from typing import Any, cast
 
+import sqlglot
 from sqlglot import exp
 
 from tasks.base import Draft, Proposer
-from tasks.sqlplan import expert, knapsack
-from tasks.sqlplan.indexes import MAX_INDEX_COLUMNS, IndexSpec, parse_index_spec
+from tasks.sqlplan import expert, joinorder, knapsack, partial
+from tasks.sqlplan.indexes import _IDENT, MAX_INDEX_COLUMNS, IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, Scope, parse_plan
 
 
@@ -57,6 +58,11 @@ def referenced_columns(model: QueryModel, schema: Any) -> dict[str, set[str]]:
     return out
 
 
+def sqlglot_columns(term: str) -> list[exp.Column]:
+    """The columns of one of our own rendered terms."""
+    return list(sqlglot.parse_one(term, read="sqlite").find_all(exp.Column))
+
+
 def group_columns(model: QueryModel) -> list[str]:
     """Column names of the query's GROUP BY clauses, in their written order."""
     return [
@@ -65,9 +71,11 @@ def group_columns(model: QueryModel) -> list[str]:
 
 
 class SqlPlanProposer(Proposer):
-    def __init__(self, task: Any, knobs: Any, seed: int = 0) -> None:
+    def __init__(self, task: Any, knobs: Any, seed: int = 0, ev: Any = None) -> None:
         self.task = task
-        self.ev = task.ev
+        self.ev = task.ev if ev is None else ev
+        self.screening = self.ev is not task.ev
+        """searching on a smaller database (screening): costs are the screen's, never the contract's."""
         self.knobs = knobs
         self.rng = random.Random(seed)
         self._candidates: dict[str, list[IndexSpec]] = {}
@@ -76,6 +84,8 @@ class SqlPlanProposer(Proposer):
         self.calls = 0
         self._base: frozenset[IndexSpec] | None = None
         self._known: dict[str, float] = {}
+        self._graphs: dict[tuple[str, int], joinorder.ScopeGraph | None] = {}
+        self._cards: joinorder.CardinalityCache | None = None
 
     # -- candidates ------------------------------------------------------------
     def candidates(self, qid: str) -> list[IndexSpec]:
@@ -85,7 +95,7 @@ class SqlPlanProposer(Proposer):
             found: set[IndexSpec] = set()
             first: list[IndexSpec] = []
             if self.knobs.use_expert and expert.shell() is not None:
-                first = expert.recommend(self.task.workload.db_path, model.sql, schema)
+                first = expert.recommend(self.ev.workload.db_path, model.sql, schema)
             self._expert[qid] = set(first)
             for table, (eqs, cols) in predicate_columns(model, schema).items():
                 for c in sorted(cols):
@@ -107,10 +117,61 @@ class SqlPlanProposer(Proposer):
                     cover = list(dict.fromkeys(grouped + keys + sorted(used.get(table, set()))))
                     if len(cover) <= MAX_INDEX_COLUMNS:
                         found.add(parse_index_spec({"table": table, "columns": cover}, schema))
-            # .expert's picks first, then single columns, then pairs: the likeliest wins are tried first
+            parts = [i for i in self.partial_candidates(qid) if i not in found]
+            # indexes that store the query's expressions, and partial ones (small: they pay most per
+            # byte), then .expert's picks, then single columns, then pairs: likeliest wins first
             ranked = sorted(found - set(first), key=lambda i: (len(i.columns), i))
-            self._candidates[qid] = [i for i in dict.fromkeys(first + ranked) if i not in self.ev.builtin]
+            self._candidates[qid] = [
+                i for i in dict.fromkeys(parts + first + ranked) if i not in self.ev.builtin
+            ]
         return self._candidates[qid]
+
+    def partial_candidates(self, qid: str) -> list[IndexSpec]:
+        """Partial indexes whose WHERE is all of one table reference's constant terms in this query
+        (so the query implies it): keyed by the reference's equality/join columns, then covering
+        the other columns the query reads (GROUP BY columns first when grouped), or keys alone; and
+        covering indexes that also store the query's arithmetic expressions (read, not recomputed)."""
+        schema = self.task.workload.schema
+        model = self.ev.models[qid]
+        eqs_of = {t: eqs for t, (eqs, _) in predicate_columns(model, schema).items()}
+        used = referenced_columns(model, schema)
+        exprs_of = partial.table_expressions(model, schema)
+        out: list[IndexSpec] = []
+        for (sid, ref), terms in sorted(partial.constant_terms(model, schema).items()):
+            table = model.scopes[sid].tables[ref]
+            where = sorted(set(terms))
+            term_cols = {c.name for t in terms for c in sqlglot_columns(t)}
+            keys = sorted(eqs_of.get(table, set()) - term_cols)
+            rest = sorted(used.get(table, set()) - set(keys))
+            grouped = [c for c in group_columns(model) if schema.has_column(table, c)]
+            exprs: list[Any] = [{"expr": e} for e in exprs_of.get((sid, ref), [])[:2]]
+            shapes: list[list[Any]] = [
+                keys + rest,
+                list(dict.fromkeys(grouped + keys + rest)),
+                keys,
+                keys + sorted(term_cols),
+            ]
+            if exprs:
+                head = list(dict.fromkeys(grouped + keys))
+                shapes.append(head + exprs + [c for c in rest if c not in head])
+            for cols in shapes:
+                cols = cols[:MAX_INDEX_COLUMNS]
+                if cols:
+                    spec = parse_index_spec({"table": table, "columns": cols, "where": where}, schema)
+                    out.append(spec)
+        # the same expression-carrying covering index without a WHERE (for queries with no constant terms)
+        for (sid, ref), texts in sorted(exprs_of.items()):
+            table = model.scopes[sid].tables[ref]
+            grouped = [c for c in group_columns(model) if schema.has_column(table, c)]
+            keys = sorted(eqs_of.get(table, set()))
+            head = list(dict.fromkeys(grouped + keys))
+            rest = sorted(used.get(table, set()) - set(head))
+            cols = (head + [{"expr": e} for e in texts[:2]] + rest)[:MAX_INDEX_COLUMNS]
+            out.append(parse_index_spec({"table": table, "columns": cols}, schema))
+        # those storing expressions first (they save work on every row), then by fewest columns
+        return sorted(
+            dict.fromkeys(out), key=lambda i: (all(_IDENT.match(c) for c in i.columns), len(i.columns))
+        )
 
     # -- surrogate -----------------------------------------------------------------
     def _cost(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec]) -> float:
@@ -158,22 +219,60 @@ class SqlPlanProposer(Proposer):
         return own + self._others(others, idx, changed) + self.task.budget_penalty(idx), plans
 
     # -- join orders -------------------------------------------------------------------
-    def _orders(self, scope: Scope, current: tuple[str, ...] | None) -> list[tuple[str, ...]]:
+    def _graph(self, qid: str, scope: Scope) -> joinorder.ScopeGraph | None:
+        """The scope's join graph with measured cardinalities (counted once, cached on disk)."""
+        key = (qid, scope.id)
+        if key not in self._graphs:
+            if self._cards is None:
+                db = self.ev.workload.db_path
+                st = db.stat()
+                self._cards = joinorder.CardinalityCache(f"{db}|{st.st_size}|{st.st_mtime_ns}")
+
+            def count(sql: str) -> float:
+                return float(self.ev.sandbox.query(sql, cap=10**9).rows[0][0])
+
+            try:
+                self._graphs[key] = joinorder.measure_scope(
+                    self.ev.models[qid].tree, scope, self.task.workload.schema, self._cards, count
+                )
+            except Exception:  # noqa: BLE001 - a count that cannot run leaves the scope to sampling
+                self._graphs[key] = None
+        return self._graphs[key]
+
+    def _dp_orders(
+        self, qid: str, scope: Scope, idx: frozenset[IndexSpec], head: tuple[str, ...] = ()
+    ) -> list[tuple[str, ...]] | None:
+        """Orders by DP under the index set ``idx`` (cheapest model cost first), None without a graph."""
+        sg = self._graph(qid, scope)
+        if sg is None:
+            return None
+        g = sg.graph(joinorder.leading_columns([*self.ev.builtin, *idx]))
+        if head:
+            return [joinorder.best_order(g, head)[1]]
+        return [o for _, o in joinorder.ranked_orders(g)]
+
+    def _orders(
+        self, qid: str, scope: Scope, current: tuple[str, ...] | None, idx: frozenset[IndexSpec]
+    ) -> list[tuple[str, ...]]:
+        """The DP's orders first (its optimum, then its best from each starting table), then adjacent
+        swaps of the current order; every permutation too when there are at most 4 tables. Random
+        connected orders only for scopes the DP cannot model (a subquery or CTE in the FROM list)."""
         refs = scope.refs
-        if len(refs) <= 4:
-            return list(itertools.permutations(refs))
-        adj = _join_graph(scope)
-        seen: set[tuple[str, ...]] = set()
-        for _ in range(self.knobs.order_samples * 3):
-            seen.add(self._connected_order([self.rng.choice(refs)], scope, adj))
-            if len(seen) >= self.knobs.order_samples:
-                break
+        found: list[tuple[str, ...]] = self._dp_orders(qid, scope, idx) or []
         if current:
             for i in range(len(current) - 1):
                 sw = list(current)
                 sw[i], sw[i + 1] = sw[i + 1], sw[i]
-                seen.add(tuple(sw))
-        return sorted(seen)
+                found.append(tuple(sw))
+        if len(refs) <= 4:
+            found += list(itertools.permutations(refs))
+        elif self._graph(qid, scope) is None:
+            adj = _join_graph(scope)
+            for _ in range(self.knobs.order_samples * 3):
+                found.append(self._connected_order([self.rng.choice(refs)], scope, adj))
+                if len(set(found)) >= self.knobs.order_samples:
+                    break
+        return list(dict.fromkeys(found))
 
     def _joint_probe(self, q: str, c: IndexSpec, trial: frozenset[IndexSpec], now: float) -> float:
         """An index that pays off only under another join order: try a few orders that reach its
@@ -183,7 +282,7 @@ class SqlPlanProposer(Proposer):
             refs = [r for r, t in scope.tables.items() if t == c.table]
             if not scope.reorderable or not refs:
                 continue
-            for order in self._orders_through(scope, refs[0])[: self.knobs.joint_orders]:
+            for order in self._orders_through(q, scope, refs[0], trial)[: self.knobs.joint_orders]:
                 plan = QueryPlan(((scope.id, order),), ())
                 o = self.ev.measure(q, plan, trial, cap=int(best))
                 if o.ok and o.cost < best:
@@ -191,11 +290,18 @@ class SqlPlanProposer(Proposer):
                     self._hint_plans[(q, trial)] = plan
         return best
 
-    def _orders_through(self, scope: Scope, ref: str) -> list[tuple[str, ...]]:
-        """Connected orders that reach ``ref`` first or second (right after one of its join partners)."""
+    def _orders_through(
+        self, qid: str, scope: Scope, ref: str, idx: frozenset[IndexSpec]
+    ) -> list[tuple[str, ...]]:
+        """Orders that reach ``ref`` first or second (right after one of its join partners), each
+        completed by the DP (at random when the scope has no measured graph)."""
         adj = _join_graph(scope)
         heads = [[n, ref] for n in sorted(adj[ref])] + [[ref]]
-        return list(dict.fromkeys(self._connected_order(head, scope, adj) for head in heads))
+        out: list[tuple[str, ...]] = []
+        for head in heads:
+            dp = self._dp_orders(qid, scope, idx, tuple(head))
+            out.append(dp[0] if dp else self._connected_order(head, scope, adj))
+        return list(dict.fromkeys(out))
 
     def _connected_order(self, head: list[str], scope: Scope, adj: dict[str, set[str]]) -> tuple[str, ...]:
         """``head`` extended at random, each next table joined to one already placed (when any is)."""
@@ -221,9 +327,9 @@ class SqlPlanProposer(Proposer):
                 o
                 for r, t in sorted(scope.tables.items())
                 if t in indexed
-                for o in self._orders_through(scope, r)
+                for o in self._orders_through(qid, scope, r, idx)
             ]
-            for order in list(dict.fromkeys(through + self._orders(scope, current))):
+            for order in list(dict.fromkeys(self._orders(qid, scope, current, idx) + through)):
                 if time.monotonic() > deadline:
                     return best_cost, best
                 orders = dict(best.orders)
@@ -281,8 +387,9 @@ class SqlPlanProposer(Proposer):
         (own + others' change + budget) agrees. Then drops that do not hurt."""
         tiers: list[list[tuple[str, IndexSpec]]] = [[], [], []]
         for q in sorted(mine, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
+            parts = set(self.partial_candidates(q))
             for c in self.candidates(q):
-                tier = 0 if c in self._expert.get(q, ()) else min(len(c.columns), 2)
+                tier = 0 if c in self._expert.get(q, ()) or c in parts else min(len(c.columns), 2)
                 tiers[tier].append((q, c))
         singles = [(q, frozenset([c])) for tier in tiers for q, c in tier]
         budgeted = self.task.budget is not None
@@ -292,31 +399,47 @@ class SqlPlanProposer(Proposer):
         winners: list[tuple[float, frozenset[IndexSpec]]] = []
         winner_sizes: list[int] = []
         winner_queries: list[str] = []
-        probe_deadline = deadline - 0.3 * self.knobs.proposal_seconds if budgeted else deadline
-        for q, add in bundles + singles:
-            if time.monotonic() > probe_deadline:
-                break
+        probe_deadline = deadline - 0.2 * self.knobs.proposal_seconds if budgeted else deadline
+
+        def probe(q: str, add: frozenset[IndexSpec], frac: float) -> bool:
+            """Measure ``add`` for ``q`` capped at ``frac`` of its cost now; True when it is a winner."""
             idx = state["idx"]
             if add <= idx:
-                continue
+                return True
             trial = idx | add
             now = self._cost(q, state["plans"][q], idx)
             if now <= 0:
-                continue
-            probe = now
+                return True
+            cap = max(1, int(now * frac))
+            best = now
             for plan in {state["plans"][q], DEFAULT_PLAN}:
                 if self.ev.signature(q, plan, trial) != self.ev.signature(q, plan, idx):
-                    probe = min(probe, self.ev.measure(q, plan, trial, cap=int(now)).cost)
-            if probe >= now and len(add) == 1:
-                probe = self._joint_probe(q, next(iter(add)), trial, now)
-            if probe < now:
-                if budgeted:
-                    size = max(1, sum(self.ev.size(i) for i in add))
-                    winners.append(((now - probe) / size, add))
-                    winner_sizes.append(size)
-                    winner_queries.append(q)
-                else:
-                    self._accept(trial, state)
+                    best = min(best, self.ev.measure(q, plan, trial, cap=cap).cost)
+            if best >= now and len(add) == 1 and frac >= 1.0:
+                best = self._joint_probe(q, next(iter(add)), trial, now)
+            if best >= now:
+                return False
+            if budgeted:
+                size = max(1, sum(self.task.ev.size(i) for i in add))
+                winners.append(((now - best) / size, add))
+                winner_sizes.append(size)
+                winner_queries.append(q)
+            else:
+                self._accept(trial, state)
+            return True
+
+        # Two passes: first every candidate capped at a quarter of its query's cost (the big wins, fast:
+        # a loser on a heavy query stops early), then the rest at the full cost, with join-order probes.
+        rest: list[tuple[str, frozenset[IndexSpec]]] = []
+        for q, add in bundles + singles:
+            if time.monotonic() > probe_deadline:
+                break
+            if not probe(q, add, 0.25):
+                rest.append((q, add))
+        for q, add in rest:
+            if time.monotonic() > probe_deadline:
+                break
+            probe(q, add, 1.0)
         left: list[frozenset[IndexSpec]] = []
         if budgeted and winners:
             # CP-SAT picks the subset that fits the bytes left; the rest follow by gain per byte
@@ -335,9 +458,11 @@ class SqlPlanProposer(Proposer):
                 return
             if not add <= state["idx"] and not self._accept(state["idx"] | add, state):
                 left.append(add)
+        if budgeted and left:
+            self._repack(state, winners, winner_sizes, winner_queries, deadline)
         # Budget full: swap one of the largest indexes out for one of the best that did not fit.
         for add in left[:3]:
-            for old in sorted(state["idx"], key=lambda i: -self.ev.size(i))[:4]:
+            for old in sorted(state["idx"], key=lambda i: -self.task.ev.size(i))[:4]:
                 if time.monotonic() > deadline:
                     return
                 if not add <= state["idx"] and self._accept((state["idx"] - {old}) | add, state):
@@ -348,6 +473,40 @@ class SqlPlanProposer(Proposer):
                 return
             if i.table in tables:
                 self._accept(state["idx"] - {i}, state)
+
+    def _repack(
+        self,
+        state: dict[str, Any],
+        winners: list[tuple[float, frozenset[IndexSpec]]],
+        sizes: list[int],
+        queries: list[str],
+        deadline: float,
+    ) -> None:
+        """The whole index set as one knapsack: each present index is an item worth what removing it
+        costs (measured: the surrogate without it), each probed winner one worth its measured gain;
+        CP-SAT picks the best set within the budget, and the move is kept only if the exact
+        surrogate agrees. Lets a large, valuable index displace several small, weak ones."""
+        items: list[knapsack.Item] = []
+        for i in sorted(state["idx"]):
+            if time.monotonic() > deadline:
+                return
+            trial = state["idx"] - {i}
+            s, _ = self._surrogate(state["plans"], state["others"], trial, state["base"])
+            s -= self._others(state["others"], state["base"], {j.table for j in trial ^ state["base"]})
+            items.append(
+                knapsack.Item(frozenset([i]), int(max(0.0, s - state["best"])) + 1, self.task.ev.size(i))
+            )
+        for (gain, add), size, q in zip(winners, sizes, queries, strict=True):
+            if not add <= state["idx"]:
+                items.append(knapsack.Item(add, int(gain * size), size, group=q))
+        picked = knapsack.choose(
+            items, self.task.budget or 0, seconds=min(1.0, max(0.1, deadline - time.monotonic()) / 4)
+        )
+        chosen = (
+            frozenset().union(*(cast("frozenset[IndexSpec]", k) for k in picked)) if picked else frozenset()
+        )
+        if chosen != state["idx"] and time.monotonic() < deadline:
+            self._accept(chosen, state)
 
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         data = contract["data"]
@@ -364,9 +523,12 @@ class SqlPlanProposer(Proposer):
         base = frozenset(
             parse_index_spec({k: v for k, v in i.items() if k != "bytes"}, schema) for i in data["indexes"]
         )
-        self._base = base
+        self._base = None if self.screening else base
         self._known = {
-            r["query"]: float(r["cost"]) for rs in data["correction"]["readers"].values() for r in rs
+            r["query"]: float(r["cost"])
+            for rs in data["correction"]["readers"].values()
+            for r in rs
+            if not self.screening
         }
         start, _ = self._surrogate(mine, {}, base, base)
         state: dict[str, Any] = {
@@ -405,10 +567,13 @@ class SqlPlanProposer(Proposer):
             "add": [i.to_json() for i in sorted(idx - base)],
             "drop": [i.to_json() for i in sorted(base - idx)],
         }
+        predicted = start - final
+        if self.screening:  # calibrated to the full database by the ratio of the default workloads' costs
+            predicted *= self.task.default_total / max(1.0, sum(self.ev.default_cost.values()))
         return Draft(
             block=block,
             value=value,
-            predicted_improvement=start - final,
+            predicted_improvement=predicted,
             info={"indexes": len(idx), "runs": self.ev.runs},
         )
 

@@ -45,6 +45,13 @@ class SqlPlanParams(BaseModel):
     step_cap: int = Field(2_000_000, ge=100, description="VM-step cap per query, in units of 1,000 steps")
     baselines: bool = Field(True, description="compute the ANALYZE and .expert baselines for the report")
     seed: int = Field(0, ge=0, description="seed for the proposers' sampling")
+    screen_scale: float | None = Field(
+        None,
+        gt=0.0,
+        le=1.0,
+        description="agents search on the TPC-H database of this smaller scale factor (screening); "
+        "every merged change is still measured and checked exactly on the full one",
+    )
 
 
 class SqlPlanProposerParams(BaseModel):
@@ -83,6 +90,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             "bad_hint",
             "bad_identifier",
             "bad_index",
+            "bad_predicate",
             "bad_order",
             "illegal_move",
             "not_equivalent",
@@ -136,6 +144,9 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             self.block_of[q] = k if r % 2 == 0 else self.n - 1 - k
         self.block_queries = [[q for q in self.qids if self.block_of[q] == b] for b in range(self.n)]
         self._baselines: list[Any] | None = None
+        self._screen: Evaluator | None = None
+        if params.screen_scale is not None and (params.db or params.screen_scale >= params.scale):
+            raise ValueError("screen_scale needs the generated TPC-H database and a scale below --scale")
 
     # -- instance --------------------------------------------------------------
     @property
@@ -254,6 +265,13 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             "budget_bytes": self.budget,
             "budget_left_bytes": None if self.budget is None else self.budget - used,
             "correction": {"readers": readers},
+            "index_terms": {
+                t: {
+                    "where": sorted(self.workload.schema.predicates.get(t, ())),
+                    "expr": sorted(self.workload.schema.expressions.get(t, ())),
+                }
+                for t in tables
+            },
             "objective": self.objective(state),
             "cost_unit": "progress callbacks per 1,000 SQLite VM steps",
         }
@@ -365,4 +383,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         from tasks.sqlplan.proposer import SqlPlanProposer
 
         k = SqlPlanProposerParams.model_validate(knobs.model_dump())
-        return SqlPlanProposer(self, k, seed=self.p.seed * 7919 + seed)
+        if self.p.screen_scale is not None and self._screen is None:
+            screen = load_workload(None, self.p.queries, self.p.screen_scale)
+            self._screen = Evaluator(screen, self.p.step_cap)
+        return SqlPlanProposer(self, k, seed=self.p.seed * 7919 + seed, ev=self._screen)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "tpch"
@@ -35,6 +35,12 @@ class Schema:
     tables: dict[str, tuple[str, ...]]
     builtin_indexes: dict[str, tuple[str, tuple[str, ...], bool]]
     """index name → (table, columns, unique) for indexes the file already has (primary-key autoindexes)."""
+    predicates: dict[str, frozenset[str]] = field(default_factory=dict)
+    """table → the workload's constant terms on it (partial-index WHERE terms an agent may name);
+    filled from the parsed queries by the Evaluator (tasks/sqlplan/partial.py)."""
+    expressions: dict[str, frozenset[str]] = field(default_factory=dict)
+    """table → the workload's arithmetic expressions over its columns (index expressions an agent may
+    name); filled like ``predicates``."""
 
     def has_column(self, table: str, column: str) -> bool:
         return column in self.tables.get(table, ())
