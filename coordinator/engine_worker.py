@@ -2,12 +2,9 @@
 
 It runs ``CoordinatorService``'s scheduler (lease expiry, time budgets, rounds and async windows) over
 every task in the shared store, and reacts to ``queued`` messages from the API processes at once
-instead of at its next tick. Several engine processes share the tasks: each task has an owner among the
-``engine_workers`` processes of a supervisor (``shard_of``, a stable hash), which runs its rounds; the
-others leave it alone unless a proposal has waited past ``round_deadline + round_lock_ttl``, then take it
-over. Whoever runs a round holds the task's round lock with its fence, so a takeover racing a slow owner
-commits at most once. (Engine-only nodes, ``--engine-workers 1`` each, all own every task and share them
-through the round lock alone.)
+instead of at its next tick. Several engine processes share the tasks through the store's round lock:
+whoever holds a task's lock (with its fence) runs that task's round; when a holder dies, its lock
+lapses after ``round_lock_ttl`` and another engine takes the task over.
 
 Metrics: task state is read from the store by the API processes' ``/metrics``; an engine process's own
 facts (round and scoring durations, CPU and memory) are served at ``HOST:engine_metrics_port + index``
@@ -20,8 +17,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 
@@ -32,28 +28,6 @@ from coordinator.settings import ServiceSettings
 from coordinator.store import make_store
 
 log = logging.getLogger("blockopt.engine")
-
-
-def shard_of(task_id: str, engines: int) -> int:
-    """The engine (index) that runs a task's rounds while it is alive: a stable hash, the same in every
-    process."""
-    return zlib.crc32(task_id.encode()) % max(1, engines)
-
-
-def deferrer(service: CoordinatorService, index: int, engines: int) -> Callable[[str], Awaitable[bool]]:
-    """``CoordinatorService.defer`` for engine ``index`` of ``engines``: leave another shard's task to its
-    owner, unless a proposal has waited past the round deadline plus the round lock's TTL (the owner is
-    gone or stuck: take the task over; the round lock and its fence keep that safe either way)."""
-    settings = service.settings
-    grace = settings.round_deadline + settings.round_lock_ttl
-
-    async def defer(task_id: str) -> bool:
-        if shard_of(task_id, engines) == index:
-            return False
-        q = await service.store.queue_state(task_id, service.clock())
-        return q.oldest is None or service.clock() - q.oldest < grace
-
-    return defer
 
 
 async def run_engine(
@@ -68,7 +42,6 @@ async def run_engine(
     service = CoordinatorService(settings, store, metrics)
     bus = make_bus(settings)
     service.bus = bus
-    service.defer = deferrer(service, index, settings.engine_workers or 1)
     running: set[asyncio.Task[None]] = set()
 
     async def react(task_id: str) -> None:

@@ -22,7 +22,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -115,8 +115,6 @@ class CoordinatorService:
         """False on an API process of the split mode: rounds, lease expiry and budgets run elsewhere."""
         self.bus: Bus | None = None
         """Tells other processes of a proposal queued (API) or a task changed (engine)."""
-        self.defer: Callable[[str], Awaitable[bool]] | None = None
-        """True when another engine process should run this task's rounds now (its shard's owner)."""
 
     # -- lifecycle ------------------------------------------------------------
     async def start(self) -> None:
@@ -639,7 +637,7 @@ class CoordinatorService:
         return idle if quorum else []
 
     async def _maybe_close(self, task_id: str) -> None:
-        if await self._handed_off(task_id) or (self.defer is not None and await self.defer(task_id)):
+        if await self._handed_off(task_id):
             return
         if self._lock(task_id).locked():
             return  # the running round re-checks when it is done
@@ -803,7 +801,7 @@ class CoordinatorService:
 
     # -- async mode ---------------------------------------------------------------------
     async def _run_async(self, task_id: str) -> None:
-        if await self._handed_off(task_id) or (self.defer is not None and await self.defer(task_id)):
+        if await self._handed_off(task_id):
             return
         async with self._lock(task_id):
             try:
