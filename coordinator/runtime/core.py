@@ -203,6 +203,7 @@ class ServiceCore:
             "built": len(self._built),
             "specs": len(self._specs),
             "locks": len(self._locks),
+            "bandits": len(self._bandits),
             "events": len(self._events),
             "agents": len(self._agents),
             "background": len(self._background),
