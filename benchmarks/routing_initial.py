@@ -25,11 +25,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--limit", type=float, default=30.0)
     ap.add_argument("--agents", type=int, default=3)
+    ap.add_argument("--only", nargs="*", metavar="MAP:K", help="instances, e.g. warehouse-10-20-10-2-1:400")
+    ap.add_argument(
+        "--starts", nargs="*", default=["shortest", "prioritized"], choices=["shortest", "prioritized"]
+    )
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    try:
+        cases = [(s.split(":")[0], int(s.split(":")[1])) for s in args.only] if args.only else CASES
+    except (IndexError, ValueError):
+        print(f"routing_initial: error: --only wants MAP:K, got {args.only}", file=sys.stderr)
+        return 2
     rows: list[dict[str, Any]] = []
-    for m, k in CASES:
-        for init in ("shortest", "prioritized"):
+    for m, k in cases:
+        for init in args.starts:
             task = make_task(m, f"{m}-random-1", k, 2 * args.agents, initial=init)
             r = run_team(task, args.agents, time_limit=args.limit)
             row = {

@@ -104,7 +104,12 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         """Planned once: prioritized planning of hundreds of robots takes seconds."""
         g, inst = self.grid, self.inst
         if self.p.initial == "prioritized":
-            planned = prioritized(g, inst.starts, inst.goals, inst.max_len, soft=True)
+            # shortest trips first: they park early and the long ones route round them (SOC/LB of the
+            # first plan 1.02 against 1.14 in scenario order on random-32-32-10 k=100, 1.08 against 1.31
+            # at k=200, 1.02 against 1.18 on warehouse k=200; longest first is worse still)
+            d = [g.distances(t)[s] for s, t in zip(inst.starts, inst.goals, strict=True)]
+            order = sorted(range(inst.n_robots), key=lambda r: (d[r], r))
+            planned = prioritized(g, inst.starts, inst.goals, inst.max_len, soft=True, order=order)
             assert planned is not None  # soft planning always returns a plan
             return self.state_of(tuple(planned))
         paths = tuple(tuple(g.shortest_path(s, t)) for s, t in zip(inst.starts, inst.goals, strict=True))
