@@ -196,7 +196,7 @@ def test_other_kinds_get_their_template_or_the_generic_one(kind: str, phrase: st
 
 def test_routing_lease_through_the_fake_server() -> None:
     """A real routing contract: the template's schema fits, the server's heuristic answer validates."""
-    params = {"robots": 8, "blocks": 2, "seed": 0}
+    params = {"robots": 8, "blocks": 2, "seed": 0, "initial": "shortest"}  # a start with work left
     task = create_task("routing", params)
     srv = ServerThread(FakeLLM({"routing": task}, FakeConfig(faults="fence"))).start()
     try:
