@@ -414,7 +414,9 @@ class SqlPlanProposer(Proposer):
             best = now
             for plan in {state["plans"][q], DEFAULT_PLAN}:
                 if self.ev.signature(q, plan, trial) != self.ev.signature(q, plan, idx):
-                    best = min(best, self.ev.measure(q, plan, trial, cap=cap).cost)
+                    out = self.ev.measure(q, plan, trial, cap=cap)
+                    if out.ok:  # a run stopped at the cap reports cap + 1: no cost, not a winner
+                        best = min(best, out.cost)
             if best >= now and len(add) == 1 and frac >= 1.0:
                 best = self._joint_probe(q, next(iter(add)), trial, now)
             if best >= now:
@@ -428,13 +430,13 @@ class SqlPlanProposer(Proposer):
                 self._accept(trial, state)
             return True
 
-        # Two passes: first every candidate capped at a quarter of its query's cost (the big wins, fast:
+        # Two passes: first every candidate capped at half its query's cost (the big wins, fast:
         # a loser on a heavy query stops early), then the rest at the full cost, with join-order probes.
         rest: list[tuple[str, frozenset[IndexSpec]]] = []
         for q, add in bundles + singles:
             if time.monotonic() > probe_deadline:
                 break
-            if not probe(q, add, 0.25):
+            if not probe(q, add, 0.5):
                 rest.append((q, add))
         for q, add in rest:
             if time.monotonic() > probe_deadline:
@@ -448,14 +450,17 @@ class SqlPlanProposer(Proposer):
                 knapsack.Item(add, int(gain * size), size, group=q)
                 for (gain, add), size, q in zip(winners, winner_sizes, winner_queries, strict=True)
             ]
-            picked = knapsack.choose(items, room, seconds=min(1.0, max(0.1, deadline - time.monotonic()) / 4))
+            picked = knapsack.choose(
+                items, room, seconds=min(1.0, max(0.2, (deadline - time.monotonic()) / 4))
+            )
             by_gain = [add for _, add in sorted(winners, key=lambda w: -w[0])]
             order = list(dict.fromkeys([*(cast("frozenset[IndexSpec]", key) for key in picked), *by_gain]))
         else:
             order = [add for _, add in sorted(winners, key=lambda w: -w[0])]
         for add in order:
             if time.monotonic() > deadline:
-                return
+                left += [a for a in order if not a <= state["idx"] and a not in left]
+                break
             if not add <= state["idx"] and not self._accept(state["idx"] | add, state):
                 left.append(add)
         if budgeted and left:
@@ -482,30 +487,33 @@ class SqlPlanProposer(Proposer):
         queries: list[str],
         deadline: float,
     ) -> None:
-        """The whole index set as one knapsack: each present index is an item worth what removing it
-        costs (measured: the surrogate without it), each probed winner one worth its measured gain;
-        CP-SAT picks the best set within the budget, and the move is kept only if the exact
-        surrogate agrees. Lets a large, valuable index displace several small, weak ones."""
+        """The whole index set as one knapsack: each present index is an item worth the gains of the
+        queries whose plans use it, each probed winner one worth its measured gain; CP-SAT picks the
+        best set within the budget, and the move is kept only if the exact surrogate agrees. Lets a
+        large, valuable index displace several small, weak ones."""
         items: list[knapsack.Item] = []
+        late = deadline + 0.3 * self.knobs.proposal_seconds  # the repack may overrun its phase a little
+        plans = {**state["others"], **state["plans"]}
         for i in sorted(state["idx"]):
-            if time.monotonic() > deadline:
-                return
-            trial = state["idx"] - {i}
-            s, _ = self._surrogate(state["plans"], state["others"], trial, state["base"])
-            s -= self._others(state["others"], state["base"], {j.table for j in trial ^ state["base"]})
-            items.append(
-                knapsack.Item(frozenset([i]), int(max(0.0, s - state["best"])) + 1, self.task.ev.size(i))
-            )
+            # valued cheaply: the gains so far of the queries whose SQLite plan uses it (EXPLAIN QUERY
+            # PLAN names it); an index no plan uses is worth nothing. The exact check follows.
+            value = 1.0
+            for q, p in plans.items():
+                if i.table in self.ev.models[q].tables and any(
+                    i.name in step for step in self.ev.signature(q, p, state["idx"])
+                ):
+                    value += max(0.0, self.ev.default_cost[q] - self._cost(q, p, state["idx"]))
+            items.append(knapsack.Item(frozenset([i]), int(value), self.task.ev.size(i)))
         for (gain, add), size, q in zip(winners, sizes, queries, strict=True):
             if not add <= state["idx"]:
                 items.append(knapsack.Item(add, int(gain * size), size, group=q))
         picked = knapsack.choose(
-            items, self.task.budget or 0, seconds=min(1.0, max(0.1, deadline - time.monotonic()) / 4)
+            items, self.task.budget or 0, seconds=min(1.0, max(0.2, (deadline - time.monotonic()) / 4))
         )
         chosen = (
             frozenset().union(*(cast("frozenset[IndexSpec]", k) for k in picked)) if picked else frozenset()
         )
-        if chosen != state["idx"] and time.monotonic() < deadline:
+        if chosen != state["idx"] and time.monotonic() < late:
             self._accept(chosen, state)
 
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
