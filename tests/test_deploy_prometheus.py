@@ -236,8 +236,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         not_fleet = [p for p in procs if p is not fleet]  # the fleet may end: the task converges
 
         def scraped_twice() -> bool | None:
-            result = s.query(f'count_over_time(up{{job="{COORDINATOR_JOB}"}}[5m])')["result"]
-            return bool(result) and float(result[0]["value"][1]) >= 2 or None
+            """Both jobs, API and engine: a rate() over the engine's histograms needs two of its samples."""
+            for job in (COORDINATOR_JOB, ENGINE_JOB):
+                result = s.query(f'count_over_time(up{{job="{job}"}}[5m])')["result"]
+                if not (result and float(result[0]["value"][1]) >= 2):
+                    return None
+            return True
 
         def rules_evaluated() -> bool | None:
             groups = http.get(f"{prom}/api/v1/rules").json()["data"]["groups"]
@@ -247,7 +251,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         poll(
             "Prometheus ready", lambda: http.get(f"{prom}/-/ready").status_code == 200 or None, 30, not_fleet
         )
-        poll("a second scrape of the coordinator", scraped_twice, 30, not_fleet)
+        poll("a second scrape of the API and the engine", scraped_twice, 30, not_fleet)
         poll("an evaluation of every alert rule", rules_evaluated, 30, not_fleet)
         yield s
     finally:

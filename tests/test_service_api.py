@@ -445,7 +445,7 @@ def test_blocks_regroup_only_once_every_leased_block_has_answered(coordinator: C
     regroups the robots (a new version, the same objective)."""
     from tasks.registry import create_task
 
-    params = {"map": "random-32-32-10", "robots": 40, "blocks": 2, "exact_limit": 0}
+    params = {"map": "random-32-32-10", "robots": 40, "blocks": 2, "exact_limit": 0, "initial": "shortest"}
     task = coordinator.create_task(kind="routing", params=params, stop={"stall_rounds": 50})
     tid = task["id"]
     a, b = (coordinator.join(task, name=n)[0] for n in ("a", "b"))
