@@ -25,7 +25,7 @@ install-dev: $(VENV)/.installed-dev
 demo: install
 	@echo "hint: open the 'live view' URL printed below in a browser to watch the run (add --ui to keep it open)"
 	$(VENV)/bin/blockopt run routing --map random-32-32-10 --scen random-32-32-10-random-1 --robots 50 \
-		--agents 3 --merge checked --seed 1 --time-limit 30 --report out/demo/report.json
+		--initial shortest --agents 3 --merge checked --seed 1 --time-limit 30 --report out/demo/report.json
 
 test: install-dev
 	$(PY) -m pytest -q
