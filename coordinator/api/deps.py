@@ -19,26 +19,36 @@ from coordinator.settings import ServiceSettings
 from coordinator.store.base import AgentRecord, Store
 
 
-def get_service(request: Request) -> CoordinatorService:
+def _service(request: Request) -> CoordinatorService:
     service: CoordinatorService = request.app.state.service
     return service
 
 
-def get_store(request: Request) -> Store:
-    return get_service(request).store
-
-
-def get_settings(request: Request) -> ServiceSettings:
+def _settings(request: Request) -> ServiceSettings:
     settings: ServiceSettings = request.app.state.settings
     return settings
 
 
-def get_metrics(request: Request) -> ServiceMetrics:
+# The dependencies are ``async def`` although none awaits: FastAPI runs a plain ``def`` dependency in its
+# thread pool, a thread hop per request (it cost a third of a polling agent's request CPU, BENCHMARKS.md).
+async def get_service(request: Request) -> CoordinatorService:
+    return _service(request)
+
+
+async def get_store(request: Request) -> Store:
+    return _service(request).store
+
+
+async def get_settings(request: Request) -> ServiceSettings:
+    return _settings(request)
+
+
+async def get_metrics(request: Request) -> ServiceMetrics:
     metrics: ServiceMetrics = request.app.state.metrics
     return metrics
 
 
-def get_registry(request: Request) -> CollectorRegistry:
+async def get_registry(request: Request) -> CollectorRegistry:
     registry: CollectorRegistry = request.app.state.registry
     return registry
 
@@ -49,20 +59,20 @@ async def current_agent(request: Request) -> AgentRecord:
     Read from the request directly: this runs on every agent call, and FastAPI's per-parameter
     resolution (a header and a second task_id) cost more than the lookup (the header is undocumented).
     """
-    return await get_service(request).authenticate(
+    return await _service(request).authenticate(
         request.path_params["task_id"], request.headers.get("authorization")
     )
 
 
-def require_admin(request: Request) -> None:
-    auth.check_admin(get_settings(request).admin_token, request.headers.get("authorization"))
+async def require_admin(request: Request) -> None:
+    auth.check_admin(_settings(request).admin_token, request.headers.get("authorization"))
 
 
 async def require_read(request: Request) -> None:
     """Who may read a task (``access.check_read``): admin, its read token or one of its agents."""
     await access.check_read(
-        get_service(request),
-        get_settings(request),
+        _service(request),
+        _settings(request),
         request.path_params.get("task_id"),
         request.headers.get("authorization"),
     )
