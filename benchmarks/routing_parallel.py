@@ -23,7 +23,6 @@ import multiprocessing
 import os
 import sys
 import time
-import uuid
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.routing_common import check  # noqa: E402
-from coordinator.engine.records import Proposal, Usage  # noqa: E402
+from coordinator.engine.records import Usage  # noqa: E402
 from coordinator.engine.rounds import EngineSettings, RoundEngine  # noqa: E402
 from coordinator.reports.ledger import RunLedger  # noqa: E402
-from coordinator.runtime.inproc import blocks_for_round, contract_envelope  # noqa: E402
+from coordinator.runtime.inproc import blocks_for_round, contract_envelope, proposal_of  # noqa: E402
 from tasks.base import Draft, Proposer  # noqa: E402
 from tasks.registry import create_task  # noqa: E402
 from tasks.routing import RoutingTask  # noqa: E402
@@ -105,15 +104,7 @@ def run_parallel(
                 draft, seconds = fut.result()
                 if draft is not None:
                     proposals.append(
-                        Proposal(
-                            id=uuid.uuid4().hex,
-                            agent=f"agent-{a}",
-                            block=draft.block,
-                            value=draft.value,
-                            base_version=snap.version,
-                            predicted_improvement=draft.predicted_improvement,
-                            usage=Usage(calls=1, seconds=seconds),
-                        )
+                        proposal_of(draft, f"agent-{a}", snap.version, Usage(calls=1, seconds=seconds))
                     )
             predicted = ledger.predict_next()
             outcome = engine.run_round(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,10 +16,10 @@ from agents.llm import (
 )
 from agents.llm.usage import LLMUsage
 from coordinator.engine.contract import contract_envelope
-from coordinator.engine.records import Proposal, Snapshot, Usage
+from coordinator.engine.records import Snapshot, Usage
 from coordinator.engine.rounds import EngineSettings, RoundEngine
 from coordinator.reports.ledger import RunLedger, relative_gap
-from coordinator.runtime.inproc import blocks_for_round
+from coordinator.runtime.inproc import blocks_for_round, proposal_of
 from tasks.base import Proposer, Task
 from tests.fake_openai import FakeConfig, ServerThread
 from tests.llm_support import (
@@ -47,17 +46,8 @@ def run_loop(
             draft = proposers[agent].propose(contract_envelope(task, snap, block, {"rounds": max_rounds - r}))
             if draft is None:
                 continue
-            proposals.append(
-                Proposal(
-                    id=uuid.uuid4().hex,
-                    agent=f"agent-{agent}",
-                    block=draft.block,
-                    value=draft.value,
-                    base_version=snap.version,
-                    predicted_improvement=draft.predicted_improvement,
-                    usage=Usage.model_validate(draft.info["usage"]),
-                )
-            )
+            usage = Usage.model_validate(draft.info["usage"])
+            proposals.append(proposal_of(draft, f"agent-{agent}", snap.version, usage))
         outcome = engine.run_round(snap, proposals, r)
         snap = outcome.snapshot
         ledger.add_round(outcome.record, proposals, outcome.verdicts)

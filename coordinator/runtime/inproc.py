@@ -21,7 +21,7 @@ from coordinator.engine.records import Proposal, Snapshot, Usage
 from coordinator.engine.rounds import EngineSettings, RoundEngine, RoundOutcome
 from coordinator.reports.ledger import RunLedger, StopRule
 from coordinator.status import TaskStatus
-from tasks.base import Proposer, Task
+from tasks.base import Draft, Proposer, Task
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,20 @@ class RunResult:
     ledger: RunLedger
     status: TaskStatus
     reason: str | None = None
+
+
+def proposal_of(draft: Draft, agent: str, base_version: int, usage: Usage) -> Proposal:
+    """An agent's draft as the proposal an in-process round scores (what the HTTP path builds from a body)."""
+    return Proposal(
+        id=uuid.uuid4().hex,
+        agent=agent,
+        block=draft.block,
+        value=draft.value,
+        base_version=base_version,
+        predicted_improvement=draft.predicted_improvement,
+        usage=usage,
+        exact_minimizer=bool(draft.info.get("exact_minimizer", False)),
+    )
 
 
 def blocks_for_round(n_blocks: int, agents: int, round_index: int) -> list[int]:
@@ -91,16 +105,7 @@ def run_inproc(
             if draft is None:
                 continue
             proposals.append(
-                Proposal(
-                    id=uuid.uuid4().hex,
-                    agent=f"agent-{agent}",
-                    block=draft.block,
-                    value=draft.value,
-                    base_version=snap.version,
-                    predicted_improvement=draft.predicted_improvement,
-                    usage=Usage(calls=1, seconds=seconds),
-                    exact_minimizer=bool(draft.info.get("exact_minimizer", False)),
-                )
+                proposal_of(draft, f"agent-{agent}", snap.version, Usage(calls=1, seconds=seconds))
             )
         # Regroup once a whole sweep found nothing: every block has had its chance with this grouping.
         predicted = ledger.predict_next()  # before the round's proposals are scored

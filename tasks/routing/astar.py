@@ -52,16 +52,7 @@ def plan_path(
         conf, f, negt, _, cell, pkey, terminal = pop(heap)
         t = -negt
         if terminal:
-            path = [cell]
-            key = pkey
-            while key >= 0:
-                path.append(key % n)
-                key = parent[key]
-            path.reverse()
-            # drop the trailing waits that a collapsed goal node may have produced
-            while len(path) > 1 and path[-1] == path[-2]:
-                path.pop()
-            return tuple(path), conf
+            return unwind(parent, cell, pkey, n), conf
         key = (t if t < cap else cap) * n + cell
         if key in parent:
             continue
@@ -97,3 +88,16 @@ def plan_path(
             seq += 1
             push(heap, (c, nt + h[nb], -nt, seq, nb, key, 0))
     return None
+
+
+def unwind(parent: dict[int, int], cell: int, key: int, n: int) -> Path:
+    """The path ending at ``cell`` from the search's parent keys (time * n + cell), without the trailing
+    waits a collapsed goal node may have produced."""
+    path = [cell]
+    while key >= 0:
+        path.append(key % n)
+        key = parent[key]
+    path.reverse()
+    while len(path) > 1 and path[-1] == path[-2]:
+        path.pop()
+    return tuple(path)

@@ -21,12 +21,14 @@ while the number of collisions does not grow, until it is 0.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tasks.routing.astar import unwind
 from tasks.routing.grid import UNREACHABLE, Grid
 from tasks.routing.occupancy import OccupancyIndex, Path, change_in_conflicts, cost
 from tasks.routing.reservations import Reservations
@@ -84,7 +86,7 @@ def penalized_path(
         f, conf, negt, _, cell, pkey, terminal = pop(heap)
         t = -negt
         if terminal:
-            return _unwind(parent, cell, pkey, n), conf
+            return unwind(parent, cell, pkey, n), conf
         key = (t if t < cap else cap) * n + cell
         if key in parent:
             continue
@@ -96,7 +98,7 @@ def penalized_path(
             return None
         g = f - h[cell]
         if cell == goal:
-            later = sum(1 for v in goal_visits if v > t)
+            later = len(goal_visits) - bisect.bisect_right(goal_visits, t)  # parking meets these
             seq += 1
             push(heap, (g + penalty * later, conf + later, negt, seq, cell, pkey, 1))
         nt = t + 1
@@ -121,17 +123,6 @@ def penalized_path(
             seq += 1
             push(heap, (ng + h[nb], conf + c, -nt, seq, nb, key, 0))
     return None
-
-
-def _unwind(parent: dict[int, int], cell: int, key: int, n: int) -> Path:
-    path = [cell]
-    while key >= 0:
-        path.append(key % n)
-        key = parent[key]
-    path.reverse()
-    while len(path) > 1 and path[-1] == path[-2]:
-        path.pop()
-    return tuple(path)
 
 
 def prioritized(
