@@ -53,10 +53,6 @@ class _TimedProposer(Proposer):
     def __init__(self, inner: Proposer, log: list[float]) -> None:
         self.inner, self.log = inner, log
 
-    @property
-    def lag_rounds(self) -> int:
-        return self.inner.lag_rounds
-
     def propose(self, contract: Any) -> Any:
         t0 = time.perf_counter()
         try:

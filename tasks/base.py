@@ -114,11 +114,6 @@ class Proposer(abc.ABC):
     the model; they never see the whole state, only the contract.
     """
 
-    @property
-    def lag_rounds(self) -> int:
-        """Rounds this proposer may find nothing while still converging (e.g. stale views catching up)."""
-        return 0
-
     @abc.abstractmethod
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         """Return a draft for ``contract["block"]``, or None when no improvement is found."""
@@ -316,6 +311,12 @@ class Task(abc.ABC, Generic[State, P]):
     @abc.abstractmethod
     def make_proposer(self, knobs: BaseModel, seed: int = 0) -> Proposer:
         """The kind's heuristic proposer, configured by ``ProposerParams``."""
+
+    def lag_rounds(self, knobs: BaseModel) -> int:
+        """Rounds a proposer with these knobs may find nothing while still converging (a stale view catching
+        up, a randomized search between lucky budgets); the stall rule waits that much longer. Read from the
+        knobs so the coordinator never builds an agent-side proposer to learn it."""
+        return 0
 
     def scale(self) -> float:
         """A magnitude for tolerances (|F| at the start by default)."""

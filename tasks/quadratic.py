@@ -357,6 +357,10 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
     def view_renderer(cls) -> pathlib.Path:
         return pathlib.Path(__file__).with_name("quadratic_view.js")
 
+    def lag_rounds(self, knobs: BaseModel) -> int:
+        """A stale agent legitimately proposes nothing while its view catches up (``QuadraticProposer``)."""
+        return QuadraticProposerParams.model_validate(knobs.model_dump()).staleness
+
     def make_proposer(self, knobs: BaseModel, seed: int = 0) -> QuadraticProposer:
         k = QuadraticProposerParams.model_validate(knobs.model_dump())
         return QuadraticProposer(noise=k.noise, staleness=k.staleness, seed=seed)
@@ -372,7 +376,7 @@ class QuadraticProposer(Proposer):
     this agent received k leases of the block ago (k versions ago when every
     round commits; the oldest it has when it has fewer), modelling an agent
     that reads the other blocks late. Such an agent legitimately proposes
-    nothing for up to k rounds while its view catches up (``lag_rounds``).
+    nothing for up to k rounds while its view catches up (``QuadraticTask.lag_rounds``).
     """
 
     def __init__(self, noise: float = 0.0, staleness: int = 0, seed: int = 0) -> None:
@@ -380,10 +384,6 @@ class QuadraticProposer(Proposer):
         self.staleness = staleness
         self.rng = np.random.default_rng(seed)
         self._seen: dict[int, list[np.ndarray]] = {}
-
-    @property
-    def lag_rounds(self) -> int:
-        return self.staleness
 
     def _correction(self, block: int, exact: np.ndarray) -> np.ndarray:
         if self.staleness == 0:

@@ -101,3 +101,25 @@ def test_retain_finished_must_be_positive() -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert err.count(b"\n") == 1 and b"--retain-finished: Input should be greater than 0" in err
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("staleness", [0, 3])
+async def test_the_stall_rule_reads_the_lag_from_the_knobs_without_building_a_proposer(
+    monkeypatch: pytest.MonkeyPatch, staleness: int
+) -> None:
+    """The coordinator never builds an agent-side proposer (for some kinds that loads a database copy)."""
+    from tasks.quadratic import QuadraticTask
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("the coordinator built a proposer")
+
+    monkeypatch.setattr(QuadraticTask, "make_proposer", refuse)
+    service = _service(MemoryStore(), Clock())
+    req = CreateTask(
+        kind="quadratic",
+        params={"blocks": 3, "dim": 2},
+        proposer={"name": "heuristic", "knobs": {"staleness": staleness}},
+    )
+    spec, *_ = await service.create(req)
+    assert spec.stop_lag_rounds == staleness

@@ -88,7 +88,7 @@ def run_inproc(
     # With fewer agents than blocks a block comes back once per sweep, so stalling is counted in sweeps;
     # a lagging proposer (stale views) may legitimately find nothing for `lag` of its leases.
     sweep = math.ceil(task.n_blocks / min(settings.agents, task.n_blocks))
-    lag = max(p.lag_rounds for p in proposers)
+    lag = task.lag_rounds(knobs)
     stop = replace(settings.stop, stall_rounds=(settings.stop.stall_rounds + lag) * sweep)
     status, reason = TaskStatus.BUDGET_EXHAUSTED, "rounds or time budget spent"
     for round_index in range(settings.max_rounds):

@@ -42,7 +42,6 @@ class RoutingProposer(Proposer):
         time_budget: float,
         neighbourhood: int,
         max_len: int,
-        patience: int = 0,
         seed: int = 0,
     ) -> None:
         self.grid = grid
@@ -50,7 +49,6 @@ class RoutingProposer(Proposer):
         self.neighbourhood = neighbourhood
         self.max_len = max_len
         self.rng = random.Random(seed)
-        self.patience = patience
         self._misses: dict[int, int] = {}
         self.wheel = AdaptiveWeights([*GENERATORS, "spatial"])
         self._tabu: set[int] = set()
@@ -74,11 +72,6 @@ class RoutingProposer(Proposer):
                     table.add_run(t0, [cell(x, y) for x, y in cells], arrives)
         self._tables[block] = (runs, table)
         return table
-
-    @property
-    def lag_rounds(self) -> int:
-        """A randomized search that finds nothing in one budget may find something in the next."""
-        return self.patience
 
     def _neighbourhood(
         self, paths: list[Path], conflicted: list[int], starts: list[int], goals: list[int]

@@ -365,6 +365,10 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             draw_animation(self.inst, state.paths, stem + "-moves.gif"),
         ]
 
+    def lag_rounds(self, knobs: BaseModel) -> int:
+        """A randomized search that finds nothing in one budget may find something in the next."""
+        return RoutingProposerParams.model_validate(knobs.model_dump()).patience
+
     def make_proposer(self, knobs: BaseModel, seed: int = 0) -> RoutingProposer:
         k = RoutingProposerParams.model_validate(knobs.model_dump())
         return RoutingProposer(
@@ -372,6 +376,5 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             time_budget=k.time_budget,
             neighbourhood=k.neighbourhood,
             max_len=self.inst.max_len,
-            patience=k.patience,
             seed=seed,
         )

@@ -30,18 +30,10 @@ def instance_of(data: Mapping[str, Any]) -> Instance:
 
 
 class CriticalPathSearch(Proposer):
-    def __init__(self, iterations: int, tenure: int, seed: int, regroupings: int = 0) -> None:
+    def __init__(self, iterations: int, tenure: int, seed: int) -> None:
         self.iterations = iterations
         self.tenure = tenure
         self.rng = random.Random(seed)
-        self.regroupings = regroupings
-
-    @property
-    def lag_rounds(self) -> int:
-        """Empty rounds the team may spend on other groupings of the jobs (``JobShopTask.regroup``) before it
-        calls the task stalled: a block's search is exhausted with the other jobs fixed, while the same
-        jobs grouped differently may still improve."""
-        return self.regroupings
 
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         data = contract["data"]

@@ -215,8 +215,12 @@ class JobShopTask(Task[State, JobShopParams]):
             "sequences": {str(m): seq for m, seq in sorted(self._sequences(state).items())},
         }
 
+    def lag_rounds(self, knobs: BaseModel) -> int:
+        """Empty rounds the team may spend on other groupings of the jobs (``regroup``) before it calls the
+        task stalled: a block's search is exhausted with the other jobs fixed, while the same jobs grouped
+        differently may still improve."""
+        return JobShopKnobs.model_validate(knobs.model_dump()).regroupings
+
     def make_proposer(self, knobs: BaseModel, seed: int = 0) -> CriticalPathSearch:
         k = JobShopKnobs.model_validate(knobs.model_dump())
-        return CriticalPathSearch(
-            k.iterations, k.tenure, seed=self.params.seed * 7919 + seed, regroupings=k.regroupings
-        )
+        return CriticalPathSearch(k.iterations, k.tenure, seed=self.params.seed * 7919 + seed)
