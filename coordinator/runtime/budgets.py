@@ -17,7 +17,7 @@ class Budgeting(ServiceCore):
     """Whether a task runs, and its budgets' remainders (per task and per agent)."""
 
     async def _ensure_running(self, task_id: str) -> TaskRuntime:
-        return self._running(task_id, await self.store.get_runtime(task_id))
+        return self._running(task_id, await self._runtime(task_id))
 
     @staticmethod
     def _running(task_id: str, runtime: TaskRuntime) -> TaskRuntime:

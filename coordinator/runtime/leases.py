@@ -20,7 +20,7 @@ class Leasing(AsyncWindow):
         spec = await self.spec(task_id)
         # The head's version, not the head: its state is read (and parsed) only when this process has not
         # loaded that version yet; one round trip with the runtime on a networked store.
-        runtime, version = await self.store.runtime_and_version(task_id)
+        runtime, version = await self._runtime_and_version(task_id)
         self._running(task_id, runtime)
         left = await self._check_budget(spec, runtime, agent.id)
         bandit = await self._bandit(spec)
