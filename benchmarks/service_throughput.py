@@ -28,6 +28,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -398,6 +399,14 @@ def main() -> None:
         help="another checkout (e.g. `git archive` of main): each coordinator case also runs against its "
         "`blockopt serve`, right before this tree's, and the ratios after/before are printed",
     )
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="with --before: run each case this many times per tree, alternating which tree goes first "
+        "(before/after, then after/before, ...), and print the median ratio: one pair of runs of the same "
+        "tree can differ by 15-30%% on this machine, and the first run of a pair had an edge",
+    )
     ap.add_argument("--json", type=Path, metavar="PATH", help="write the rows and ratios here")
     args = ap.parse_args()
     if args.profile:
@@ -433,7 +442,13 @@ def main() -> None:
     finally:
         stop(trivial)
     trees = [("before", args.before.resolve()), ("after", ROOT)] if args.before else [("", ROOT)]
-    for case, (tree, root) in [(c, t) for c in args.cases.split(",") for t in trees]:
+    runs = [
+        (c, t, k)
+        for c in args.cases.split(",")
+        for k in range(args.repeats if args.before else 1)
+        for t in (trees if k % 2 == 0 else trees[::-1])
+    ]
+    for case, (tree, root), k in runs:
         mode, policy, *rest = case.split("/")
         wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
         port = free_port()
@@ -449,13 +464,14 @@ def main() -> None:
                 args.seconds,
                 serve.pid,
                 wait,
-                profile=prof(case),
+                profile=prof(f"{case}-{tree}-{k + 1}" if tree else case),
                 chain=rest == ["next"],
             )
             status, view = Conn(port, ADMIN).call("GET", f"/v1/tasks/{task['id']}")
             row["rounds"] = view["round"]
             row["rel_gap"] = view["relative_gap"]
-            rows.append((f"coordinator {case}" + (f" [{tree}]" if tree else ""), row))
+            rep = f" #{k + 1}" if args.repeats > 1 and tree else ""
+            rows.append((f"coordinator {case}" + (f" [{tree}{rep}]" if tree else ""), row))
         finally:
             stop(serve)
     head = (
@@ -478,12 +494,20 @@ def main() -> None:
             f"server CPU per request = {r['server_us_per_request'] / base['server_us_per_request']:.2f}x trivial"
         )
     ratios: dict[str, float] = {}
+    per_run: dict[str, list[float]] = {}
+    table = dict(rows)
     for name, r in rows:
-        if name.endswith(" [after]"):
-            before = dict(rows)[name.replace(" [after]", " [before]")]
-            ratios[name[: -len(" [after]")]] = r["proposals_per_s"] / before["proposals_per_s"]
-    for case, ratio in ratios.items():
-        print(f"{case}: proposals/s after / before = {ratio:.2f}")
+        if " [after" in name:
+            case, _, tag = name.partition(" [after")
+            before = table[f"{case} [before{tag}"]
+            per_run.setdefault(case, []).append(r["proposals_per_s"] / before["proposals_per_s"])
+    for case, values in per_run.items():
+        ratios[case] = statistics.median(values)
+        each = ", ".join(f"{v:.2f}" for v in values)
+        print(
+            f"{case}: proposals/s after / before = {ratios[case]:.2f}"
+            + (f" (median of {each})" if len(values) > 1 else "")
+        )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
@@ -492,6 +516,7 @@ def main() -> None:
                     "args": {k: str(v) for k, v in vars(args).items()},
                     "rows": dict(rows),
                     "after_over_before": ratios,
+                    "after_over_before_per_repeat": per_run,
                 },
                 indent=1,
             )

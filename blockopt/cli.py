@@ -411,6 +411,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except InvalidRequest as exc:
         raise UsageError(exc.message) from None
     app = create_app(settings, store, CollectorRegistry())
+    from coordinator.runtime import heap
+
+    heap.settle()
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found: make that a no-op
     # so a clean shutdown exits 0.
     signal.signal(signal.SIGTERM, lambda signum, frame: None)

@@ -60,9 +60,13 @@ def _api_main(settings: ServiceSettings, sock: socket.socket, options: HttpOptio
     from coordinator.api.worker import api_app
 
     _setup_logging(options.log_level)
+    from coordinator.runtime import heap
+
     signal.signal(signal.SIGTERM, lambda signum, frame: None)  # uvicorn re-raises it after its shutdown
+    app = api_app(settings)
+    heap.settle()
     config = uvicorn.Config(
-        api_app(settings),
+        app,
         log_level=options.log_level,
         access_log=False,
         http=options.http,

@@ -259,6 +259,34 @@ class StoreContract:
         assert (await ready.get_runtime("t-1")).stalled == 2
 
     @pytest.mark.anyio
+    async def test_runtime_and_version_agree_with_the_full_reads(self, ready: Store) -> None:
+        async def agree() -> tuple[TaskRuntime, int]:
+            got = await ready.runtime_and_version("t-1")
+            assert got == (await ready.get_runtime("t-1"), (await ready.get_head("t-1")).version)
+            return got
+
+        assert await agree() == (TaskRuntime(), 0)
+        fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
+        assert fence is not None
+        await ready.commit(
+            "t-1",
+            Commit(
+                expected_version=0,
+                fence=fence,
+                runtime=TaskRuntime(round=1, stalled=0),
+                head=head(4),
+                round=RoundEntry(record=record(0, 4), closed_at=T0),
+            ),
+        )
+        runtime, version = await agree()
+        assert (runtime.round, version) == (1, 4)
+        await ready.finish("t-1", "stopped", "by test", T0 + 1)
+        runtime, version = await agree()
+        assert (runtime.status, version) == ("stopped", 4)
+        with pytest.raises(errors.NotFound):
+            await ready.runtime_and_version("nope")
+
+    @pytest.mark.anyio
     async def test_commit_after_finish_keeps_terminal_status(self, ready: Store) -> None:
         fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
         assert fence is not None

@@ -85,6 +85,32 @@ async def test_a_finished_task_is_evicted_after_the_retention(store: Store) -> N
 
 
 @pytest.mark.anyio
+async def test_other_processes_drop_an_evicted_task_from_their_caches(store: Store) -> None:
+    """Split mode: one engine evicts; another engine (at its tick) and an API process (at its next
+    request for the task, it never ticks) must not keep the task's spec and build."""
+    clock = Clock()
+    evictor, engine, api = _service(store, clock), _service(store, clock), _service(store, clock)
+    api.rounds_here = False
+    done, running = await _task(evictor), await _task(evictor)
+    for other in (engine, api):
+        await other.view(done)  # each process caches the task's spec and build
+        await other.view(running)
+    assert engine.cache_sizes()["specs"] == api.cache_sizes()["specs"] == 2
+    await evictor.stop(done)
+    clock.now += RETAIN
+    await evictor.tick()
+    assert await store.task_ids() == [running]
+    assert api.cache_sizes()["specs"] == 2  # nothing told the others yet
+    await engine.tick()
+    assert (engine.cache_sizes()["specs"], engine.cache_sizes()["built"]) == (1, 1)
+    with pytest.raises(errors.NotFound):
+        await api.view(done)
+    assert (api.cache_sizes()["specs"], api.cache_sizes()["built"]) == (1, 1)
+    await evictor.stop(running)
+    await store.delete_task(running)  # (leave the shared Redis clean)
+
+
+@pytest.mark.anyio
 async def test_without_retention_finished_tasks_are_kept(store: Store) -> None:
     clock = Clock()
     service = _service(store, clock, retain=None)

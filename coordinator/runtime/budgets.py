@@ -17,7 +17,11 @@ class Budgeting(ServiceCore):
     """Whether a task runs, and its budgets' remainders (per task and per agent)."""
 
     async def _ensure_running(self, task_id: str) -> TaskRuntime:
-        runtime = await self.store.get_runtime(task_id)
+        return self._running(task_id, await self._runtime(task_id))
+
+    @staticmethod
+    def _running(task_id: str, runtime: TaskRuntime) -> TaskRuntime:
+        """``runtime`` when the task runs; the error an agent gets when it has ended."""
         if runtime.status == "budget_exhausted":
             raise errors.BudgetExceeded(f"the task's budget is spent: {runtime.reason}", task_id=task_id)
         if runtime.status in TERMINAL:

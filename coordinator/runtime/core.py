@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from coordinator import errors
 from coordinator.engine import adaptive
 from coordinator.engine.records import Snapshot
 from coordinator.engine.rounds import EngineSettings, RoundEngine
@@ -25,7 +26,7 @@ from coordinator.runtime import auth
 from coordinator.runtime.metrics import ServiceMetrics
 from coordinator.settings import ServiceSettings
 from coordinator.status import TaskStatus
-from coordinator.store.base import AgentRecord, Head, Store, TaskSpec
+from coordinator.store.base import AgentRecord, Head, Store, TaskRuntime, TaskSpec
 from tasks.base import Task
 from tasks.registry import create_task
 
@@ -102,6 +103,23 @@ class ServiceCore:
         if spec is None:
             spec = self._specs[task_id] = await self.store.get_task(task_id)
         return spec
+
+    async def _runtime(self, task_id: str) -> TaskRuntime:
+        """The task's runtime. A task gone from the store (evicted by another process: an API process of
+        the split mode never evicts) leaves this process's caches too, or its spec and build would stay."""
+        try:
+            return await self.store.get_runtime(task_id)
+        except errors.NotFound:
+            self.forget(task_id)
+            raise
+
+    async def _runtime_and_version(self, task_id: str) -> tuple[TaskRuntime, int]:
+        """``_runtime`` and the head's version in one store call (what a lease reads)."""
+        try:
+            return await self.store.runtime_and_version(task_id)
+        except errors.NotFound:
+            self.forget(task_id)
+            raise
 
     def _lock(self, task_id: str) -> asyncio.Lock:
         return self._locks.setdefault(task_id, asyncio.Lock())

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 
+from coordinator.runtime import heap
 from coordinator.runtime.metrics import ServiceMetrics
 from coordinator.runtime.service import CoordinatorService
 from coordinator.settings import ServiceSettings
@@ -89,5 +90,6 @@ def engine_main(settings: ServiceSettings, index: int, host: str = "127.0.0.1") 
         import uvloop
 
         factory = uvloop.new_event_loop
+    heap.settle()
     with asyncio.Runner(loop_factory=factory) as runner:
         runner.run(main())

@@ -18,14 +18,16 @@ class Leasing(AsyncWindow):
 
     async def lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant:
         spec = await self.spec(task_id)
-        runtime = await self._ensure_running(task_id)
+        # The head's version, not the head: its state is read (and parsed) only when this process has not
+        # loaded that version yet; one round trip with the runtime on a networked store.
+        runtime, version = await self._runtime_and_version(task_id)
+        self._running(task_id, runtime)
         left = await self._check_budget(spec, runtime, agent.id)
-        head = await self.store.get_head(task_id)
         bandit = await self._bandit(spec)
         lease = await self.store.acquire_lease(
             task_id,
             agent.id,
-            head.version,
+            version,
             self.settings.lease_ttl,
             self.clock(),
             prefer=bandit.block_order(range(spec.n_blocks)) if bandit else None,
@@ -36,7 +38,9 @@ class Leasing(AsyncWindow):
                 retry_after=self.settings.retry_after,
                 agent_id=agent.id,
             )
-        built = await self._build(spec, head)
+        built = self._built.get(task_id)
+        if built is None or built.snapshot.version != version:
+            built = await self._build(spec, await self.store.get_head(task_id))
         if (
             lease.version != built.snapshot.version
         ):  # an older lease handed back: show it the head it is on now

@@ -39,13 +39,18 @@ class Proposing(Leasing):
             usage=body.usage,
             exact_minimizer=body.exact_minimizer,
         )
+        # Taken before the write, so no commit after it goes unseen. A new proposal of a rounds-mode task
+        # has no verdict before the next commit, and the task ran a moment ago: its long poll starts by
+        # waiting, not by reading the proposal and the runtime (two store round trips per proposal).
+        event = self.changed(task_id)
         queued, created = await self.store.enqueue_proposal(task_id, body.lease_id, proposal, self.clock())
         if created:  # (no wake-up here: waiters wait for verdicts, which only commits produce)
             if spec.mode == "async":
                 await self._run_async(task_id)
             else:
                 await self._maybe_close(task_id)
-        return await self.proposal(task_id, proposal.id, wait, agent, next_lease)
+        first = event if created and spec.mode == "rounds" else None
+        return await self.proposal(task_id, proposal.id, wait, agent, next_lease, first)
 
     async def queued(self, task_id: str) -> None:
         """A proposal was stored or a lease released, here or in another process: run what it makes due."""
@@ -71,8 +76,13 @@ class Proposing(Leasing):
         wait: float,
         agent: AgentRecord | None = None,
         next_lease: bool = False,
+        first: asyncio.Event | None = None,
     ) -> tuple[ProposalView, bool]:
+        """The proposal's view once it has a verdict or ``wait`` seconds passed. ``first``: the task's
+        change event taken before the proposal was stored; wait on it before the first read."""
         deadline = self.clock() + min(max(wait, 0.0), self.settings.max_wait)
+        if first is not None and deadline > self.clock():
+            await self._wait(first, deadline)
         while True:
             event = self.changed(task_id)
             queued, verdict = await self.store.get_proposal(task_id, proposal_id)
@@ -84,11 +94,7 @@ class Proposing(Leasing):
             runtime = await self.store.get_runtime(task_id)
             if runtime.status in TERMINAL:
                 break
-            with contextlib.suppress(
-                TimeoutError
-            ):  # asyncio.timeout: no extra task per waiter, unlike wait_for
-                async with asyncio.timeout(min(remaining, 1.0)):
-                    await event.wait()
+            await self._wait(event, deadline)
         p = queued.proposal
         view = ProposalView(
             id=p.id,
@@ -101,3 +107,9 @@ class Proposing(Leasing):
         if next_lease and verdict is not None and agent is not None:
             view = await self.with_next_lease(task_id, agent, view)
         return view, verdict is not None
+
+    async def _wait(self, event: asyncio.Event, deadline: float) -> None:
+        """Until ``event`` is set, the deadline, or a second at most (the caller then reads the store)."""
+        with contextlib.suppress(TimeoutError):  # asyncio.timeout: no extra task per waiter, unlike wait_for
+            async with asyncio.timeout(max(0.0, min(deadline - self.clock(), 1.0))):
+                await event.wait()

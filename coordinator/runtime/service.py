@@ -58,7 +58,11 @@ class CoordinatorService(TaskBook):
     async def tick(self) -> None:
         """Expire leases, enforce time budgets, close rounds that are due."""
         now = self.clock()
-        for task_id in await self.store.task_ids():
+        cached = set(self._specs)  # (before the listing: a task created meanwhile is not taken for gone)
+        ids = await self.store.task_ids()
+        for gone in cached - set(ids):  # evicted by another process: drop what this one kept of it
+            self.forget(gone)
+        for task_id in ids:
             spec = await self.spec(task_id)
             runtime = await self.store.get_runtime(spec.id)
             if runtime.status in TERMINAL:

@@ -92,7 +92,7 @@ class TaskBook(Proposing):
 
     async def view(self, task_id: str) -> TaskView:
         spec = await self.spec(task_id)
-        runtime = await self.store.get_runtime(task_id)
+        runtime = await self._runtime(task_id)
         head = await self.store.get_head(task_id)
         built = await self._build(spec, head)
         usage = await self.store.usage(task_id)

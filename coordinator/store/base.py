@@ -243,6 +243,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def get_head(self, task_id: str) -> Head: ...
 
+    async def runtime_and_version(self, task_id: str) -> tuple[TaskRuntime, int]:
+        """The runtime and the head's version, without the head's state: what a lease needs (a backend
+        over the network overrides it with one round trip)."""
+        return await self.get_runtime(task_id), (await self.get_head(task_id)).version
+
     # -- rounds -------------------------------------------------------------
     @abc.abstractmethod
     async def acquire_round_lock(self, task_id: str, owner: str, ttl: float, now: float) -> int | None:

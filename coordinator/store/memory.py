@@ -194,6 +194,11 @@ class MemoryStore(Store):
         with self._lock:
             return self._books(task_id).head.model_copy()
 
+    async def runtime_and_version(self, task_id: str) -> tuple[TaskRuntime, int]:
+        with self._lock:
+            books = self._books(task_id)
+            return books.runtime.model_copy(), books.head.version
+
     async def delete_task(self, task_id: str) -> bool:
         with self._lock:
             return self._tasks.pop(task_id, None) is not None

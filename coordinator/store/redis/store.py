@@ -209,6 +209,10 @@ class RedisStore(Store):
         body, end = await self.r.hmget(self.keys.task(task_id).runtime, ["body", "end"])
         if body is None:
             raise errors.NotFound(f"no task '{task_id}'", task_id=task_id)
+        return self._runtime_of(body, end)
+
+    @staticmethod
+    def _runtime_of(body: str | bytes, end: str | bytes | None) -> TaskRuntime:
         runtime = TaskRuntime.model_validate_json(body)
         if end is not None:  # a terminal status beats whatever a later commit wrote
             runtime = runtime.model_copy(update=json.loads(end))
@@ -239,6 +243,17 @@ class RedisStore(Store):
             task_id,
         )
         return bool(reply[1])
+
+    @_reachable
+    async def runtime_and_version(self, task_id: str) -> tuple[TaskRuntime, int]:
+        k = self.keys.task(task_id)
+        async with self.r.pipeline(transaction=False) as pipe:
+            pipe.hmget(k.runtime, ["body", "end"])
+            pipe.hget(k.head, "version")
+            (body, end), version = await pipe.execute()
+        if body is None or version is None:
+            raise errors.NotFound(f"no task '{task_id}'", task_id=task_id)
+        return self._runtime_of(body, end), int(version)
 
     @_reachable
     async def get_head(self, task_id: str) -> Head:
