@@ -60,9 +60,7 @@ BASE = "lease_order"
 INSTANCES = ("random-32-32-10:100", "random-32-32-10:200")
 
 
-def run_one(
-    arm: str, map_name: str, robots: int, seed: int, agents: int, limit: float
-) -> dict[str, Any]:
+def run_one(arm: str, map_name: str, robots: int, seed: int, agents: int, limit: float) -> dict[str, Any]:
     """One service run: its rounds (closing second, objective, what merged, what formed) and the weights."""
     admin = secrets.token_urlsafe(24)
     settings = ServiceSettings(admin_token=SecretStr(admin), store="memory")
@@ -155,9 +153,7 @@ def _q(xs: list[float]) -> tuple[float, float, float]:
     return q1, q2, q3
 
 
-def bootstrap_ratio(
-    mine: dict[int, float], base: dict[int, float], draws: int = 2000
-) -> tuple[float, float]:
+def bootstrap_ratio(mine: dict[int, float], base: dict[int, float], draws: int = 2000) -> tuple[float, float]:
     """5-95% interval of median(mine) / median(base), resampling seeds with replacement (paired)."""
     seeds = sorted(set(mine) & set(base))
     rng = random.Random(0)
@@ -182,8 +178,8 @@ def summarize(runs: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
         limit = base[0]["limit"]
         name = f"{inst[0]} k={inst[1]}"
         lines += [
-            f"\n{name}: target = lease order's median final objective {target:.0f} (SOC/LB {target / lb:.4f}); "
-            f"time to it, a miss counted as {limit:.0f} s",
+            f"\n{name}: target = lease order's median final objective {target:.0f} "
+            f"(SOC/LB {target / lb:.4f}); time to it, a miss counted as {limit:.0f} s",
             "| arm | seeds | reached | median s | IQR s | min-max s | median / lease order (90% CI) "
             "| median final SOC/LB (min-max) | median rounds | load1 |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -211,7 +207,8 @@ def summarize(runs: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
                 "final_soc_lb": socs,
             }
             lines.append(
-                f"| {arm} | {len(these)} | {rows[arm]['reached']}/{len(these)} | {med:.1f} | {q1:.1f}-{q3:.1f} "
+                f"| {arm} | {len(these)} | {rows[arm]['reached']}/{len(these)} | {med:.1f} "
+                f"| {q1:.1f}-{q3:.1f} "
                 f"| {xs[0]:.1f}-{xs[-1]:.1f} | {ratio:.2f} ({lo:.2f}-{hi:.2f}) "
                 f"| {statistics.median(socs):.4f} ({socs[0]:.4f}-{socs[-1]:.4f}) "
                 f"| {statistics.median(len(r['rounds']) for r in these):.0f} "
