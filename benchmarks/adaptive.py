@@ -53,9 +53,12 @@ ARMS: dict[str, dict[str, Any]] = {
     "alns": {"policy": "alns"},
     "ucb1-every": {"policy": "ucb1", "every_round": True},
     "alns-every": {"policy": "alns", "every_round": True},
+    "ucb1-hold": {"policy": "ucb1", "hold": True},
+    "alns-hold": {"policy": "alns", "hold": True},
 }
 """Selection settings per arm: ``-every`` forms new blocks after every round the coordinator may regroup,
-the others only after a round that merged nothing (the default)."""
+the others only after a round that merged nothing (the default); ``-hold``: an agent whose lease found
+nothing waits for the round to close, and the blocks that did not pay are formed anew (``hold``)."""
 BASE = "lease_order"
 INSTANCES = ("random-32-32-10:100", "random-32-32-10:200")
 
@@ -111,7 +114,7 @@ def run_one(arm: str, map_name: str, robots: int, seed: int, agents: int, limit:
         rounds.append(
             {
                 "closed": round(e.closed_at - spec.created_at, 3),
-                "opened": round(e.opened_at - spec.created_at, 3),
+                "opened": None if e.opened_at is None else round(e.opened_at - spec.created_at, 3),
                 "objective": rec.objective,
                 "proposals": rec.proposals,
                 "accepted": rec.accepted,

@@ -49,6 +49,12 @@ class SelectionSettings(BaseModel):
         description="form new blocks after every round the coordinator may regroup; false: only after a "
         "round that merged nothing (when lease order regroups), the blocks that paid staying in place",
     )
+    hold: bool = Field(
+        False,
+        description="an agent whose lease found nothing waits for the round to close (at most one round "
+        "deadline) instead of searching the same block again, and after a round that merged, the blocks that "
+        "did not pay are formed anew (the ones that paid stay)",
+    )
     generators: list[str] | None = Field(
         None,
         max_length=64,
@@ -304,20 +310,27 @@ def former_of(
     before: float,
     spent: Sequence[tuple[int, float, int]],
     formed: list[tuple[str, float]],
-) -> Callable[[Any, float], Any | None]:
+) -> Callable[[Any, float, frozenset[int]], Any | None]:
     """The engine's ``former`` for round ``index``: credit the round's outcome (objective ``before`` → after,
     cost ``spent``, on a copy: the stored record credits it for real) so the arm in force is judged on it
     too, choose a generator (recorded in ``formed``) and let the kind (``Task.form_blocks``) form the next
-    blocks with it. The seed depends on the task and the round only, so every replica draws the same arm."""
+    blocks with it. The seed depends on the task and the round only, so every replica draws the same arm.
+    Under ``hold``, after a round that merged, the blocks that merged (``paid``) are kept and the others
+    formed anew among themselves, by a generator other than the keep arm (when at least two are left)."""
     seed = zlib.crc32(task_id.encode()) + index
 
-    def form(state: Any, objective: float) -> Any | None:
-        if objective < before and not bandit.settings.every_round:
-            return None  # the blocks paid: they stay (and their generator keeps the credit)
+    def form(state: Any, objective: float, paid: frozenset[int] = frozenset()) -> Any | None:
+        s = bandit.settings
+        merged = objective < before
+        keep: frozenset[int] = frozenset()
+        if merged and not s.every_round:
+            if not s.hold or task.n_blocks - len(paid) < 2:
+                return None  # the blocks paid: they stay (and their generator keeps the credit)
+            keep = frozenset(paid)  # hold: the blocks that paid stay, the others are formed anew
         trial = copy.deepcopy(bandit)
         trial.credit(before - objective, row_of(spent, {}, None))
-        generator, size = trial.choose(seed, merged=objective < before)
+        generator, size = trial.choose(seed, merged=merged and not keep)
         formed.append((generator, size))
-        return task.form_blocks(state, generator, size, index)
+        return task.form_blocks(state, generator, size, index, keep=keep)
 
     return form
