@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tasks.registry import create_task
 from tasks.routing import RoutingTask
+from tasks.routing.lns import RoutingProposer
 from tasks.routing.neighbourhoods import NAMES, rebuild
 
 
@@ -128,3 +129,18 @@ def test_a_kind_that_regroups_offers_its_regrouping_by_default() -> None:
     kind = Regrouping(quad.params)
     assert kind.neighbourhoods() == ("partition", "regroup")
     assert kind.form_blocks(kind.initial_state(), "regroup", 0.5, 3) == ("regrouped", 3)
+
+
+def test_a_block_formed_anew_gets_the_base_budget_again(routing: RoutingTask) -> None:
+    """Misses lengthen the search on the same robots (up to 4x); other robots under the same block id are a
+    new search space. The failing input is the unchanged block: its budget stays long."""
+    proposer = routing.make_proposer(routing.ProposerParams(time_budget=0.5), seed=1)
+    assert isinstance(proposer, RoutingProposer)
+
+    def contract(robots: list[int]) -> dict[str, Any]:
+        return {"block": 0, "data": {"robots": [{"id": r} for r in robots]}}
+
+    assert proposer._budget(contract([1, 2, 3]), 0) == 0.5
+    proposer._misses[0] = 2
+    assert proposer._budget(contract([1, 2, 3]), 0) == 2.0  # same robots: the misses count
+    assert proposer._budget(contract([1, 2, 4]), 0) == 0.5  # formed anew: from the base budget
