@@ -1,7 +1,8 @@
 """Ablation of adaptive block selection: today's lease order vs UCB1 vs ALNS, through the real service path.
 
 Each run is what ``blockopt run routing --agents 3 --time-limit 30 --selection POLICY`` does: an embedded
-coordinator on a loopback port and agent worker processes over HTTP, the memory store.
+coordinator on a loopback port and agent worker processes over HTTP, the memory store, with the stall stop
+off (rounds differ in length between arms, so "N rounds without a merge" would end some arms early).
 
 The figure (``--summarize``): per instance, one fixed target, the median final objective of lease order over
 its seeds (SOC once collision-free), and per run the time from task creation to the first round at or
@@ -91,6 +92,7 @@ def run_one(arm: str, map_name: str, robots: int, seed: int, agents: int, limit:
                 "kind": "routing",
                 "params": params,
                 "budgets": {"seconds": limit, "rounds": 100_000},
+                "stop": {"stall_rounds": 100_000},  # every arm runs to the limit: a stall stop ends the race
                 "selection": ARMS[arm],
             },
         )
