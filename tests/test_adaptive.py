@@ -151,6 +151,12 @@ def test_replay_is_incremental_and_matches_a_full_replay() -> None:
     )
 
 
+def test_hold_is_refused_without_a_learning_policy() -> None:
+    assert SelectionSettings(policy="alns", hold=True).hold
+    with pytest.raises(ValidationError, match="hold needs a learning policy"):
+        SelectionSettings(policy="lease_order", hold=True)
+
+
 def test_settings_refuse_bad_bounds() -> None:
     with pytest.raises(ValidationError, match="min_size"):
         SelectionSettings(size=0.05, min_size=0.1)

@@ -17,6 +17,12 @@ same weights from the store, and rebuilt the same way after a restart. Three pol
 
 Sizes adapt per generator like CP-SAT's LNS difficulty: a round that gained makes the generator's next
 neighbourhood larger, one that did not makes it smaller, within ``[min_size, max_size]``.
+
+When blocks are formed: after a round that merged nothing (as lease order regroups); after every round
+(``every_round``); or, with ``hold``, after every round whose blocks all answered, forming anew only the
+blocks that did not pay (the leasing side holds an agent whose lease found nothing until the round closes,
+so the round closes as soon as every block has answered instead of waiting for a second search on a block
+that just paid nothing).
 """
 
 from __future__ import annotations
@@ -76,6 +82,8 @@ class SelectionSettings(BaseModel):
             raise ValueError(
                 f"need min_size <= size <= max_size, got {self.min_size}, {self.size}, {self.max_size}"
             )
+        if self.hold and self.policy == "lease_order":
+            raise ValueError("hold needs a learning policy (ucb1 or alns): lease order forms no blocks")
         return self
 
     @property
