@@ -1,27 +1,32 @@
 """Ablation of adaptive block selection: today's lease order vs UCB1 vs ALNS, through the real service path.
 
 Each run is what ``blockopt run routing --agents 3 --time-limit 30 --selection POLICY`` does: an embedded
-coordinator on a loopback port and agent worker processes over HTTP, the memory store. The figure is the
-time each policy needs to reach the final objective of lease order on the same instance and seed (SOC once
-collision-free), read from the round records' closing times. Policies are interleaved per seed, and their
-order rotates from seed to seed, so the load of a shared machine hits them alike.
+coordinator on a loopback port and agent worker processes over HTTP, the memory store, with the stall stop
+off (rounds differ in length between arms, so "N rounds without a merge" would end some arms early).
 
-    .venv/bin/python benchmarks/adaptive.py                                   # k=100 and 200, 5 seeds, 30 s
-    .venv/bin/python benchmarks/adaptive.py --robots 100 --seeds 2 --limit 10  # a quick look
-    .venv/bin/python benchmarks/adaptive.py --kind quadratic --robots 64 --agents 4 \
-        --policies lease_order ucb1 alns --limit 20 --out benchmarks/results/adaptive_quadratic.json
-                                                       # quadratic: "robots" = blocks; block preference only
+The figure (``--summarize``): per instance, one fixed target, the median final objective of lease order over
+its seeds (SOC once collision-free), and per run the time from task creation to the first round at or
+below it, read from the round records' closing times; a run that never gets there counts as the time limit
+(a miss, counted). Per arm: median, quartiles, min-max, misses, and the ratio of medians to lease order's
+with a bootstrap interval over seeds. ``lease_order-again`` is lease order a second time, the A/A control:
+what noise alone gives. Arms are interleaved per seed (their order rotating), so the drift of a shared
+machine hits them alike.
 
-Raw rows (trajectories included) go to benchmarks/results/adaptive.json (``--out``).
+    .venv/bin/python benchmarks/adaptive.py --seeds 0 1 --dir benchmarks/results/adaptive2   # runs
+    .venv/bin/python benchmarks/adaptive.py --summarize --dir benchmarks/results/adaptive2   # the table
+
+One raw JSON file per run goes to ``--dir`` (its rounds included); runs already there are skipped, so a
+long measurement splits into chunks of seeds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import json
-import math
 import os
+import random
 import secrets
 import statistics
 import sys
@@ -42,35 +47,39 @@ from coordinator.api.main import create_app  # noqa: E402
 from coordinator.settings import ServiceSettings  # noqa: E402
 from coordinator.store.memory import MemoryStore  # noqa: E402
 
-POLICIES = ("lease_order", "ucb1", "alns", "ucb1-every", "alns-every", "lease_order-again")
-"""Arms of the ablation: ``-every`` forms new blocks after every round (``every_round``), the others only
-after a round that merged nothing (the default). ``lease_order-again`` is lease order run a second time: the
-A/A control, showing what noise and the metric's own bias give (lease order's time is to its *own* final
-value, its last improvement; a challenger as good, not better, crosses that value earlier half the time)."""
-MAP, SCEN = "random-32-32-10", "random-32-32-10-random-1"
+ARMS: dict[str, dict[str, Any]] = {
+    "lease_order": {"policy": "lease_order"},
+    "lease_order-again": {"policy": "lease_order"},
+    "ucb1": {"policy": "ucb1"},
+    "alns": {"policy": "alns"},
+    "ucb1-every": {"policy": "ucb1", "every_round": True},
+    "alns-every": {"policy": "alns", "every_round": True},
+    "ucb1-hold": {"policy": "ucb1", "hold": True},
+    "alns-hold": {"policy": "alns", "hold": True},
+}
+"""Selection settings per arm: ``-every`` forms new blocks after every round the coordinator may regroup,
+the others only after a round that merged nothing (the default); ``-hold``: an agent whose lease found
+nothing waits for the round to close, and the blocks that did not pay are formed anew (``hold``)."""
+BASE = "lease_order"
+INSTANCES = ("random-32-32-10:100", "random-32-32-10:200")
 
 
-def params_of(kind: str, size: int, agents: int, seed: int) -> dict[str, Any]:
-    if kind == "quadratic":  # many more blocks than agents, sparse coupling: which block to lease matters
-        return {"blocks": size, "dim": 4, "coupling": 0.5, "neighbours": 4, "seed": seed}
-    return {"map": MAP, "scen": SCEN, "robots": size, "blocks": agents, "seed": seed, "exact_limit": 0}
-
-
-def run_one(
-    label: str,
-    robots: int,
-    seed: int,
-    agents: int,
-    limit: float,
-    generators: list[str] | None = None,
-    kind: str = "routing",
-) -> dict[str, Any]:
-    """One service run; its rounds' (seconds since creation, objective) and the learned weights."""
+def run_one(arm: str, map_name: str, robots: int, seed: int, agents: int, limit: float) -> dict[str, Any]:
+    """One service run: its rounds (closing second, objective, what merged, what formed) and the weights."""
     admin = secrets.token_urlsafe(24)
     settings = ServiceSettings(admin_token=SecretStr(admin), store="memory")
     store = MemoryStore()
     app = create_app(settings, store, CollectorRegistry())
-    params = params_of(kind, robots, agents, seed)
+    params = {
+        "map": map_name,
+        "scen": f"{map_name}-random-1",
+        "robots": robots,
+        "blocks": agents,
+        "seed": seed,
+        "exact_limit": 0,
+    }
+    started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    load = os.getloadavg()[0]
     with (
         EmbeddedServer(app) as server,
         httpx.Client(
@@ -80,14 +89,11 @@ def run_one(
         r = client.post(
             "/v1/tasks",
             json={
-                "kind": kind,
+                "kind": "routing",
                 "params": params,
                 "budgets": {"seconds": limit, "rounds": 100_000},
-                "selection": {
-                    "policy": label.split("-")[0],
-                    "every_round": label.endswith("-every"),
-                    "generators": generators,
-                },
+                "stop": {"stall_rounds": 100_000},  # every arm runs to the limit: a stall stop ends the race
+                "selection": ARMS[arm],
             },
         )
         r.raise_for_status()
@@ -101,113 +107,156 @@ def run_one(
         finally:
             terminate(children)
         report = client.get(f"/v1/tasks/{tid}/report").json()
-        solution = client.get(f"/v1/tasks/{tid}/solution").json()
+        solution = client.get(f"/v1/tasks/{tid}/solution").json()["solution"]
         spec = asyncio.run(store.get_task(tid))
         entries = asyncio.run(store.rounds(tid))
-    trajectory = [(round(e.closed_at - spec.created_at, 3), e.record.objective) for e in entries]
-    sol = solution["solution"] if kind == "routing" else {}
+    rounds = []
+    for e in entries:
+        rec, sel = e.record, e.record.selection
+        rounds.append(
+            {
+                "closed": round(e.closed_at - spec.created_at, 3),
+                "opened": None if e.opened_at is None else round(e.opened_at - spec.created_at, 3),
+                "objective": rec.objective,
+                "proposals": rec.proposals,
+                "accepted": rec.accepted,
+                "engine_s": round(rec.engine_seconds, 4),
+                "regrouped": rec.regrouped,
+                "formed": None if sel is None else sel.formed,
+                "size": None if sel is None else sel.size,
+                "agent_s": None if sel is None else round(sel.seconds, 3),
+            }
+        )
     return {
-        "policy": label,
+        "arm": arm,
+        "map": map_name,
         "robots": robots,
         "seed": seed,
+        "agents": agents,
+        "limit": limit,
+        "started_utc": started,
+        "load1": load,
         "status": view["status"],
-        "rounds": len(entries),
         "objective": view["objective"],
         "feasible": view["feasible"],
-        "kind": kind,
-        "soc": sol["sum_of_costs"] if kind == "routing" else None,
-        "lower_bound": sol["lower_bound"] if kind == "routing" else None,
-        "regroups": sum(1 for e in entries if e.record.regrouped),
-        "trajectory": trajectory,
+        "soc": solution["sum_of_costs"],
+        "lower_bound": solution["lower_bound"],
+        "rounds": rounds,
         "selection": report.get("selection"),
     }
 
 
-def time_to(trajectory: list[tuple[float, float]], target: float) -> float | None:
-    return next((t for t, obj in trajectory if obj <= target + 1e-9), None)
+def time_to(run: dict[str, Any], target: float) -> float | None:
+    return next((r["closed"] for r in run["rounds"] if r["objective"] <= target + 1e-9), None)
 
 
-def rounds_to(trajectory: list[tuple[float, float]], target: float) -> int | None:
-    """Rounds to the target: less sensitive than seconds to how loaded the machine was during the run."""
-    return next((i + 1 for i, (_, obj) in enumerate(trajectory) if obj <= target + 1e-9), None)
+def _q(xs: list[float]) -> tuple[float, float, float]:
+    """Quartiles (exclusive method; with fewer than 2 values, the value three times)."""
+    if len(xs) < 2:
+        return (xs[0], xs[0], xs[0])
+    q1, q2, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    return q1, q2, q3
 
 
-def _med(xs: list[float], fmt: str = ".1f") -> str:
-    return format(statistics.median(xs), fmt) if xs else "-"
+def bootstrap_ratio(mine: dict[int, float], base: dict[int, float], draws: int = 2000) -> tuple[float, float]:
+    """5-95% interval of median(mine) / median(base), resampling seeds with replacement (paired)."""
+    seeds = sorted(set(mine) & set(base))
+    rng = random.Random(0)
+    out = []
+    for _ in range(draws):
+        pick = [rng.choice(seeds) for _ in seeds]
+        out.append(statistics.median(mine[s] for s in pick) / statistics.median(base[s] for s in pick))
+    out.sort()
+    return out[int(0.05 * draws)], out[int(0.95 * draws) - 1]
 
 
-def summarize(rows: list[dict[str, Any]], robots: int) -> list[str]:
-    by = {(r["policy"], r["seed"]): r for r in rows if r["robots"] == robots}
-    seeds = sorted({s for _, s in by})
-    lines = [
-        f"\n{rows[0].get('kind', 'routing')} size {robots}: time to reach lease order's final objective "
-        f"(same seed), {len(seeds)} seeds",
-        "| policy | reached | median s | min-max s | median ratio (reached) | median ratio (never = inf) "
-        "| ratio per seed "
-        "| median rounds to it | median SOC/LB | median rounds |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
-    ]
-    for policy in sorted({p for p, _ in by}, key=POLICIES.index):
-        times: list[float | None] = []
-        ratios: list[float | None] = []
-        rounds: list[float] = []
-        for s in seeds:
-            base, mine = by.get(("lease_order", s)), by.get((policy, s))
-            if base is None or mine is None:
-                continue
-            target = base["objective"]
-            t_base, t = time_to(base["trajectory"], target), time_to(mine["trajectory"], target)
-            times.append(t)
-            if (n := rounds_to(mine["trajectory"], target)) is not None:
-                rounds.append(float(n))
-            ratios.append(None if (t is None or not t_base) else t / t_base)
-        got = [t for t in times if t is not None]
-        rat = [x for x in ratios if x is not None]
-        runs = [by[(policy, s)] for s in seeds if (policy, s) in by]
-        soc = [r["soc"] / r["lower_bound"] for r in runs if r["feasible"] and r["soc"] is not None]
-        spread = f"{min(got):.1f}-{max(got):.1f}" if got else "-"
-        every = [math.inf if x is None else x for x in ratios]
-        per_seed = ", ".join("never" if x is None else f"{x:.2f}" for x in ratios)
-        lines.append(
-            f"| {policy} | {len(got)}/{len(times)} | {_med(got)} | {spread} | {_med(rat, '.2f')} "
-            f"| {_med(every, '.2f')} "
-            f"| {per_seed} | {_med(rounds, '.0f')} "
-            f"| {_med(soc, '.4f')} | {_med([float(r['rounds']) for r in runs], '.0f')} |"
-        )
-    return lines
+def summarize(runs: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+    lines: list[str] = []
+    table: dict[str, Any] = {}
+    for inst in sorted({(r["map"], r["robots"]) for r in runs}):
+        mine = [r for r in runs if (r["map"], r["robots"]) == inst]
+        base = [r for r in mine if r["arm"] == BASE]
+        if not base:
+            continue
+        target = statistics.median(r["objective"] for r in base)
+        lb = base[0]["lower_bound"]
+        limit = base[0]["limit"]
+        name = f"{inst[0]} k={inst[1]}"
+        lines += [
+            f"\n{name}: target = lease order's median final objective {target:.0f} "
+            f"(SOC/LB {target / lb:.4f}); time to it, a miss counted as {limit:.0f} s",
+            "| arm | seeds | reached | median s | IQR s | min-max s | median / lease order (90% CI) "
+            "| median final SOC/LB (min-max) | median rounds | load1 |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        base_t = {r["seed"]: time_to(r, target) or limit for r in base}
+        rows = {}
+        for arm in [a for a in ARMS if any(r["arm"] == a for r in mine)]:
+            these = sorted((r for r in mine if r["arm"] == arm), key=lambda r: r["seed"])
+            t = {r["seed"]: time_to(r, target) for r in these}
+            capped = {s: (v if v is not None else limit) for s, v in t.items()}
+            xs = sorted(capped.values())
+            q1, med, q3 = _q(xs)
+            lo, hi = bootstrap_ratio(capped, base_t)
+            ratio = med / statistics.median(base_t.values())
+            socs = sorted(r["objective"] / r["lower_bound"] for r in these)
+            rows[arm] = {
+                "target": target,
+                "times": {str(s): v for s, v in t.items()},
+                "median": med,
+                "q1": q1,
+                "q3": q3,
+                "reached": sum(v is not None for v in t.values()),
+                "ratio": ratio,
+                "ratio_ci90": [lo, hi],
+                "final_soc_lb": socs,
+            }
+            lines.append(
+                f"| {arm} | {len(these)} | {rows[arm]['reached']}/{len(these)} | {med:.1f} "
+                f"| {q1:.1f}-{q3:.1f} "
+                f"| {xs[0]:.1f}-{xs[-1]:.1f} | {ratio:.2f} ({lo:.2f}-{hi:.2f}) "
+                f"| {statistics.median(socs):.4f} ({socs[0]:.4f}-{socs[-1]:.4f}) "
+                f"| {statistics.median(len(r['rounds']) for r in these):.0f} "
+                f"| {statistics.median(r['load1'] for r in these):.1f} |"
+            )
+        table[name] = rows
+    return lines, table
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kind", choices=["routing", "quadratic"], default="routing")
-    ap.add_argument("--robots", type=int, nargs="+", default=[100, 200], help="robots (quadratic: blocks)")
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--instances", nargs="+", default=list(INSTANCES), help="MAP:ROBOTS (scenario random-1)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=list(range(8)))
     ap.add_argument("--agents", type=int, default=3)
     ap.add_argument("--limit", type=float, default=30.0)
-    ap.add_argument("--generators", nargs="+", default=None, help="a subset of routing's generators")
-    ap.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "adaptive.json")
+    ap.add_argument("--arms", nargs="+", default=["lease_order", "lease_order-again", "ucb1", "alns"],
+                    choices=list(ARMS))  # fmt: skip
+    ap.add_argument("--dir", type=Path, default=Path(__file__).parent / "results" / "adaptive")
+    ap.add_argument("--summarize", action="store_true", help="print the table of the runs in --dir")
     args = ap.parse_args()
-    rows: list[dict[str, Any]] = []
-    for seed in range(args.seeds):
-        for robots in args.robots:
-            policies = args.policies
-            shift = seed % len(policies)  # rotate the order so no policy always runs first after a pause
-            for policy in policies[shift:] + policies[:shift]:
-                row = run_one(policy, robots, seed, args.agents, args.limit, args.generators, args.kind)
-                rows.append(row)
-                print(
-                    f"  k={robots} seed {seed} {policy:<11s} {row['status']:<16s} "
-                    f"objective {row['objective']:.0f} feasible {row['feasible']} rounds {row['rounds']} "
-                    f"regroups {row['regroups']}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps({"args": {**vars(args), "out": str(args.out)}, "runs": rows}))
-    for robots in args.robots:
-        for line in summarize(rows, robots):
-            print(line)
+    args.dir.mkdir(parents=True, exist_ok=True)
+    if not args.summarize:
+        for seed in args.seeds:
+            for inst in args.instances:
+                map_name, robots = inst.rsplit(":", 1)
+                shift = seed % len(args.arms)  # rotate: no arm always runs first after a pause
+                for arm in args.arms[shift:] + args.arms[:shift]:
+                    path = args.dir / f"{map_name}-k{robots}-s{seed}-{arm}.json"
+                    if path.exists():
+                        continue
+                    row = run_one(arm, map_name, int(robots), seed, args.agents, args.limit)
+                    path.write_text(json.dumps(row))
+                    print(
+                        f"  {map_name} k={robots} seed {seed} {arm:<18s} {row['status']:<12s} "
+                        f"SOC/LB {row['objective'] / row['lower_bound']:.4f} rounds {len(row['rounds'])} "
+                        f"load {row['load1']:.1f}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    runs = [json.loads(p.read_text()) for p in sorted(args.dir.glob("*.json")) if p.name != "summary.json"]
+    lines, table = summarize(runs)
+    (args.dir / "summary.json").write_text(json.dumps(table, indent=1))
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -195,6 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
             "(lease_order: no learning)",
         )
         kp.add_argument(
+            "--hold",
+            action="store_true",
+            help="with --selection ucb1|alns: an agent whose lease found nothing waits for the round to "
+            "close, and the blocks that did not pay are formed anew after every round",
+        )
+        kp.add_argument(
             "--stop-gain-per-1k-tokens",
             type=float,
             default=None,
@@ -329,8 +335,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
 
 def _check_inproc_options(args: argparse.Namespace) -> None:
     """Options that need the service path."""
-    if args.selection != "lease_order":
-        raise UsageError("--selection needs the service path (drop --inproc)")
+    if args.selection != "lease_order" or args.hold:
+        raise UsageError("--selection and --hold need the service path (drop --inproc)")
     if args.ui:
         raise UsageError("--ui needs the service path (drop --inproc)")
     if args.proposer != "heuristic":

@@ -252,7 +252,10 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
                 "budgets": budgets,
                 "proposer": {"name": getattr(args, "proposer", "heuristic"), "knobs": knobs.model_dump()},
                 "window": args.window,
-                "selection": {"policy": getattr(args, "selection", "lease_order")},
+                "selection": {
+                    "policy": getattr(args, "selection", "lease_order"),
+                    "hold": getattr(args, "hold", False),
+                },
                 **({"stop_when": sw.model_dump()} if (sw := stop_when_of(args)) is not None else {}),
             },
         )

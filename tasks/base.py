@@ -249,14 +249,17 @@ class Task(abc.ABC, Generic[State, P]):
         """
         return ("partition",) if type(self).regroup is Task.regroup else ("partition", "regroup")
 
-    def form_blocks(self, state: State, generator: str, size: float, attempt: int) -> State | None:
+    def form_blocks(
+        self, state: State, generator: str, size: float, attempt: int, keep: frozenset[int] = frozenset()
+    ) -> State | None:
         """``state`` with its blocks formed by ``generator`` (one of ``neighbourhoods()``), or None to keep them.
 
         ``size`` in (0, 1] is the target neighbourhood size as a fraction of a block: how much of each block
         the generator picks (the coordinator adapts it; a kind may ignore it). Same rules as ``regroup``: the
-        objective does not change and every block keeps its size. ``attempt`` varies the answer.
+        objective does not change and every block keeps its size. ``attempt`` varies the answer. The blocks
+        in ``keep`` must stay as they are: a kind that cannot form only the others returns None.
         """
-        if generator == "partition":
+        if generator == "partition" or keep:
             return None
         if generator == "regroup":
             return self.regroup(state, attempt)

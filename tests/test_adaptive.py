@@ -151,6 +151,12 @@ def test_replay_is_incremental_and_matches_a_full_replay() -> None:
     )
 
 
+def test_hold_is_refused_without_a_learning_policy() -> None:
+    assert SelectionSettings(policy="alns", hold=True).hold
+    with pytest.raises(ValidationError, match="hold needs a learning policy"):
+        SelectionSettings(policy="lease_order", hold=True)
+
+
 def test_settings_refuse_bad_bounds() -> None:
     with pytest.raises(ValidationError, match="min_size"):
         SelectionSettings(size=0.05, min_size=0.1)
@@ -217,7 +223,9 @@ def test_former_judges_the_arm_in_force_on_this_round_before_choosing() -> None:
     calls: list[tuple[str, float, int]] = []
 
     class Kind:
-        def form_blocks(self, state: object, generator: str, size: float, attempt: int) -> str:
+        def form_blocks(
+            self, state: object, generator: str, size: float, attempt: int, keep: frozenset[int]
+        ) -> str:
             calls.append((generator, size, attempt))
             return "regrouped"
 
@@ -234,7 +242,11 @@ def test_former_keeps_blocks_that_paid_unless_told_to_regroup_every_round() -> N
     from coordinator.engine.adaptive import former_of
 
     class Kind:
-        def form_blocks(self, state: object, generator: str, size: float, attempt: int) -> str:
+        n_blocks = 3
+
+        def form_blocks(
+            self, state: object, generator: str, size: float, attempt: int, keep: frozenset[int]
+        ) -> str:
             return generator
 
     formed: list[tuple[str, float]] = []
@@ -243,3 +255,46 @@ def test_former_keeps_blocks_that_paid_unless_told_to_regroup_every_round() -> N
     assert stall_only("s", 100.0) == "interaction"  # nothing merged: regroup, never keep
     every = Bandit(list(ARMS), SelectionSettings(policy="ucb1", every_round=True))
     assert former_of(Kind(), every, "t-1", 3, 100.0, [], [])("s", 90.0) == "interaction"
+
+
+def test_hold_forms_the_blocks_that_did_not_pay_and_keeps_the_others() -> None:
+    from coordinator.engine.adaptive import former_of
+
+    seen: list[tuple[str, frozenset[int]]] = []
+
+    class Kind:
+        n_blocks = 3
+
+        def form_blocks(
+            self, state: object, generator: str, size: float, attempt: int, keep: frozenset[int]
+        ) -> str:
+            seen.append((generator, keep))
+            return "formed"
+
+    b = Bandit(list(ARMS), SelectionSettings(policy="ucb1", hold=True))
+    b.gens["interaction"].pulls = 1  # so the untried-first rule does not decide alone
+    formed: list[tuple[str, float]] = []
+    form = former_of(Kind(), b, "t-1", 4, 100.0, [(0, 1.0, 0)], formed)
+    assert form("s", 90.0, frozenset({0})) == "formed"
+    assert seen == [("random", frozenset({0}))]  # never the keep arm: the paid block stays anyway
+    assert formed == [("random", 0.5)]
+
+
+def test_hold_leaves_the_blocks_when_fewer_than_two_did_not_pay() -> None:
+    """The failing input of the rule above: one unpaid block has nothing to trade robots with."""
+    from coordinator.engine.adaptive import former_of
+
+    class Kind:
+        n_blocks = 3
+
+        def form_blocks(
+            self, state: object, generator: str, size: float, attempt: int, keep: frozenset[int]
+        ) -> str:
+            raise AssertionError("must not be asked")
+
+    b = Bandit(list(ARMS), SelectionSettings(policy="alns", hold=True))
+    formed: list[tuple[str, float]] = []
+    assert former_of(Kind(), b, "t-1", 4, 100.0, [], formed)("s", 90.0, frozenset({0, 2})) is None
+    assert formed == []
+    without = Bandit(list(ARMS), SelectionSettings(policy="alns"))  # no hold: a round that paid keeps all
+    assert former_of(Kind(), without, "t-1", 4, 100.0, [], formed)("s", 90.0, frozenset({0})) is None

@@ -101,3 +101,38 @@ def test_bad_selection_is_refused(coordinator: Coordinator) -> None:
     )
     err = error_of(r, 400, "invalid_request")
     assert "'nope'" in err["message"] and "intersection" in err["message"], err
+
+
+def _abandon(agent: Any, tid: str, grant: dict[str, Any]) -> None:
+    body = {"block": grant["block"], "base_version": grant["version"], "outcome": "declined"}
+    r = agent.post(f"/v1/tasks/{tid}/leases/{grant['lease_id']}/abandon", json=body)
+    assert r.status_code == 200, r.text
+
+
+def test_hold_makes_an_agent_that_found_nothing_wait_for_the_round(coordinator: Coordinator) -> None:
+    task = coordinator.create_task(
+        kind="routing", params=PARAMS, stop={"stall_rounds": 50}, selection={"policy": "alns", "hold": True}
+    )
+    tid = task["id"]
+    a, b = (coordinator.join(task, name=n)[0] for n in ("a", "b"))
+    first = lease(a, tid)
+    held = lease(b, tid)
+    _abandon(a, tid, first)
+    err = error_of(a.post(f"/v1/tasks/{tid}/leases"), 429, "no_block_available")
+    assert "found nothing" in err["message"]  # b still searches: the round is open
+    _abandon(b, tid, held)  # every leased block answered: the round closes, new blocks are formed
+    coordinator.wait_for(tid, lambda v: v["round"] >= 1, timeout=30)
+    assert lease(a, tid)["version"] >= 1
+
+
+def test_without_hold_an_agent_that_found_nothing_leases_again_at_once(coordinator: Coordinator) -> None:
+    """The failing input of the rule above: the same steps without ``hold`` are never refused."""
+    task = coordinator.create_task(
+        kind="routing", params=PARAMS, stop={"stall_rounds": 50}, selection={"policy": "alns"}
+    )
+    tid = task["id"]
+    a, b = (coordinator.join(task, name=n)[0] for n in ("a", "b"))
+    first = lease(a, tid)
+    lease(b, tid)
+    _abandon(a, tid, first)
+    assert lease(a, tid)["block"] == first["block"]

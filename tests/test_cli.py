@@ -101,7 +101,8 @@ def test_run_quadratic_converges_and_writes_report_and_plot(tmp_path: Path) -> N
         (["--agents", "0"], "--agents"),
         (["--merge", "sometimes"], "--merge"),
         (["--noise", "-1"], "noise"),
-        (["--selection", "ucb1"], "--selection needs the service path"),
+        (["--selection", "ucb1"], "--selection and --hold need the service path"),
+        (["--hold"], "--selection and --hold need the service path"),
         (["--selection", "greedy"], "--selection"),
     ],
 )

@@ -17,6 +17,12 @@ same weights from the store, and rebuilt the same way after a restart. Three pol
 
 Sizes adapt per generator like CP-SAT's LNS difficulty: a round that gained makes the generator's next
 neighbourhood larger, one that did not makes it smaller, within ``[min_size, max_size]``.
+
+When blocks are formed: after a round that merged nothing (as lease order regroups); after every round
+(``every_round``); or, with ``hold``, after every round whose blocks all answered, forming anew only the
+blocks that did not pay (the leasing side holds an agent whose lease found nothing until the round closes,
+so the round closes as soon as every block has answered instead of waiting for a second search on a block
+that just paid nothing).
 """
 
 from __future__ import annotations
@@ -49,6 +55,12 @@ class SelectionSettings(BaseModel):
         description="form new blocks after every round the coordinator may regroup; false: only after a "
         "round that merged nothing (when lease order regroups), the blocks that paid staying in place",
     )
+    hold: bool = Field(
+        False,
+        description="an agent whose lease found nothing waits for the round to close (at most one round "
+        "deadline) instead of searching the same block again, and after a round that merged, the blocks that "
+        "did not pay are formed anew (the ones that paid stay)",
+    )
     generators: list[str] | None = Field(
         None,
         max_length=64,
@@ -70,6 +82,8 @@ class SelectionSettings(BaseModel):
             raise ValueError(
                 f"need min_size <= size <= max_size, got {self.min_size}, {self.size}, {self.max_size}"
             )
+        if self.hold and self.policy == "lease_order":
+            raise ValueError("hold needs a learning policy (ucb1 or alns): lease order forms no blocks")
         return self
 
     @property
@@ -304,20 +318,27 @@ def former_of(
     before: float,
     spent: Sequence[tuple[int, float, int]],
     formed: list[tuple[str, float]],
-) -> Callable[[Any, float], Any | None]:
+) -> Callable[[Any, float, frozenset[int]], Any | None]:
     """The engine's ``former`` for round ``index``: credit the round's outcome (objective ``before`` → after,
     cost ``spent``, on a copy: the stored record credits it for real) so the arm in force is judged on it
     too, choose a generator (recorded in ``formed``) and let the kind (``Task.form_blocks``) form the next
-    blocks with it. The seed depends on the task and the round only, so every replica draws the same arm."""
+    blocks with it. The seed depends on the task and the round only, so every replica draws the same arm.
+    Under ``hold``, after a round that merged, the blocks that merged (``paid``) are kept and the others
+    formed anew among themselves, by a generator other than the keep arm (when at least two are left)."""
     seed = zlib.crc32(task_id.encode()) + index
 
-    def form(state: Any, objective: float) -> Any | None:
-        if objective < before and not bandit.settings.every_round:
-            return None  # the blocks paid: they stay (and their generator keeps the credit)
+    def form(state: Any, objective: float, paid: frozenset[int] = frozenset()) -> Any | None:
+        s = bandit.settings
+        merged = objective < before
+        keep: frozenset[int] = frozenset()
+        if merged and not s.every_round:
+            if not s.hold or task.n_blocks - len(paid) < 2:
+                return None  # the blocks paid: they stay (and their generator keeps the credit)
+            keep = frozenset(paid)  # hold: the blocks that paid stay, the others are formed anew
         trial = copy.deepcopy(bandit)
         trial.credit(before - objective, row_of(spent, {}, None))
-        generator, size = trial.choose(seed, merged=objective < before)
+        generator, size = trial.choose(seed, merged=merged and not keep)
         formed.append((generator, size))
-        return task.form_blocks(state, generator, size, index)
+        return task.form_blocks(state, generator, size, index, keep=keep)
 
     return form

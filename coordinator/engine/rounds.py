@@ -150,11 +150,12 @@ class RoundEngine:
         round_index: int,
         regroup: bool = False,
         predicted_gap: float | None = None,
-        former: Callable[[Any, float], Any | None] | None = None,
+        former: Callable[[Any, float, frozenset[int]], Any | None] | None = None,
     ) -> RoundOutcome:
         """Score, select and commit one round; with ``regroup``, a round that merges nothing asks the task
         for a new grouping of its variables (``Task.regroup``), committed as a version with the same objective.
-        With ``former`` too (adaptive selection), any such round asks ``former(state, objective)`` instead.
+        With ``former`` too (adaptive selection), any such round asks ``former(state, objective, merged blocks)``
+        instead.
 
         ``predicted_gap`` is the one-step forecast the caller made from earlier rounds before calling: it is
         recorded with its hit or miss. The kind's a priori bound is checked where its precondition holds, and
@@ -216,7 +217,8 @@ class RoundEngine:
                 committed = True
         regrouped = False
         if regroup and former is not None:  # adaptive selection: new blocks after any round (same objective)
-            grouped = former(new_snap.state, new_snap.objective)
+            merged_blocks = frozenset(changes) if committed else frozenset()
+            grouped = former(new_snap.state, new_snap.objective, merged_blocks)
             if grouped is not None:
                 version = snap.version + 1
                 new_snap = Snapshot(

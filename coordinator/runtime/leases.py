@@ -24,6 +24,12 @@ class Leasing(AsyncWindow):
         self._running(task_id, runtime)
         left = await self._check_budget(spec, runtime, agent.id)
         bandit = await self._bandit(spec)
+        if bandit is not None and bandit.settings.hold and await self._held(task_id, agent.id):
+            raise errors.NoBlockAvailable(
+                "your last lease found nothing: new blocks are formed when this round closes; retry shortly",
+                retry_after=self.settings.retry_after,
+                agent_id=agent.id,
+            )
         lease = await self.store.acquire_lease(
             task_id,
             agent.id,
@@ -55,6 +61,19 @@ class Leasing(AsyncWindow):
             ttl=self.settings.lease_ttl,
             contract=contract,
         )
+
+    async def _held(self, task_id: str, agent_id: str) -> bool:
+        """Adaptive selection's ``hold``: the agent abandoned a lease (found nothing) since the last round
+        closed, less than one round deadline ago. It waits for the round to close, when its block is formed
+        anew, rather than search the same block again and keep the round open meanwhile."""
+        now = self.clock()
+        mine = [a.at for a in await self.store.abandoned(task_id) if a.agent == agent_id]
+        if not mine or now - mine[-1] >= self.settings.round_deadline:
+            return False
+        runtime = await self.store.get_runtime(task_id)
+        last = await self.store.rounds(task_id, since=max(0, runtime.round - 1))
+        since = last[-1].closed_at if last else (await self.spec(task_id)).created_at
+        return mine[-1] > since
 
     async def renew(self, task_id: str, agent: AgentRecord, lease_id: str) -> Lease:
         await self._ensure_running(task_id)

@@ -50,6 +50,8 @@ class RoutingProposer(Proposer):
         self.max_len = max_len
         self.rng = random.Random(seed)
         self._misses: dict[int, int] = {}
+        self._members: dict[int, tuple[int, ...]] = {}
+        """The robots of each block at its last contract: a block formed anew starts without misses."""
         self.wheel = AdaptiveWeights([*GENERATORS, "spatial"])
         self._tabu: set[int] = set()
         self._tables: dict[int, tuple[dict[int, list[tuple[int, Any, bool]]], Reservations]] = {}
@@ -109,7 +111,13 @@ class RoutingProposer(Proposer):
 
     # -- one proposal ----------------------------------------------------------
     def _budget(self, contract: Mapping[str, Any], block: int) -> float:
-        """A block where the last searches found nothing gets a longer search (up to 4x)."""
+        """A block where the last searches found nothing gets a longer search (up to 4x); a block whose
+        robots changed since (regrouped, or formed anew by adaptive selection) is a new search space and
+        gets the base budget again."""
+        members = tuple(int(r["id"]) for r in contract["data"]["robots"])
+        if self._members.get(block) != members:
+            self._members[block] = members
+            self._misses.pop(block, None)
         budget = self.time_budget * 2 ** min(self._misses.get(block, 0), 2)
         left = (contract.get("budget") or {}).get("seconds")
         return budget if left is None else max(0.01, min(budget, float(left)))

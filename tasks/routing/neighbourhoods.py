@@ -6,6 +6,9 @@
   block: each block's core is the neighbourhood the heuristic picks (a walk from a delayed robot, the robots
   through nearby intersections, a uniform sample), ``size`` of the block; the rest of every block keeps its
   robots where there is room. Robots that hold each other up then sit in one agent's block.
+
+With ``keep`` (adaptive selection's ``hold``: the blocks whose proposals merged), those blocks stay and the
+generator forms the others among their own robots.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tasks.routing.destroy import GENERATORS
-from tasks.routing.regroup import Blocks
+from tasks.routing.regroup import Blocks, holding_up, regroup
 
 if TYPE_CHECKING:
     from tasks.routing.task import RoutingState, RoutingTask
@@ -44,25 +47,59 @@ def rebuild(blocks: Blocks, cores: Sequence[Sequence[int]]) -> Blocks:
 
 
 def form_blocks(
-    task: RoutingTask, state: RoutingState, name: str, size: float, attempt: int
+    task: RoutingTask,
+    state: RoutingState,
+    name: str,
+    size: float,
+    attempt: int,
+    keep: frozenset[int] = frozenset(),
 ) -> RoutingState | None:
-    if name == "partition" or len(state.blocks) < 2:
+    """New blocks by generator ``name``; the blocks in ``keep`` stay as they are and the others are formed
+    among their own robots (None when fewer than two are left to form)."""
+    free = [b for b in range(len(state.blocks)) if b not in keep]
+    if name not in NAMES:
+        raise ValueError(f"routing has no neighbourhood generator '{name}' (it has {', '.join(NAMES)})")
+    if name == "partition" or len(free) < 2:
         return None
     if name == "interaction":
-        return task.regroup(state, attempt)
-    heuristic = GENERATORS.get(name)
-    if heuristic is None:
-        raise ValueError(f"routing has no neighbourhood generator '{name}' (it has {', '.join(NAMES)})")
+        if not keep:
+            return task.regroup(state, attempt)
+        return _regroup_some(task, state, free, attempt)
+    heuristic = GENERATORS[name]
     rng = random.Random(attempt * 1_000_003 + zlib.crc32(name.encode()))
     inst = task.inst
+    robots = sorted(r for b in free for r in state.blocks[b])  # the heuristic sees these robots only
+    paths = [state.paths[r] for r in robots]
+    starts = [inst.starts[r] for r in robots]
+    goals = [inst.goals[r] for r in robots]
     tabu: set[int] = set()
     taken: set[int] = set()
-    cores: list[list[int]] = []
-    for block in state.blocks:
+    cores: list[list[int]] = [list(block) for block in state.blocks]
+    for b in free:
+        block = state.blocks[b]
         k = max(1, min(len(block), round(size * len(block))))
-        picked = heuristic(task.grid, state.paths, inst.starts, inst.goals, k, rng, tabu)
-        core = [r for r in dict.fromkeys(picked) if r not in taken][:k]
+        picked = heuristic(task.grid, paths, starts, goals, k, rng, tabu)
+        core = [robots[i] for i in dict.fromkeys(picked) if robots[i] not in taken][:k]
         taken.update(core)
-        cores.append(core)
+        cores[b] = core
     blocks = rebuild(state.blocks, cores)
     return None if blocks == tuple(tuple(sorted(b)) for b in state.blocks) else replace(state, blocks=blocks)
+
+
+def _regroup_some(
+    task: RoutingTask, state: RoutingState, free: Sequence[int], attempt: int
+) -> RoutingState | None:
+    """The kind's regrouping by interaction among the ``free`` blocks only (the others stay)."""
+    if not task.p.regroup:
+        return None
+    inst = task.inst
+    mine = {r for b in free for r in state.blocks[b]}
+    weights = holding_up(task.grid, inst.starts, inst.goals, state.paths, state.index)
+    weights = {pair: w for pair, w in weights.items() if pair[0] in mine and pair[1] in mine}
+    some = regroup(tuple(state.blocks[b] for b in free), weights, attempt)
+    if some is None:
+        return None
+    blocks = list(state.blocks)
+    for b, group in zip(free, some, strict=True):
+        blocks[b] = tuple(sorted(group))
+    return replace(state, blocks=tuple(blocks))

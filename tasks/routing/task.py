@@ -226,11 +226,16 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return NAMES
 
     def form_blocks(
-        self, state: RoutingState, generator: str, size: float, attempt: int
+        self,
+        state: RoutingState,
+        generator: str,
+        size: float,
+        attempt: int,
+        keep: frozenset[int] = frozenset(),
     ) -> RoutingState | None:
         from tasks.routing.neighbourhoods import form_blocks
 
-        return form_blocks(self, state, generator, size, attempt)
+        return form_blocks(self, state, generator, size, attempt, keep)
 
     def contract(self, state: RoutingState, block: int) -> dict[str, Any]:
         return build_contract(
