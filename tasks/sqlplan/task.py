@@ -43,6 +43,13 @@ class SqlPlanParams(BaseModel):
         None, ge=0.0, description="MiB of extra indexes allowed (none: no limit)"
     )
     step_cap: int = Field(2_000_000, ge=100, description="VM-step cap per query, in units of 1,000 steps")
+    reference_cap: int | None = Field(
+        None,
+        ge=100,
+        description="run each original query at most this long (x 1,000 VM steps; default: step_cap); one "
+        "that does not finish gets its reference rows from its own SQL with indexes on its '=' columns, "
+        "and its default cost is reported as this cap, a lower bound",
+    )
     baselines: bool = Field(True, description="compute the ANALYZE and .expert baselines for the report")
     seed: int = Field(0, ge=0, description="seed for the proposers' sampling")
     screen_scale: float | None = Field(
@@ -124,7 +131,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         super().__init__(params)
         self.p = params
         self.workload = load_workload(params.db, params.queries, params.scale)
-        self.ev = Evaluator(self.workload, params.step_cap)
+        self.ev = Evaluator(self.workload, params.step_cap, params.reference_cap)
         self.qids = list(self.workload.queries)
         self.budget = None if params.index_budget_mb is None else int(params.index_budget_mb * MIB)
         self.default_total = sum(self.ev.default_cost.values())
@@ -385,5 +392,5 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         k = SqlPlanProposerParams.model_validate(knobs.model_dump())
         if self.p.screen_scale is not None and self._screen is None:
             screen = load_workload(None, self.p.queries, self.p.screen_scale)
-            self._screen = Evaluator(screen, self.p.step_cap)
+            self._screen = Evaluator(screen, self.p.step_cap, self.p.reference_cap)
         return SqlPlanProposer(self, k, seed=self.p.seed * 7919 + seed, ev=self._screen)
