@@ -1,4 +1,4 @@
-"""sqlplan at scale: originals that do not finish (reference rows from an equivalent plan) and the shared file."""
+"""sqlplan at scale: originals that do not finish (rows from an equivalent plan); the shared file."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ def capped(queries: Path, full: Evaluator) -> Evaluator:
     return Evaluator(load_workload(None, str(queries), 0.01), 2_000_000, reference_cap=250)
 
 
-def test_open_queries_get_the_original_rows_from_an_equivalent_plan(full: Evaluator, capped: Evaluator) -> None:
+def test_open_queries_get_the_original_rows_from_an_equivalent_plan(
+    full: Evaluator, capped: Evaluator
+) -> None:
     # SF 0.01 defaults: q04 96, q17 305, q20 15,421 callbacks; a cap of 250 leaves q17 and q20 open
     assert full.default_cost["q04"] < 250 < min(full.default_cost["q17"], full.default_cost["q20"])
     assert capped.open_default == {"q17", "q20"}

@@ -1,4 +1,4 @@
-"""Sandboxed execution: the database file read-only and shared, then a private in-memory copy on the first DDL.
+"""Sandboxed execution: the database file read-only and shared, a private in-memory copy from the first DDL.
 
 Why a private copy and not a read-only connection plus an index overlay:
 SQLite cannot put an index on a main-schema table anywhere but in that

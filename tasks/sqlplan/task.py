@@ -77,6 +77,8 @@ class SqlState:
     plans: tuple[QueryPlan, ...]
     indexes: frozenset[IndexSpec]
     outcomes: tuple[QueryOutcome, ...]
+    blocks: tuple[tuple[str, ...], ...]
+    """query ids per block: the task's partition until a neighbourhood generator re-forms it (same sizes)."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,22 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     def initial_state(self) -> SqlState:
         plans = tuple(DEFAULT_PLAN for _ in self.qids)
-        return SqlState(plans, frozenset(), tuple(self.ev.measure(q, DEFAULT_PLAN, ()) for q in self.qids))
+        outcomes = tuple(self.ev.measure(q, DEFAULT_PLAN, ()) for q in self.qids)
+        return SqlState(plans, frozenset(), outcomes, self.initial_blocks)
+
+    @property
+    def initial_blocks(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple(qs) for qs in self.block_queries)
+
+    def _owned(self, state: SqlState, changes: Mapping[int, BlockChange]) -> None:
+        """A block's value may re-plan only the queries its block holds in ``state`` (blocks can be re-formed,
+        so this is checked against the state, not in the stateless ``validate``)."""
+        for b, ch in changes.items():
+            foreign = sorted(set(ch.plans) - set(state.blocks[b]))
+            if foreign:
+                raise InvalidProposal(
+                    f"block {b} holds {list(state.blocks[b])}, not {foreign}", "wrong_block"
+                )
 
     # -- model -----------------------------------------------------------------
     def index_bytes(self, indexes: frozenset[IndexSpec]) -> int:
@@ -193,6 +210,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     def apply(self, state: SqlState, changes: Mapping[int, BlockChange]) -> SqlState:
         """Re-measures only re-planned queries and queries on tables whose indexes changed."""
+        self._owned(state, changes)
         indexes = set(state.indexes)
         plans = list(state.plans)
         for ch in changes.values():
@@ -208,7 +226,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         for k, q in enumerate(self.qids):
             if plans[k] != state.plans[k] or self.ev.models[q].tables & touched_tables:
                 outcomes[k] = self.ev.measure(q, plans[k], new_idx)
-        return SqlState(tuple(plans), new_idx, tuple(outcomes))
+        return SqlState(tuple(plans), new_idx, tuple(outcomes), state.blocks)
 
     def evaluate_change(self, state: SqlState, changes: Mapping[int, BlockChange]) -> float:
         new = self.apply(state, changes)
@@ -219,7 +237,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         return self.objective(new)
 
     def block_value(self, state: SqlState, block: int) -> BlockChange:
-        plans = {q: state.plans[self.qids.index(q)] for q in self.block_queries[block]}
+        plans = {q: state.plans[self.qids.index(q)] for q in state.blocks[block]}
         return BlockChange(plans, frozenset(), frozenset())
 
     def footprint(self, state: SqlState, block: int, value: BlockChange) -> frozenset[Hashable]:
@@ -242,7 +260,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     # -- agents' view --------------------------------------------------------------
     def contract(self, state: SqlState, block: int) -> dict[str, Any]:
-        mine = self.block_queries[block]
+        mine = list(state.blocks[block])
         tables = sorted({t for q in mine for t in self.ev.models[q].tables})
         readers = {
             t: [
@@ -295,10 +313,6 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         for q, raw in raw_plans.items():
             if q not in self.block_of:
                 raise InvalidProposal(f"unknown query {q!r}", "unknown_query")
-            if self.block_of[q] != block:
-                raise InvalidProposal(
-                    f"query {q} belongs to block {self.block_of[q]}, not {block}", "wrong_block"
-                )
             plans[q] = parse_plan(raw, self.ev.models[q], self.workload.schema)
         specs: dict[str, frozenset[IndexSpec]] = {}
         for key in ("add", "drop"):
@@ -341,6 +355,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         return {
             "plans": {q: p.to_json() for q, p in zip(self.qids, state.plans)},
             "indexes": [i.to_json() for i in sorted(state.indexes)],
+            "blocks": [list(b) for b in state.blocks],
         }
 
     def load_state(self, data: Any) -> SqlState:
@@ -348,7 +363,24 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             parse_plan(data["plans"].get(q), self.ev.models[q], self.workload.schema) for q in self.qids
         )
         idx = frozenset(parse_index_spec(r, self.workload.schema) for r in data["indexes"])
-        return SqlState(plans, idx, tuple(self.ev.measure(q, p, idx) for q, p in zip(self.qids, plans)))
+        blocks = self.initial_blocks
+        if data.get("blocks") is not None:
+            blocks = tuple(tuple(str(q) for q in b) for b in data["blocks"])
+            if sorted(q for b in blocks for q in b) != sorted(self.qids) or len(blocks) != self.n:
+                raise ValueError("the stored blocks are not a partition of the queries into n blocks")
+        outcomes = tuple(self.ev.measure(q, p, idx) for q, p in zip(self.qids, plans))
+        return SqlState(plans, idx, outcomes, blocks)
+
+    # -- neighbourhoods (adaptive block selection) -------------------------------
+    def neighbourhoods(self) -> tuple[str, ...]:
+        from tasks.sqlplan.neighbourhoods import NAMES
+
+        return NAMES
+
+    def form_blocks(self, state: SqlState, generator: str, size: float, attempt: int) -> SqlState | None:
+        from tasks.sqlplan.neighbourhoods import form_blocks
+
+        return form_blocks(self, state, generator, size, attempt)
 
     # -- output --------------------------------------------------------------------
     def baselines(self) -> list[Any]:
