@@ -9,21 +9,18 @@ than the best so far") are remembered as lower bounds, never as costs.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tasks.sqlplan import partial
 from tasks.sqlplan.indexes import IndexSpec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, parse_query, render
+from tasks.sqlplan.reference import equality_indexes, load_reference, store_reference
 from tasks.sqlplan.sandbox import Sandbox, SandboxError, StepCapExceeded
-from tasks.sqlplan.workload import Workload, cache_dir
+from tasks.sqlplan.shadow import ShadowPlanner
+from tasks.sqlplan.workload import Workload
 
 REL_TOL = 1e-9
 
@@ -70,54 +67,6 @@ def compare_rows(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> str
     return ""
 
 
-def reference_file(workload: Workload, reference_cap: int | None = None) -> Path:
-    """One file per (database file version, query texts, reference cap): results of the original queries."""
-    st = workload.db_path.stat()
-    cap = "" if reference_cap is None else f"|cap{reference_cap}"
-    h = hashlib.sha256(f"{workload.db_path}|{st.st_size}|{st.st_mtime_ns}{cap}".encode())
-    for q in sorted(workload.queries):
-        h.update(q.encode() + b"\0" + workload.queries[q].encode() + b"\0")
-    return cache_dir() / "sqlplan-reference" / f"{h.hexdigest()[:24]}.json"
-
-
-def _load_reference(
-    workload: Workload, reference_cap: int | None
-) -> dict[str, tuple[list[tuple[Any, ...]], int, str]]:
-    """Every process (coordinator, each agent) needs the original results; the first one stores them.
-
-    query -> (rows, default cost, source): source is '' when the original query itself gave the rows, else
-    the equivalent plan that did (the default cost is then a lower bound, see ``Evaluator.open_default``)."""
-    try:
-        data = json.loads(reference_file(workload, reference_cap).read_text())
-        return {
-            q: ([tuple(r) for r in v["rows"]], int(v["cost"]), str(v.get("source", "")))
-            for q, v in data.items()
-        }
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-
-
-def _store_reference(
-    workload: Workload,
-    reference_cap: int | None,
-    rows: dict[str, list[tuple[Any, ...]]],
-    costs: dict[str, int],
-    sources: dict[str, str],
-) -> None:
-    path = reference_file(workload, reference_cap)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if any(isinstance(v, bytes) for r in rows.values() for row in r for v in row):
-            return  # blobs do not survive JSON; such workloads just recompute
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(
-            json.dumps({q: {"rows": rows[q], "cost": costs[q], "source": sources.get(q, "")} for q in rows})
-        )
-        os.replace(tmp, path)
-    except OSError:
-        pass
-
-
 class Evaluator:
     """A sandbox plus everything measured on it, for one workload.
 
@@ -158,11 +107,12 @@ class Evaluator:
         self.reused = 0
         """measurements answered by an earlier run of the same SQLite plan (EXPLAIN QUERY PLAN)."""
         self._by_plan: dict[tuple[Any, ...], QueryOutcome] = {}
+        self._shadow: ShadowPlanner | None = None
         self.reference: dict[str, list[tuple[Any, ...]]] = {}
         self.default_cost: dict[str, int] = {}
         self.reference_source: dict[str, str] = {}
         """open query -> the equivalent plan whose rows are its reference (see the class docstring)."""
-        stored = _load_reference(workload, reference_cap)
+        stored = load_reference(workload, reference_cap)
         cap = step_cap if reference_cap is None else min(step_cap, reference_cap)
         for q, model in self.models.items():
             if q in stored:
@@ -185,9 +135,7 @@ class Evaluator:
             self.default_cost[q] = run.cost
             self._cache[self._key(q, DEFAULT_PLAN, frozenset())] = QueryOutcome(run.cost, run.seconds, True)
         if set(stored) != set(self.models):
-            _store_reference(
-                workload, reference_cap, self.reference, self.default_cost, self.reference_source
-            )
+            store_reference(workload, reference_cap, self.reference, self.default_cost, self.reference_source)
         for q in self.models:
             out = self._cache[self._key(q, DEFAULT_PLAN, frozenset())]
             self._by_plan[(q, DEFAULT_PLAN.key(), self.signature(q, DEFAULT_PLAN, frozenset()))] = out
@@ -199,16 +147,8 @@ class Evaluator:
 
     def _equivalent_rows(self, qid: str, cap: int) -> tuple[list[tuple[Any, ...]], str]:
         """The original SQL's rows from the same text with indexes on its '=' columns (see the class doc)."""
-        from tasks.sqlplan.proposer import predicate_columns
-
         model = self.models[qid]
-        lead = {(i.table, i.columns[0]) for i in self.builtin}
-        specs = frozenset(
-            IndexSpec(t, (c,), ("BINARY",))
-            for t, (eqs, _) in predicate_columns(model, self.workload.schema).items()
-            for c in eqs
-            if (t, c) not in lead and c not in self._rowid_aliases(t)
-        )
+        specs = equality_indexes(model, self.workload, self.builtin)
         reason = self._sync(specs, model.tables)
         label = "the original SQL with " + ", ".join(i.label() for i in sorted(specs))
         if reason:
@@ -223,16 +163,6 @@ class Evaluator:
         finally:
             self._sync(frozenset(), model.tables)
         return run.rows, label
-
-    def _rowid_aliases(self, table: str) -> set[str]:
-        """The INTEGER PRIMARY KEY column of ``table`` (already the table's own key: no index needed)."""
-        con = sqlite3.connect(f"file:{self.workload.db_path}?mode=ro", uri=True)
-        try:
-            rows = con.execute("SELECT name, type, pk FROM pragma_table_info(?)", (table,)).fetchall()
-        finally:
-            con.close()
-        pks = [r for r in rows if r[2]]
-        return {pks[0][0]} if len(pks) == 1 and str(pks[0][1]).upper() == "INTEGER" else set()
 
     def clear_cache(self) -> None:
         """Forget every measured outcome (both the per-index-set cache and the per-plan reuse)."""
@@ -399,5 +329,20 @@ class Evaluator:
                     sig = tuple(f"{r[1]}|{r[-1]}" for r in rows.fetchall())
                 except Exception as exc:  # noqa: BLE001 - a failing plan has its own signature
                     sig = (f"<error {exc}>",)
+            self._cache[key] = sig  # type: ignore[assignment]
+        return self._cache[key]  # type: ignore[return-value]
+
+    def fast_signature(self, qid: str, plan: QueryPlan, indexes: Iterable[IndexSpec]) -> tuple[str, ...]:
+        """``signature`` as planned on a schema-only copy (``shadow.py``): no index is built on the data.
+        For a proposer's skipping only; reusing a measurement needs the real ``signature``."""
+        rel = self.relevant(qid, indexes)
+        key = ("fsig", qid, plan.key(), rel)
+        if key not in self._cache:
+            if any(i in self._bad_index for i in rel):
+                sig: tuple[str, ...] = ("<no index>",)
+            else:
+                if self._shadow is None:
+                    self._shadow = ShadowPlanner(self.workload.db_path)
+                sig = self._shadow.signature(self.sql(qid, plan), rel, self.models[qid].tables)
             self._cache[key] = sig  # type: ignore[assignment]
         return self._cache[key]  # type: ignore[return-value]
