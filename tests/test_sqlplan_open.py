@@ -105,3 +105,31 @@ def test_the_schema_only_plan_is_the_full_databases_plan(full: Evaluator) -> Non
     assert checked >= 30
     # and the two can tell plans apart: an index that q17's subquery uses changes its signature
     assert full.fast_signature("q17", DEFAULT_PLAN, li[:1]) != full.fast_signature("q17", DEFAULT_PLAN, ())
+
+
+def test_unused_indexes_are_not_built_unless_they_steer_the_plan(full: Evaluator) -> None:
+    useless = IndexSpec("lineitem", ("l_comment",), ("BINARY",))
+    helps = IndexSpec("lineitem", ("l_partkey",), ("BINARY",))
+    rel = frozenset([useless, helps])
+    assert full._used("q17", DEFAULT_PLAN, rel) == {helps}  # the plan names only l_partkey's index
+    pruned = full.measure("q17", DEFAULT_PLAN, rel)
+    assert (pruned.cost, pruned.ok) == (full.measure("q17", DEFAULT_PLAN, rel, fresh=True).cost, True)
+    assert full.mispruned == 0
+
+
+def test_an_unused_index_that_steers_the_join_order_is_kept() -> None:
+    """On q08 (8 tables) indexes that no step names still change which join order SQLite picks: measuring
+    without them would give another plan's cost, so they stay in the key."""
+    from tasks.sqlplan.task import SqlPlanParams, SqlPlanTask
+
+    task = SqlPlanTask(SqlPlanParams(blocks=4, scale=0.01, baselines=False))
+    ev = task.ev
+    rel = frozenset(
+        IndexSpec(t, (c,), ("BINARY",))
+        for t, c in (("lineitem", "l_partkey"), ("orders", "o_custkey"), ("part", "p_size"))
+    )
+    steps = ev.fast_signature("q08", DEFAULT_PLAN, rel)
+    assert not any(i.name in s for i in rel for s in steps)  # no step names them ...
+    assert ev.fast_signature("q08", DEFAULT_PLAN, frozenset()) != steps  # ... yet the plan differs
+    assert ev._used("q08", DEFAULT_PLAN, rel) == rel
+    assert ev.measure("q08", DEFAULT_PLAN, rel).cost == ev.measure("q08", DEFAULT_PLAN, rel, fresh=True).cost

@@ -9,7 +9,6 @@ than the best so far") are remembered as lower bounds, never as costs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +16,11 @@ from typing import Any
 from tasks.sqlplan import partial
 from tasks.sqlplan.indexes import IndexSpec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, parse_query, render
+from tasks.sqlplan.reference import compare_rows as compare_rows
 from tasks.sqlplan.reference import equality_indexes, load_reference, store_reference
 from tasks.sqlplan.sandbox import Sandbox, SandboxError, StepCapExceeded
 from tasks.sqlplan.shadow import ShadowPlanner
 from tasks.sqlplan.workload import Workload
-
-REL_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -32,39 +30,6 @@ class QueryOutcome:
     seconds: float
     ok: bool
     reason: str = ""
-
-
-def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Orders rows regardless of type; floats rounded so that 1e-12 noise cannot reorder them."""
-    key: list[Any] = []
-    for v in row:
-        if v is None:
-            key.append((0, 0))
-        elif isinstance(v, (int, float)):
-            key.append((1, float(f"{float(v):.9g}")))
-        elif isinstance(v, str):
-            key.append((2, v))
-        else:
-            key.append((3, bytes(v)))
-    return tuple(key)
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    if isinstance(a, float) or isinstance(b, float):
-        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
-            return False
-        return math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=0.0) or a == b
-    return a == b
-
-
-def compare_rows(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> str:
-    """'' when equal as multisets of rows (floats within 1e-9 relative), else what differs."""
-    if len(got) != len(want):
-        return f"returns {len(got)} rows, the original returns {len(want)}"
-    for i, (g, w) in enumerate(zip(sorted(got, key=_sort_key), sorted(want, key=_sort_key), strict=True)):
-        if len(g) != len(w) or not all(_same_value(x, y) for x, y in zip(g, w)):
-            return f"row {i} (sorted) differs: {g!r} vs the original's {w!r}"
-    return ""
 
 
 class Evaluator:
@@ -105,6 +70,8 @@ class Evaluator:
         self._sql: dict[tuple[str, Any], str] = {}
         self.runs = 0
         self.reused = 0
+        self.mispruned = 0
+        """measurements where the schema-only plan named other indexes than SQLite's (then all are built)."""
         """measurements answered by an earlier run of the same SQLite plan (EXPLAIN QUERY PLAN)."""
         self._by_plan: dict[tuple[Any, ...], QueryOutcome] = {}
         self._shadow: ShadowPlanner | None = None
@@ -255,9 +222,13 @@ class Evaluator:
 
         Exact without always running: when SQLite's EXPLAIN QUERY PLAN under ``indexes`` equals that of
         an index set already measured in full (an added index the plan does not use), the program and
-        so its VM steps and rows are the same, and the earlier outcome is the answer. ``fresh`` runs.
+        so its VM steps and rows are the same, and the earlier outcome is the answer. Indexes the plan
+        does not use are not even built: the schema-only planner (``shadow.py``) names the ones it uses,
+        the measurement is made (and cached) under those alone, and SQLite's own plan under them must be
+        the one named, else every index is built after all. ``fresh`` runs with every index.
         """
-        rel = self.relevant(qid, indexes)
+        rel_all = self.relevant(qid, indexes)
+        rel = rel_all if fresh else self._used(qid, plan, rel_all)
         key = self._key(qid, plan, rel)
         if not fresh and key in self._cache:
             return self._cache[key]
@@ -267,16 +238,30 @@ class Evaluator:
             return QueryOutcome(limit + 1, 0.0, False, "stopped at the probe's step cap")
         model = self.models[qid]
         reason = self._sync(rel, model.tables)
+        sig = None if fresh or reason else self.signature(qid, plan, rel)
+        if sig is not None and rel != rel_all and sig != self.fast_signature(qid, plan, rel_all):
+            self.mispruned += 1  # the schema-only plan was not SQLite's: measure with every index
+            rel, key = rel_all, self._key(qid, plan, rel_all)
+            if key in self._cache:
+                return self._cache[key]
+            reason = self._sync(rel, model.tables)
+            sig = None if reason else self.signature(qid, plan, rel)
         if reason:
             out = QueryOutcome(full_cap, 0.0, False, reason)
             self._cache[key] = out
             return out
-        sig = None if fresh else self.signature(qid, plan, rel)
         same = None if sig is None else self._by_plan.get((qid, plan.key(), sig))
         if same is not None:  # SQLite runs the same plan: same steps, same rows (checked when it ran)
             self.reused += 1
             self._cache[key] = same
             return same
+        return self._run(qid, plan, key, sig, limit, fresh)
+
+    def _run(
+        self, qid: str, plan: QueryPlan, key: tuple[Any, ...], sig: Any, limit: int, fresh: bool
+    ) -> QueryOutcome:
+        """Run the plan on the synced sandbox, check its rows, and remember the outcome (unless ``fresh``)."""
+        full_cap = self.cap_for(qid)
         sql = self.sql(qid, plan)
         self.runs += 1
         try:
@@ -309,6 +294,16 @@ class Evaluator:
             if sig is not None:
                 self._by_plan[(qid, plan.key(), sig)] = out
         return out
+
+    def _used(self, qid: str, plan: QueryPlan, rel: frozenset[IndexSpec]) -> frozenset[IndexSpec]:
+        """The indexes of ``rel`` that the schema-only plan of ``qid`` names, if without the others the plan
+        stays the same (an unused index can still steer the join order: the planner's search is not
+        exhaustive); else all of ``rel`` (and all if one cannot be built)."""
+        if not rel or any(i in self._bad_index for i in rel):
+            return rel
+        steps = self.fast_signature(qid, plan, rel)
+        used = frozenset(i for i in rel if any(i.name in step for step in steps))
+        return used if used == rel or self.fast_signature(qid, plan, used) == steps else rel
 
     def signature(self, qid: str, plan: QueryPlan, indexes: Iterable[IndexSpec]) -> tuple[str, ...]:
         """SQLite's EXPLAIN QUERY PLAN for the rendered query: same signature, same bytecode, same cost.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -18,6 +19,41 @@ from typing import Any
 from tasks.sqlplan.indexes import IndexSpec
 from tasks.sqlplan.plan import QueryModel
 from tasks.sqlplan.workload import Workload, cache_dir
+
+REL_TOL = 1e-9
+
+
+def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Orders rows regardless of type; floats rounded so that 1e-12 noise cannot reorder them."""
+    key: list[Any] = []
+    for v in row:
+        if v is None:
+            key.append((0, 0))
+        elif isinstance(v, (int, float)):
+            key.append((1, float(f"{float(v):.9g}")))
+        elif isinstance(v, str):
+            key.append((2, v))
+        else:
+            key.append((3, bytes(v)))
+    return tuple(key)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+            return False
+        return math.isclose(float(a), float(b), rel_tol=REL_TOL, abs_tol=0.0) or a == b
+    return a == b
+
+
+def compare_rows(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> str:
+    """'' when equal as multisets of rows (floats within 1e-9 relative), else what differs."""
+    if len(got) != len(want):
+        return f"returns {len(got)} rows, the original returns {len(want)}"
+    for i, (g, w) in enumerate(zip(sorted(got, key=_sort_key), sorted(want, key=_sort_key), strict=True)):
+        if len(g) != len(w) or not all(_same_value(x, y) for x, y in zip(g, w, strict=True)):
+            return f"row {i} (sorted) differs: {g!r} vs the original's {w!r}"
+    return ""
 
 
 def reference_file(workload: Workload, reference_cap: int | None = None) -> Path:
