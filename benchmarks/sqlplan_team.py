@@ -134,6 +134,11 @@ def time_to(trajectory: list[list[float]], target: float) -> float | None:
     return next((t for t, obj in trajectory if obj <= target + 1e-9), None)
 
 
+def rounds_to(trajectory: list[list[float]], target: float) -> int | None:
+    """Rounds to the target: less sensitive than seconds to how loaded the machine was."""
+    return next((i + 1 for i, (_, obj) in enumerate(trajectory) if obj <= target + 1e-9), None)
+
+
 def screening(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per scored proposal: does the exact gain agree in sign with the predicted one (screened or not)?"""
     scored = [v for r in rows for v in r["verdicts"] if v["exact"] is not None and v["predicted"] is not None]
@@ -152,7 +157,7 @@ def summarize(rows: list[dict[str, Any]], budget: str, default: float) -> list[s
     target = TARGETS.get(budget)
     out = [
         f"\nbudget {budget} (target {target}): policy | reached | time to target per seed (s) | objective at"
-        " 30 s / 120 s / final per seed | rounds | regroups"
+        " 30 s / 120 s / final per seed | rounds to target | rounds | regroups"
     ]
     for policy in dict.fromkeys(r["policy"] for r in rows if r["budget"] == budget):
         rs = sorted(
@@ -169,8 +174,9 @@ def summarize(rows: list[dict[str, Any]], budget: str, default: float) -> list[s
             for r in rs
         )
         times = ", ".join("never" if t is None else f"{t:.0f}" for t in tt)
+        rt = ", ".join(str(rounds_to(r["trajectory"], target) if target else None) for r in rs)
         out.append(
-            f"{policy} | {len(reached)}/{len(rs)} | {times} ({med}) | {objs} | "
+            f"{policy} | {len(reached)}/{len(rs)} | {times} ({med}) | {objs} | {rt} | "
             f"{', '.join(str(r['rounds']) for r in rs)} | {', '.join(str(r['regroups']) for r in rs)}"
         )
     return out
@@ -188,9 +194,16 @@ def main() -> None:
     ap.add_argument("--agents", type=int, default=4)
     ap.add_argument("--processes", type=int, default=None)
     ap.add_argument("--proposal-seconds", type=float, default=10.0)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--summarize", type=Path, nargs="+", default=None, help="only print the tables of these")
     a = ap.parse_args()
-    rows: list[dict[str, Any]] = []
+    if a.summarize:
+        rows = [r for f in a.summarize for r in json.loads(f.read_text())["rows"]]
+        report(rows, list(dict.fromkeys(r["budget"] for r in rows)))
+        return
+    if a.out is None:
+        ap.error("--out is required")
+    rows = []
     for k, seed in enumerate(a.seeds):
         for budget in a.budgets:
             order = a.policies[k % len(a.policies) :] + a.policies[: k % len(a.policies)]
@@ -205,11 +218,15 @@ def main() -> None:
                 )
                 a.out.parent.mkdir(parents=True, exist_ok=True)
                 a.out.write_text(json.dumps({"args": vars(a) | {"out": str(a.out)}, "rows": rows}, indent=1))
+    report(rows, a.budgets)
+
+
+def report(rows: list[dict[str, Any]], budgets: list[str]) -> None:
     default = float(rows[0]["totals"]["default"]) if rows and rows[0]["totals"] else 0.0
-    for budget in a.budgets:
+    for budget in budgets:
         for line in summarize(rows, budget, default):
             print(line)
-    print("screening/prediction agreement:", json.dumps(screening(rows)))
+    print("prediction agreement (verdicts):", json.dumps(screening(rows)))
 
 
 if __name__ == "__main__":
