@@ -57,6 +57,8 @@ def run_one(a: argparse.Namespace, policy: str, seed: int, budget: str) -> dict[
         params["screen_scale"] = a.screen_scale
     if a.reference_cap is not None:
         params["reference_cap"] = a.reference_cap
+    if a.plan_cap_factor is not None:
+        params["plan_cap_factor"] = a.plan_cap_factor
     knobs = {"proposal_seconds": a.proposal_seconds}
     started = time.time()
     with (
@@ -187,6 +189,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=0.01)
     ap.add_argument("--screen-scale", type=float, default=None)
     ap.add_argument("--reference-cap", type=int, default=None)
+    ap.add_argument("--plan-cap-factor", type=float, default=None)
     ap.add_argument("--budgets", nargs="+", default=["none"], help="'none' or MiB")
     ap.add_argument("--policies", nargs="+", default=["lease_order"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks.base import InvalidProposal
-from tasks.sqlplan.neighbourhoods import NAMES, rebuild
+from tasks.sqlplan.neighbourhoods import NAMES, regroup_queries
 from tasks.sqlplan.task import SqlPlanParams, SqlPlanTask, SqlState
 
 
@@ -83,5 +83,5 @@ def test_stored_blocks_must_partition_the_queries(task: SqlPlanTask, s0: SqlStat
 
 def test_rebuild_keeps_sizes_and_places_cores() -> None:
     blocks = (("a", "b"), ("c", "d"), ("e",))
-    out = rebuild(blocks, [["d", "e"], ["a"], []])
+    out = regroup_queries(blocks, [["d", "e"], ["a"], []])
     assert out == (("d", "e"), ("a", "c"), ("b",))

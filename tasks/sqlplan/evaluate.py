@@ -45,8 +45,11 @@ class Evaluator:
     must finish within the cap to count.
     """
 
-    def __init__(self, workload: Workload, step_cap: int, reference_cap: int | None = None) -> None:
+    def __init__(
+        self, workload: Workload, step_cap: int, reference_cap: int | None = None, cap_factor: float = 4.0
+    ) -> None:
         self.workload = workload
+        self.cap_factor = cap_factor
         self.step_cap = step_cap
         self.reference_cap = reference_cap
         self.sandbox = Sandbox(workload.db_path, default_cap=step_cap)
@@ -203,11 +206,11 @@ class Evaluator:
         return self._sql[key]
 
     def cap_for(self, qid: str) -> int:
-        """The most a plan may cost: a plan this much worse than SQLite's own is no plan (an open query's
-        plans must finish within the reference cap, its default cost)."""
+        """The most a plan may cost: a plan ``cap_factor`` times worse than SQLite's own is no plan (an open
+        query's plans must finish within the reference cap, its default cost)."""
         if qid in self.reference_source:
             return self.default_cost[qid]
-        return min(self.step_cap, 4 * self.default_cost[qid] + 1000)
+        return min(self.step_cap, int(self.cap_factor * self.default_cost[qid]) + 1000)
 
     def measure(
         self,

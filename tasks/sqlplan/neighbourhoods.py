@@ -30,7 +30,7 @@ NAMES = ("partition", "tables", "cost", "random")
 Blocks = tuple[tuple[str, ...], ...]
 
 
-def rebuild(blocks: Blocks, cores: Sequence[Sequence[str]]) -> Blocks:
+def regroup_queries(blocks: Blocks, cores: Sequence[Sequence[str]]) -> Blocks:
     """Blocks of the same sizes, block b holding ``cores[b]`` (disjoint, each at most the block's size) and
     every other query in its old block where there is room, else in the first block with room."""
     sizes = [len(b) for b in blocks]
@@ -85,7 +85,9 @@ def cores_by_cost(task: SqlPlanTask, state: SqlState, k: Sequence[int]) -> list[
     return cores
 
 
-def form_blocks(task: SqlPlanTask, state: SqlState, name: str, size: float, attempt: int) -> SqlState | None:
+def form_query_blocks(
+    task: SqlPlanTask, state: SqlState, name: str, size: float, attempt: int
+) -> SqlState | None:
     if name == "partition" or len(state.blocks) < 2:
         return None
     k = [max(1, min(len(b), round(size * len(b)))) for b in state.blocks]
@@ -103,7 +105,7 @@ def form_blocks(task: SqlPlanTask, state: SqlState, name: str, size: float, atte
             at += want
     else:
         raise ValueError(f"sqlplan has no neighbourhood generator '{name}' (it has {', '.join(NAMES)})")
-    blocks = rebuild(state.blocks, cores)
+    blocks = regroup_queries(state.blocks, cores)
     if blocks == tuple(tuple(sorted(b)) for b in state.blocks):
         return None
     return replace(state, blocks=blocks)

@@ -50,6 +50,13 @@ class SqlPlanParams(BaseModel):
         "that does not finish gets its reference rows from its own SQL with indexes on its '=' columns, "
         "and its default cost is reported as this cap, a lower bound",
     )
+    plan_cap_factor: float = Field(
+        4.0,
+        ge=1.0,
+        le=100.0,
+        description="a plan that costs more than this times SQLite's own plan of the query is stopped there "
+        "and refused (at SF 1 a plan 4x worse than a 300,000-callback default runs for minutes)",
+    )
     baselines: bool = Field(True, description="compute the ANALYZE and .expert baselines for the report")
     seed: int = Field(0, ge=0, description="seed for the proposers' sampling")
     screen_scale: float | None = Field(
@@ -133,7 +140,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         super().__init__(params)
         self.p = params
         self.workload = load_workload(params.db, params.queries, params.scale)
-        self.ev = Evaluator(self.workload, params.step_cap, params.reference_cap)
+        self.ev = Evaluator(self.workload, params.step_cap, params.reference_cap, params.plan_cap_factor)
         self.qids = list(self.workload.queries)
         self.budget = None if params.index_budget_mb is None else int(params.index_budget_mb * MIB)
         self.default_total = sum(self.ev.default_cost.values())
@@ -378,9 +385,9 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         return NAMES
 
     def form_blocks(self, state: SqlState, generator: str, size: float, attempt: int) -> SqlState | None:
-        from tasks.sqlplan.neighbourhoods import form_blocks
+        from tasks.sqlplan.neighbourhoods import form_query_blocks
 
-        return form_blocks(self, state, generator, size, attempt)
+        return form_query_blocks(self, state, generator, size, attempt)
 
     # -- output --------------------------------------------------------------------
     def baselines(self) -> list[Any]:
@@ -424,5 +431,5 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         k = SqlPlanProposerParams.model_validate(knobs.model_dump())
         if self.p.screen_scale is not None and self._screen is None:
             screen = load_workload(None, self.p.queries, self.p.screen_scale)
-            self._screen = Evaluator(screen, self.p.step_cap, self.p.reference_cap)
+            self._screen = Evaluator(screen, self.p.step_cap, self.p.reference_cap, self.p.plan_cap_factor)
         return SqlPlanProposer(self, k, seed=self.p.seed * 7919 + seed, ev=self._screen)
