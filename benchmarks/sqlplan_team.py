@@ -12,6 +12,7 @@ seed to seed, so the load of a shared machine hits the policies alike.
         --seeds 0 --limit 120 --out benchmarks/results/sqlplan_team_seed0.json
     # issue 13 item 5: SF 1, agents screening on SF 0.01, 10 minutes
     .venv/bin/python benchmarks/sqlplan_team.py --scale 1 --screen-scale 0.01 --reference-cap 1000000 \\
+        --plan-cap-factor 1 \\
         --limit 600 --out benchmarks/results/sqlplan_sf1.json
 """
 
