@@ -130,7 +130,7 @@ def test_a_measurement_is_reused_only_when_sqlite_runs_the_same_plan(task: SqlPl
     task.ev.measure("q14", DEFAULT_PLAN, frozenset())
     before = task.ev.reused, task.ev.runs
     reused = task.ev.measure("q14", DEFAULT_PLAN, idx | {_other_lineitem_index(task)})
-    assert (task.ev.reused, task.ev.runs) == (before[0] + 1, before[1])
+    assert task.ev.runs == before[1]  # answered without a run (by the pruned key, or the plan's reuse)
     fresh = task.ev.measure("q14", DEFAULT_PLAN, idx | {_other_lineitem_index(task)}, fresh=True)
     assert (reused.cost, reused.ok) == (fresh.cost, fresh.ok)
     runs = task.ev.runs

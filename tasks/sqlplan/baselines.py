@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from tasks.sqlplan import expert
-from tasks.sqlplan.evaluate import Evaluator, compare_rows, reference_file
+from tasks.sqlplan.evaluate import Evaluator, compare_rows
 from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN
+from tasks.sqlplan.reference import reference_file
 from tasks.sqlplan.sandbox import Sandbox, SandboxError
 
 
@@ -129,7 +130,7 @@ def expert_baselines(ev: Evaluator, specs: dict[str, list[IndexSpec]], budget: i
 
 def _cache_file(ev: Evaluator, budget: int | None) -> Path:
     """Baselines depend only on the database file, the queries, the budget and the shell's presence."""
-    ref = reference_file(ev.workload)
+    ref = reference_file(ev.workload, ev.reference_cap)
     return ref.with_name(f"{ref.stem}-baselines-{budget}-{expert.shell() is not None}.json")
 
 

@@ -198,7 +198,9 @@ class SqlPlanProposer(Proposer):
         for q, p in others.items():
             if not self.ev.models[q].tables & changed:
                 continue
-            if self._base is not None and self.ev.signature(q, p, idx) == self.ev.signature(q, p, self._base):
+            if self._base is not None and self.ev.fast_signature(q, p, idx) == self.ev.fast_signature(
+                q, p, self._base
+            ):
                 total += self._known.get(q, 0.0)
             else:
                 total += self._cost(q, p, idx)
@@ -413,7 +415,7 @@ class SqlPlanProposer(Proposer):
             cap = max(1, int(now * frac))
             best = now
             for plan in {state["plans"][q], DEFAULT_PLAN}:
-                if self.ev.signature(q, plan, trial) != self.ev.signature(q, plan, idx):
+                if self.ev.fast_signature(q, plan, trial) != self.ev.fast_signature(q, plan, idx):
                     out = self.ev.measure(q, plan, trial, cap=cap)
                     if out.ok:  # a run stopped at the cap reports cap + 1: no cost, not a winner
                         best = min(best, out.cost)
@@ -500,7 +502,7 @@ class SqlPlanProposer(Proposer):
             value = 1.0
             for q, p in plans.items():
                 if i.table in self.ev.models[q].tables and any(
-                    i.name in step for step in self.ev.signature(q, p, state["idx"])
+                    i.name in step for step in self.ev.fast_signature(q, p, state["idx"])
                 ):
                     value += max(0.0, self.ev.default_cost[q] - self._cost(q, p, state["idx"]))
             items.append(knapsack.Item(frozenset([i]), int(value), self.task.ev.size(i)))

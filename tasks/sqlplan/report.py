@@ -30,6 +30,10 @@ def solution(task: Any, state: Any, with_baselines: bool = False) -> dict[str, A
         "indexes": [i.label() for i in sorted(state.indexes)],
         "plans": {q: p.to_json() for q, p in zip(task.qids, state.plans) if not p.is_default},
         "all_equivalent": all(o.ok for o in state.outcomes),
+        "default_lower_bound": {
+            q: {"cost_at_least": task.ev.default_cost[q], "reference_rows_from": src}
+            for q, src in sorted(task.ev.reference_source.items())
+        },
     }
 
 

@@ -1,12 +1,18 @@
-"""Sandboxed execution: a private in-memory copy of the database, read-only by authorizer.
+"""Sandboxed execution: the database file read-only and shared, a private in-memory copy from the first DDL.
 
 Why a private copy and not a read-only connection plus an index overlay:
 SQLite cannot put an index on a main-schema table anywhere but in that
 table's own schema (a TEMP index may only index a TEMP table), so trying an
-index needs a writable database. Copying the file into ``:memory:`` with the
-backup API takes ~20 ms at SF 0.01; the source file is opened ``mode=ro`` and
-can never change, and each evaluator (coordinator, every proposer) owns its
-copy, so nothing one evaluation does can leak into another's.
+index needs a writable database. But a process that only reads (an agent
+that screens on a smaller database, the reference runs of the original
+queries) needs no copy: until its first index DDL a sandbox reads the file
+itself, opened ``mode=ro&immutable=1`` and memory-mapped, so every process
+shares the operating system's page cache (at SF 1 a copy is ~1 GB per
+process). The first DDL copies the file into ``:memory:`` with the backup
+API (~20 ms at SF 0.01); the source file can never change, and each
+evaluator (coordinator, every proposer) owns its copy, so nothing one
+evaluation does can leak into another's. The VM steps of a query are the
+same on the file and on the copy (the backup copies the pages as they are).
 
 Cost = progress-handler callbacks per 1,000 VM steps, which is deterministic
 (the statement cache is off: a cached, re-used statement shifts the count).
@@ -58,20 +64,41 @@ class Sandbox:
     """One private database copy; runs only reads, plus index DDL that we generate ourselves."""
 
     def __init__(self, db_path: Path, default_cap: int = 2_000_000) -> None:
-        src = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        self.db_path = db_path
         self.con = sqlite3.connect(
-            ":memory:", cached_statements=0, isolation_level=None, check_same_thread=False
+            f"file:{db_path}?mode=ro&immutable=1",
+            uri=True,
+            cached_statements=0,
+            isolation_level=None,
+            check_same_thread=False,
         )
-        try:
-            src.backup(self.con)
-        finally:
-            src.close()
+        self.con.execute(f"PRAGMA mmap_size = {1 << 40}")  # reads share the OS page cache, no private copy
+        self.copied = False
+        """True once the first DDL made the private in-memory copy."""
         self.default_cap = default_cap
         self._mode = "query"
         self._ticks = 0
         self._cap = default_cap
-        self.con.set_authorizer(self._authorize)
-        self.con.set_progress_handler(self._progress, PROGRESS_STEPS)
+        self._guard(self.con)
+
+    def _guard(self, con: sqlite3.Connection) -> None:
+        con.set_authorizer(self._authorize)
+        con.set_progress_handler(self._progress, PROGRESS_STEPS)
+
+    def _private(self) -> None:
+        """Switch from the shared read-only file to a private writable copy (before the first DDL)."""
+        if self.copied:
+            return
+        mem = sqlite3.connect(":memory:", cached_statements=0, isolation_level=None, check_same_thread=False)
+        self.con.set_authorizer(None)
+        self.con.set_progress_handler(None, PROGRESS_STEPS)
+        try:
+            self.con.backup(mem)
+        finally:
+            self.con.close()
+        self.con = mem
+        self.copied = True
+        self._guard(mem)
 
     def close(self) -> None:
         self.con.close()
@@ -127,6 +154,9 @@ class Sandbox:
 
     def ddl(self, statements: Iterable[str]) -> None:
         """Run index DDL that the task rendered itself (never agent text)."""
+        statements = list(statements)
+        if statements:
+            self._private()
         self._mode = "ddl"
         self._cap = 10**12
         try:
@@ -139,6 +169,7 @@ class Sandbox:
             self._mode = "query"
 
     def analyze(self) -> None:
+        self._private()
         self._mode = "analyze"
         self._cap = 10**12
         try:

@@ -43,6 +43,20 @@ class SqlPlanParams(BaseModel):
         None, ge=0.0, description="MiB of extra indexes allowed (none: no limit)"
     )
     step_cap: int = Field(2_000_000, ge=100, description="VM-step cap per query, in units of 1,000 steps")
+    reference_cap: int | None = Field(
+        None,
+        ge=100,
+        description="run each original query at most this long (x 1,000 VM steps; default: step_cap); one "
+        "that does not finish gets its reference rows from its own SQL with indexes on its '=' columns, "
+        "and its default cost is reported as this cap, a lower bound",
+    )
+    plan_cap_factor: float = Field(
+        4.0,
+        ge=1.0,
+        le=100.0,
+        description="a plan that costs more than this times SQLite's own plan of the query is stopped there "
+        "and refused (at SF 1 a plan 4x worse than a 300,000-callback default runs for minutes)",
+    )
     baselines: bool = Field(True, description="compute the ANALYZE and .expert baselines for the report")
     seed: int = Field(0, ge=0, description="seed for the proposers' sampling")
     screen_scale: float | None = Field(
@@ -70,6 +84,8 @@ class SqlState:
     plans: tuple[QueryPlan, ...]
     indexes: frozenset[IndexSpec]
     outcomes: tuple[QueryOutcome, ...]
+    blocks: tuple[tuple[str, ...], ...]
+    """query ids per block: the task's partition until a neighbourhood generator re-forms it (same sizes)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +140,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         super().__init__(params)
         self.p = params
         self.workload = load_workload(params.db, params.queries, params.scale)
-        self.ev = Evaluator(self.workload, params.step_cap)
+        self.ev = Evaluator(self.workload, params.step_cap, params.reference_cap, params.plan_cap_factor)
         self.qids = list(self.workload.queries)
         self.budget = None if params.index_budget_mb is None else int(params.index_budget_mb * MIB)
         self.default_total = sum(self.ev.default_cost.values())
@@ -160,7 +176,22 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     def initial_state(self) -> SqlState:
         plans = tuple(DEFAULT_PLAN for _ in self.qids)
-        return SqlState(plans, frozenset(), tuple(self.ev.measure(q, DEFAULT_PLAN, ()) for q in self.qids))
+        outcomes = tuple(self.ev.measure(q, DEFAULT_PLAN, ()) for q in self.qids)
+        return SqlState(plans, frozenset(), outcomes, self.initial_blocks)
+
+    @property
+    def initial_blocks(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple(qs) for qs in self.block_queries)
+
+    def _owned(self, state: SqlState, changes: Mapping[int, BlockChange]) -> None:
+        """A block's value may re-plan only the queries its block holds in ``state`` (blocks can be re-formed,
+        so this is checked against the state, not in the stateless ``validate``)."""
+        for b, ch in changes.items():
+            foreign = sorted(set(ch.plans) - set(state.blocks[b]))
+            if foreign:
+                raise InvalidProposal(
+                    f"block {b} holds {list(state.blocks[b])}, not {foreign}", "wrong_block"
+                )
 
     # -- model -----------------------------------------------------------------
     def index_bytes(self, indexes: frozenset[IndexSpec]) -> int:
@@ -186,6 +217,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     def apply(self, state: SqlState, changes: Mapping[int, BlockChange]) -> SqlState:
         """Re-measures only re-planned queries and queries on tables whose indexes changed."""
+        self._owned(state, changes)
         indexes = set(state.indexes)
         plans = list(state.plans)
         for ch in changes.values():
@@ -201,7 +233,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         for k, q in enumerate(self.qids):
             if plans[k] != state.plans[k] or self.ev.models[q].tables & touched_tables:
                 outcomes[k] = self.ev.measure(q, plans[k], new_idx)
-        return SqlState(tuple(plans), new_idx, tuple(outcomes))
+        return SqlState(tuple(plans), new_idx, tuple(outcomes), state.blocks)
 
     def evaluate_change(self, state: SqlState, changes: Mapping[int, BlockChange]) -> float:
         new = self.apply(state, changes)
@@ -212,7 +244,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         return self.objective(new)
 
     def block_value(self, state: SqlState, block: int) -> BlockChange:
-        plans = {q: state.plans[self.qids.index(q)] for q in self.block_queries[block]}
+        plans = {q: state.plans[self.qids.index(q)] for q in state.blocks[block]}
         return BlockChange(plans, frozenset(), frozenset())
 
     def footprint(self, state: SqlState, block: int, value: BlockChange) -> frozenset[Hashable]:
@@ -235,7 +267,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     # -- agents' view --------------------------------------------------------------
     def contract(self, state: SqlState, block: int) -> dict[str, Any]:
-        mine = self.block_queries[block]
+        mine = list(state.blocks[block])
         tables = sorted({t for q in mine for t in self.ev.models[q].tables})
         readers = {
             t: [
@@ -288,10 +320,6 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         for q, raw in raw_plans.items():
             if q not in self.block_of:
                 raise InvalidProposal(f"unknown query {q!r}", "unknown_query")
-            if self.block_of[q] != block:
-                raise InvalidProposal(
-                    f"query {q} belongs to block {self.block_of[q]}, not {block}", "wrong_block"
-                )
             plans[q] = parse_plan(raw, self.ev.models[q], self.workload.schema)
         specs: dict[str, frozenset[IndexSpec]] = {}
         for key in ("add", "drop"):
@@ -334,6 +362,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         return {
             "plans": {q: p.to_json() for q, p in zip(self.qids, state.plans)},
             "indexes": [i.to_json() for i in sorted(state.indexes)],
+            "blocks": [list(b) for b in state.blocks],
         }
 
     def load_state(self, data: Any) -> SqlState:
@@ -341,7 +370,24 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             parse_plan(data["plans"].get(q), self.ev.models[q], self.workload.schema) for q in self.qids
         )
         idx = frozenset(parse_index_spec(r, self.workload.schema) for r in data["indexes"])
-        return SqlState(plans, idx, tuple(self.ev.measure(q, p, idx) for q, p in zip(self.qids, plans)))
+        blocks = self.initial_blocks
+        if data.get("blocks") is not None:
+            blocks = tuple(tuple(str(q) for q in b) for b in data["blocks"])
+            if sorted(q for b in blocks for q in b) != sorted(self.qids) or len(blocks) != self.n:
+                raise ValueError("the stored blocks are not a partition of the queries into n blocks")
+        outcomes = tuple(self.ev.measure(q, p, idx) for q, p in zip(self.qids, plans))
+        return SqlState(plans, idx, outcomes, blocks)
+
+    # -- neighbourhoods (adaptive block selection) -------------------------------
+    def neighbourhoods(self) -> tuple[str, ...]:
+        from tasks.sqlplan.neighbourhoods import NAMES
+
+        return NAMES
+
+    def form_blocks(self, state: SqlState, generator: str, size: float, attempt: int) -> SqlState | None:
+        from tasks.sqlplan.neighbourhoods import form_query_blocks
+
+        return form_query_blocks(self, state, generator, size, attempt)
 
     # -- output --------------------------------------------------------------------
     def baselines(self) -> list[Any]:
@@ -385,5 +431,5 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         k = SqlPlanProposerParams.model_validate(knobs.model_dump())
         if self.p.screen_scale is not None and self._screen is None:
             screen = load_workload(None, self.p.queries, self.p.screen_scale)
-            self._screen = Evaluator(screen, self.p.step_cap)
+            self._screen = Evaluator(screen, self.p.step_cap, self.p.reference_cap, self.p.plan_cap_factor)
         return SqlPlanProposer(self, k, seed=self.p.seed * 7919 + seed, ev=self._screen)
