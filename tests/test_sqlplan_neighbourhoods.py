@@ -47,6 +47,12 @@ def test_keep_returns_none(task: SqlPlanTask, s0: SqlState) -> None:
     assert task.form_blocks(s0, "partition", 1.0, 3) is None
 
 
+def test_blocks_to_keep_keep_them_all(task: SqlPlanTask, s0: SqlState) -> None:
+    """Under adaptive selection's ``hold`` the merged blocks must stay: the kind keeps every block then."""
+    assert task.form_blocks(s0, "random", 1.0, 1) is not None  # the same call without blocks to keep forms
+    assert task.form_blocks(s0, "random", 1.0, 1, keep=frozenset({0})) is None
+
+
 def test_tables_groups_queries_that_share_tables(task: SqlPlanTask, s0: SqlState) -> None:
     new = task.form_blocks(s0, "tables", 1.0, 0)
     assert new is not None

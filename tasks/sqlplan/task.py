@@ -384,9 +384,15 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
         return NAMES
 
-    def form_blocks(self, state: SqlState, generator: str, size: float, attempt: int) -> SqlState | None:
+    def form_blocks(
+        self, state: SqlState, generator: str, size: float, attempt: int, keep: frozenset[int] = frozenset()
+    ) -> SqlState | None:
+        """Re-forms all blocks or none: with blocks to ``keep`` (adaptive selection's ``hold``) it keeps them
+        all, since the generators deal every query at once."""
         from tasks.sqlplan.neighbourhoods import form_query_blocks
 
+        if keep:
+            return None
         return form_query_blocks(self, state, generator, size, attempt)
 
     # -- output --------------------------------------------------------------------
