@@ -6,10 +6,10 @@ takes the path with the fewest collisions against the robots already planned, an
 neighbourhoods (robots in collision, grown by a random walk over the collision graph) are re-planned
 while the number of collisions does not grow, until it is 0.
 
-- ``soft_path``: SIPP's collision-free path when a bounded SIPP finds one; otherwise A* on
-  t + ``penalty`` x collisions (a consistent cost, so the search stays about as small as a shortest-path
-  search instead of exhausting every collision-free state first, which is what made the lexicographic
-  A* time out at density). It never fails on a reachable goal: past its budget it returns the plain
+- ``soft_path``: SIPP's collision-free path when a bounded SIPP finds one; otherwise space-time A*
+  (``astar.plan_path``) on t + ``penalty`` x collisions (a consistent cost, so the search stays about as
+  small as a shortest-path search instead of exhausting every collision-free state first, which is what
+  made the lexicographic A* time out at density). It never fails on a reachable goal: past its budget it returns the plain
   shortest path, collisions and all.
 - ``prioritized``: one pass of prioritized planning, hard (SIPP only: None when a robot has no
   collision-free path, the baseline that fails) or soft (``soft_path``: always a plan).
@@ -21,14 +21,12 @@ while the number of collisions does not grow, until it is 0.
 
 from __future__ import annotations
 
-import bisect
-import heapq
 import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tasks.routing.astar import unwind
+from tasks.routing.astar import plan_path
 from tasks.routing.grid import UNREACHABLE, Grid
 from tasks.routing.occupancy import OccupancyIndex, Path, change_in_conflicts, cost
 from tasks.routing.reservations import Reservations
@@ -51,78 +49,11 @@ def soft_path(
     path = sipp_path(grid, start, goal, table, max_len, deadline, expansions=expansions // 4)
     if path is not None:
         return path, 0
-    found = penalized_path(grid, start, goal, table, max_len, deadline, penalty, expansions)
+    found = plan_path(grid, start, goal, table, max_len, deadline, expansions, penalty)
     if found is not None:
         return found
     fallback = tuple(grid.shortest_path(start, goal))
     return fallback, table.path_conflicts(fallback)
-
-
-def penalized_path(
-    grid: Grid,
-    start: int,
-    goal: int,
-    table: Reservations,
-    max_len: int,
-    deadline: float | None,
-    penalty: int,
-    expansions: int,
-) -> tuple[Path, int] | None:
-    """The path minimizing arrival time + ``penalty`` x collisions (None past the budget; goal reachable)."""
-    h = grid.distances(goal)
-    n = grid.n_cells
-    moves = grid._moves
-    vert, edge, park = table.vert, table.edge, table.park
-    cap = table.t_static + 1
-    goal_visits = sorted(table.visits.get(goal, ()))
-    big = 1 << 60
-    # (f, conflicts, -t, seq, cell, parent key, terminal)
-    heap: list[tuple[int, int, int, int, int, int, int]] = [(h[start], 0, 0, 0, start, -1, 0)]
-    parent: dict[int, int] = {}
-    best_g: dict[int, int] = {}
-    seq = pops = 0
-    push, pop = heapq.heappush, heapq.heappop
-    while heap:
-        f, conf, negt, _, cell, pkey, terminal = pop(heap)
-        t = -negt
-        if terminal:
-            return unwind(parent, cell, pkey, n), conf
-        key = (t if t < cap else cap) * n + cell
-        if key in parent:
-            continue
-        parent[key] = pkey
-        pops += 1
-        if pops % 1024 == 0 and (
-            pops > expansions or (deadline is not None and time.perf_counter() > deadline)
-        ):
-            return None
-        g = f - h[cell]
-        if cell == goal:
-            later = len(goal_visits) - bisect.bisect_right(goal_visits, t)  # parking meets these
-            seq += 1
-            push(heap, (g + penalty * later, conf + later, negt, seq, cell, pkey, 1))
-        nt = t + 1
-        if nt > max_len:
-            continue
-        base_v = nt * n
-        base_e = t * n
-        for nb in moves[cell]:
-            nkey = (nt if nt < cap else cap) * n + nb
-            if nkey in parent:
-                continue
-            c = vert.get(base_v + nb, 0)
-            if park.get(nb, big) <= nt:
-                c += 1
-            if nb != cell:
-                c += edge.get((base_e + nb) * n + cell, 0)
-            ng = g + 1 + penalty * c
-            seen = best_g.get(nkey)
-            if seen is not None and seen <= ng:
-                continue
-            best_g[nkey] = ng
-            seq += 1
-            push(heap, (ng + h[nb], conf + c, -nt, seq, nb, key, 0))
-    return None
 
 
 def prioritized(
