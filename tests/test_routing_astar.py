@@ -40,9 +40,7 @@ def _step_conflicts(table: Reservations, t: int, a: int, b: int) -> int:
     return c
 
 
-def oracle(
-    grid: Grid, start: int, goal: int, table: Reservations, max_len: int
-) -> dict[int, int]:
+def oracle(grid: Grid, start: int, goal: int, table: Reservations, max_len: int) -> dict[int, int]:
     """Arrival time T -> the fewest conflicts of a path parked on the goal from T (every T reachable)."""
     best = {start: 0}
     visits = table.visits.get(goal, [])
@@ -114,7 +112,7 @@ def test_search_is_optimal_for_its_priority(
     assert found is not None
     path, conflicts = found
     assert path[0] == start and path[-1] == goal
-    assert all(b in grid.moves(a) for a, b in zip(path, path[1:]))
+    assert all(b in grid.moves(a) for a, b in zip(path, path[1:], strict=False))
     assert table.path_conflicts(path) == conflicts, "the search misreports its path's conflicts"
     want = _optimum(oracle(grid, start, goal, table, max_len), penalty)
     want_value = want if penalty is None else (want[1] + penalty * want[0],)
