@@ -235,11 +235,11 @@ def test_colliding_robots_on_shortest_paths_are_grouped_by_regrouping() -> None:
 
 
 def test_the_first_plan_is_repaired_whole_before_the_agents_start() -> None:
-    """empty-16-16 with 100 robots: prioritized planning leaves collisions, the whole-plan repair clears them."""
+    """empty-16-16, 100 robots: prioritized planning leaves collisions, the whole-plan repair clears them."""
     from tasks.registry import create_task
 
     params = {"map": "empty-16-16", "robots": 100, "blocks": 3, "exact_limit": 0}
     raw = create_task("routing", {**params, "initial_repair": 0})
     fixed = create_task("routing", params)
-    assert raw.initial_state().conflicts > 0  # type: ignore[attr-defined]
-    assert fixed.initial_state().conflicts == 0  # type: ignore[attr-defined]
+    assert raw.initial_state().conflicts > 0
+    assert fixed.initial_state().conflicts == 0

@@ -38,8 +38,8 @@ def holding_up(
     n = grid.n_cells
     weights: dict[tuple[int, int], float] = {}
     if index.vert or index.park:
-        for r, others in collision_graph(index).items():
-            for o in others:
+        for r, mates in collision_graph(index).items():
+            for o in mates:
                 if r < o:
                     weights[(r, o)] = COLLIDING
     for r, path in enumerate(paths):
