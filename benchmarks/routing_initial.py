@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--starts", nargs="*", default=["shortest", "prioritized"], choices=["shortest", "prioritized"]
     )
+    ap.add_argument("--seeds", type=int, default=1, help="runs per instance and start (seeds 0..N-1)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     try:
@@ -38,18 +41,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows: list[dict[str, Any]] = []
     for m, k in cases:
-        for init in args.starts:
-            task = make_task(m, f"{m}-random-1", k, 2 * args.agents, initial=init)
-            r = run_team(task, args.agents, time_limit=args.limit)
+        for init, seed in ((i, s) for i in args.starts for s in range(args.seeds)):
+            task = make_task(m, f"{m}-random-1", k, 2 * args.agents, initial=init, seed=seed)
+            r = run_team(task, args.agents, time_limit=args.limit, seed=seed)
             row = {
                 "instance": f"{m} k={k}",
                 "initial": init,
+                "seed": seed,
+                "load": round(os.getloadavg()[0], 2),
+                "when": time.strftime("%H:%M:%S UTC", time.gmtime()),
                 "valid": r.feasible,
                 "soc": r.soc,
                 "lb": r.lower_bound,
                 "ratio": round(r.soc / r.lower_bound, 4),
                 "rounds": r.rounds,
-                "first_feasible_s": r.first_feasible_s,
+                "first_feasible_s": None if r.first_feasible_s is None else round(r.first_feasible_s, 1),
+                "conflicts": r.verdict.conflicts if r.verdict else None,
             }
             rows.append(row)
             print(json.dumps(row), flush=True)

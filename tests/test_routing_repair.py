@@ -11,12 +11,15 @@ from hypothesis import strategies as st
 from tasks.routing.grid import UNREACHABLE, Grid
 from tasks.routing.occupancy import full_conflicts
 from tasks.routing.repair import (
+    BlockSearch,
+    alone,
     collision_neighbourhood,
     collision_pairs,
     count_collisions,
     prioritized,
     repair,
     soft_path,
+    target_neighbourhood,
 )
 from tasks.routing.reservations import Reservations
 from tasks.routing.validator import validate_plan
@@ -168,3 +171,75 @@ def test_repair_turns_down_steps_that_would_add_collisions() -> None:
     )
     assert fixed.worse > 0
     assert all(b <= a for a, b in zip(fixed.accepted, fixed.accepted[1:], strict=False))
+
+
+# A corridor with a pocket: robot P (in the pocket) parks on (3, 0), which robot Q crosses to reach (5, 0).
+# On shortest paths P arrives first and Q runs into it; Q cannot get past earlier, P can wait in the pocket.
+POCKET = ["......", "..@@@@"]
+
+
+def _pocket() -> tuple[Grid, list[int], list[int], list[tuple[int, ...]]]:
+    grid = Grid.from_rows(POCKET)
+    starts = [grid.cell(1, 1), grid.cell(0, 0)]  # P, Q
+    goals = [grid.cell(3, 0), grid.cell(5, 0)]
+    paths = [tuple(grid.shortest_path(s, g)) for s, g in zip(starts, goals, strict=True)]
+    return grid, starts, goals, paths
+
+
+def test_a_parking_collision_is_cleared_only_by_replanning_the_parked_robot() -> None:
+    grid, starts, goals, paths = _pocket()
+    search = BlockSearch(grid, starts, goals, paths, Reservations(grid.n_cells), 30)
+    assert search.collisions > 0
+    kept, collisions, _ = search.try_group([1], None)  # Q alone: P still parks on its way
+    assert collisions > 0
+    graph, colliding = search.colliding()
+    assert alone(search.paths, colliding, set()) == [0]  # P: the shortest trip of the two
+    assert alone(search.paths, colliding, {0, 1}) == []
+    kept, collisions, _ = search.try_group([0], None)
+    assert kept and collisions == 0 and search.collisions == 0
+    assert len(search.paths[0]) - 1 > grid.distances(goals[0])[starts[0]]  # P waited for Q
+
+
+def test_target_neighbourhood_holds_the_robots_parked_on_the_way() -> None:
+    grid, starts, goals, paths = _pocket()
+    assert target_neighbourhood(paths, goals, [1], 8, random.Random(0)) == [1, 0]  # Q, then P parked on it
+    assert target_neighbourhood(paths, goals, [0], 8, random.Random(0)) == [
+        0,
+        1,
+    ]  # P, then Q crossing its goal
+    assert target_neighbourhood(paths, goals, [1], 1, random.Random(0)) == [1]
+    far = [tuple(grid.shortest_path(starts[0], grid.cell(0, 1))), paths[1]]  # P's goal off Q's way
+    assert target_neighbourhood(far, [grid.cell(0, 1), goals[1]], [1], 8, random.Random(0)) == [1]
+
+
+def test_colliding_robots_on_shortest_paths_are_grouped_by_regrouping() -> None:
+    """Neither robot of a parking collision is delayed, so only the collision's own weight joins them."""
+    from tasks.routing.occupancy import OccupancyIndex
+    from tasks.routing.regroup import COLLIDING, holding_up, regroup
+
+    grid, starts, goals, paths = _pocket()
+    bystander = grid.cell(0, 1)  # a third robot, parked where it starts, colliding with nobody
+    starts3, goals3 = (*starts, bystander), (*goals, bystander)
+    plan = (*paths, (bystander,))
+    weights = holding_up(
+        grid, starts3, goals3, plan, OccupancyIndex.build(grid.n_cells, dict(enumerate(plan)))
+    )
+    assert weights.get((0, 1)) == COLLIDING
+    assert regroup(((0, 2), (1,)), weights, 0) in {((0, 1), (2,)), ((2,), (0, 1))}
+    search = BlockSearch(grid, starts, goals, paths, Reservations(grid.n_cells), 30)
+    assert search.try_group([0], None)[0] and search.collisions == 0  # P waits: no collision left
+    clean = (*search.paths, (bystander,))
+    index = OccupancyIndex.build(grid.n_cells, dict(enumerate(clean)))
+    assert index.total_conflicts() == 0
+    assert holding_up(grid, starts3, goals3, clean, index).get((0, 1), 0.0) < COLLIDING
+
+
+def test_the_first_plan_is_repaired_whole_before_the_agents_start() -> None:
+    """empty-16-16, 100 robots: prioritized planning leaves collisions, the whole-plan repair clears them."""
+    from tasks.registry import create_task
+
+    params = {"map": "empty-16-16", "robots": 100, "blocks": 3, "exact_limit": 0}
+    raw = create_task("routing", {**params, "initial_repair": 0})
+    fixed = create_task("routing", params)
+    assert raw.initial_state().conflicts > 0
+    assert fixed.initial_state().conflicts == 0

@@ -61,6 +61,13 @@ class RoutingParams(BaseModel):
         description="first plan: prioritized planning that minimizes collisions instead of failing"
         " (LNS2's start), or every robot on its own shortest path, ignoring the others",
     )
+    initial_repair: float = Field(
+        30.0,
+        ge=0.0,
+        le=3600.0,
+        description="seconds of LNS2's collision repair on the whole prioritized first plan, stopping at the"
+        " first collision-free plan (0 = leave the collisions to the agents)",
+    )
     exact_limit: float = Field(
         10.0,
         ge=0.0,

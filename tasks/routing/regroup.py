@@ -13,8 +13,12 @@ import itertools
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import OccupancyIndex, Path, cost
 from tasks.routing.partition import by_interaction, shaken
+from tasks.routing.repair import collision_graph
 
 Blocks = tuple[tuple[int, ...], ...]
+
+COLLIDING = 1000.0
+"""A colliding pair's weight: above any count of holding-up visits, so the pair shares a block first."""
 
 
 def holding_up(
@@ -25,9 +29,19 @@ def holding_up(
     index: OccupancyIndex,
     slack: int = 2,
 ) -> dict[tuple[int, int], float]:
-    """Weights (i < j) for robots near a delayed robot's shortest or current route, within ``slack`` steps."""
+    """Weights (i < j) for robots near a delayed robot's shortest or current route, within ``slack`` steps,
+    and ``COLLIDING`` for every pair in collision.
+
+    A collision at density is often between two robots on shortest paths (one parked early on a cell
+    the other crosses late): neither is delayed, so without its own weight the pair could stay split
+    between two agents for good, and neither agent can move the other robot out of the way."""
     n = grid.n_cells
     weights: dict[tuple[int, int], float] = {}
+    if index.vert or index.park:
+        for r, mates in collision_graph(index).items():
+            for o in mates:
+                if r < o:
+                    weights[(r, o)] = COLLIDING
     for r, path in enumerate(paths):
         if cost(path) <= grid.distances(goals[r])[starts[r]]:
             continue  # on a shortest path already: nobody holds it up

@@ -6,14 +6,16 @@ takes the path with the fewest collisions against the robots already planned, an
 neighbourhoods (robots in collision, grown by a random walk over the collision graph) are re-planned
 while the number of collisions does not grow, until it is 0.
 
-- ``soft_path``: SIPP's collision-free path when a bounded SIPP finds one; otherwise A* on
-  t + ``penalty`` x collisions (a consistent cost, so the search stays about as small as a shortest-path
-  search instead of exhausting every collision-free state first, which is what made the lexicographic
-  A* time out at density). It never fails on a reachable goal: past its budget it returns the plain
-  shortest path, collisions and all.
+- ``soft_path``: SIPP's collision-free path when a bounded SIPP finds one; otherwise space-time A*
+  (``astar.plan_path``) on t + ``penalty`` x collisions (a consistent cost, so the search stays about as
+  small as a shortest-path search instead of exhausting every collision-free state first, which is what
+  made the lexicographic A* time out at density). It never fails on a reachable goal: past its budget
+  it returns the plain shortest path, collisions and all.
 - ``prioritized``: one pass of prioritized planning, hard (SIPP only: None when a robot has no
   collision-free path, the baseline that fails) or soft (``soft_path``: always a plan).
-- ``collision_neighbourhood``: a random walk over the collision graph from a random colliding robot.
+- ``collision_neighbourhood``: a random walk over the collision graph from a random colliding robot;
+  the steps in between re-plan one colliding robot alone (``alone``), or one with the robots parked on
+  its way and those crossing its goal (``target_neighbourhood``).
 - ``repair``: the repair loop on a set of robots against a fixed reservation table; it accepts a
   re-planned neighbourhood only when the collision count does not grow (sum of costs breaks ties), and
   returns the accepted counts so the invariant can be checked.
@@ -21,14 +23,12 @@ while the number of collisions does not grow, until it is 0.
 
 from __future__ import annotations
 
-import bisect
-import heapq
 import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tasks.routing.astar import unwind
+from tasks.routing.astar import plan_path
 from tasks.routing.grid import UNREACHABLE, Grid
 from tasks.routing.occupancy import OccupancyIndex, Path, change_in_conflicts, cost
 from tasks.routing.reservations import Reservations
@@ -51,78 +51,11 @@ def soft_path(
     path = sipp_path(grid, start, goal, table, max_len, deadline, expansions=expansions // 4)
     if path is not None:
         return path, 0
-    found = penalized_path(grid, start, goal, table, max_len, deadline, penalty, expansions)
+    found = plan_path(grid, start, goal, table, max_len, deadline, expansions, penalty)
     if found is not None:
         return found
     fallback = tuple(grid.shortest_path(start, goal))
     return fallback, table.path_conflicts(fallback)
-
-
-def penalized_path(
-    grid: Grid,
-    start: int,
-    goal: int,
-    table: Reservations,
-    max_len: int,
-    deadline: float | None,
-    penalty: int,
-    expansions: int,
-) -> tuple[Path, int] | None:
-    """The path minimizing arrival time + ``penalty`` x collisions (None past the budget; goal reachable)."""
-    h = grid.distances(goal)
-    n = grid.n_cells
-    moves = grid._moves
-    vert, edge, park = table.vert, table.edge, table.park
-    cap = table.t_static + 1
-    goal_visits = sorted(table.visits.get(goal, ()))
-    big = 1 << 60
-    # (f, conflicts, -t, seq, cell, parent key, terminal)
-    heap: list[tuple[int, int, int, int, int, int, int]] = [(h[start], 0, 0, 0, start, -1, 0)]
-    parent: dict[int, int] = {}
-    best_g: dict[int, int] = {}
-    seq = pops = 0
-    push, pop = heapq.heappush, heapq.heappop
-    while heap:
-        f, conf, negt, _, cell, pkey, terminal = pop(heap)
-        t = -negt
-        if terminal:
-            return unwind(parent, cell, pkey, n), conf
-        key = (t if t < cap else cap) * n + cell
-        if key in parent:
-            continue
-        parent[key] = pkey
-        pops += 1
-        if pops % 1024 == 0 and (
-            pops > expansions or (deadline is not None and time.perf_counter() > deadline)
-        ):
-            return None
-        g = f - h[cell]
-        if cell == goal:
-            later = len(goal_visits) - bisect.bisect_right(goal_visits, t)  # parking meets these
-            seq += 1
-            push(heap, (g + penalty * later, conf + later, negt, seq, cell, pkey, 1))
-        nt = t + 1
-        if nt > max_len:
-            continue
-        base_v = nt * n
-        base_e = t * n
-        for nb in moves[cell]:
-            nkey = (nt if nt < cap else cap) * n + nb
-            if nkey in parent:
-                continue
-            c = vert.get(base_v + nb, 0)
-            if park.get(nb, big) <= nt:
-                c += 1
-            if nb != cell:
-                c += edge.get((base_e + nb) * n + cell, 0)
-            ng = g + 1 + penalty * c
-            seen = best_g.get(nkey)
-            if seen is not None and seen <= ng:
-                continue
-            best_g[nkey] = ng
-            seq += 1
-            push(heap, (ng + h[nb], conf + c, -nt, seq, nb, key, 0))
-    return None
 
 
 def prioritized(
@@ -214,6 +147,39 @@ def collision_neighbourhood(
         rest = [r for r in colliding if r not in seen]
         chosen += rng.sample(rest, min(k - len(chosen), len(rest)))
     return chosen
+
+
+def alone(paths: Sequence[Path], colliding: Sequence[int], tried: set[int]) -> list[int]:
+    """The colliding robot with the shortest path not yet re-planned alone, as a group of one.
+
+    Re-planned alone, a robot sees every other colliding robot where it is. That is what clears a
+    parking collision: a robot parked early on a cell that another one crosses much later must arrive
+    after it passes, and a neighbourhood holding both re-plans the parked robot without the other there
+    whenever it comes first. The shortest trips go first: their searches are the cheapest and they are
+    the ones that park early."""
+    left = [i for i in colliding if i not in tried]
+    return [min(left, key=lambda i: (len(paths[i]), i))] if left else []
+
+
+def target_neighbourhood(
+    paths: Sequence[Path], goals: Sequence[int], colliding: Sequence[int], k: int, rng: random.Random
+) -> list[int]:
+    """A random colliding robot first, then the robots whose goals its path crosses and those whose paths
+    cross its goal (LNS2's target neighbourhood), at random up to ``k``.
+
+    A parking collision is often one of a chain: the robot that must pass can only pass before a third
+    robot, not in collision, parks in the aisle; only a group holding all of them can reorder who
+    arrives when. The first robot is re-planned first, the others then fit round its new path."""
+    if not colliding:
+        return []
+    i = rng.choice(list(colliding))
+    owner = {g: j for j, g in enumerate(goals)}
+    mine = set(paths[i])
+    near = {owner[c] for c in mine if c in owner} | {j for j, p in enumerate(paths) if goals[i] in p}
+    near.discard(i)
+    rest = sorted(near)
+    rng.shuffle(rest)
+    return [i, *rest[: max(0, k - 1)]]
 
 
 @dataclass
@@ -321,17 +287,27 @@ def repair(
     rng = rng or random.Random(0)
     search = search or BlockSearch(grid, starts, goals, paths, table, max_len)
     out = RepairResult(search.paths, search.collisions, [search.collisions])
+    tried: set[int] = set()  # robots re-planned alone since the collisions last went down
     while search.collisions > 0 and time.perf_counter() < deadline:
         if max_iterations is not None and out.iterations >= max_iterations:
             break
         out.iterations += 1
         graph, colliding = search.colliding()
-        group = collision_neighbourhood(graph, colliding, min(k, len(search.paths)), rng)
-        rng.shuffle(group)
+        step = out.iterations % 3
+        group = alone(search.paths, colliding, tried) if step == 1 else []
+        if group:
+            tried.update(group)
+        elif step == 2:
+            group = target_neighbourhood(search.paths, search.goals, colliding, k, rng)
+        else:
+            group = collision_neighbourhood(graph, colliding, min(k, len(search.paths)), rng)
+            rng.shuffle(group)
         before = search.collisions
         kept, collisions, _soc = search.try_group(group, deadline)
         if kept:
             out.accepted.append(collisions)
+            if collisions < before:
+                tried.clear()
         elif collisions > before:
             out.worse += 1
     out.paths, out.collisions = list(search.paths), search.collisions

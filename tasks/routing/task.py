@@ -1,8 +1,14 @@
-"""The routing kind (DESIGN §4 "routing"): F = sum of costs + W x conflicts, scored incrementally."""
+"""The routing kind (DESIGN §4 "routing"): F = sum of costs + W x conflicts, scored incrementally.
+
+Over 350 lines: the Task interface for one kind (state, scoring, validation, contracts, views); the
+planners and the contract builder live in their own modules.
+"""
 
 from __future__ import annotations
 
 import pathlib
+import random
+import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -25,7 +31,8 @@ from tasks.routing.occupancy import (
 )
 from tasks.routing.prompt import RoutingPrompt
 from tasks.routing.regroup import Blocks, holding_up, regroup
-from tasks.routing.repair import prioritized
+from tasks.routing.repair import prioritized, repair
+from tasks.routing.reservations import Reservations
 
 
 class RoutingProposerParams(BaseModel):
@@ -102,8 +109,9 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return len(self.inst.blocks)
 
     def initial_state(self) -> RoutingState:
-        """Prioritized planning with the fewest collisions (repair.py), or every robot on its own
-        shortest path ignoring the others (``initial="shortest"``)."""
+        """Prioritized planning with the fewest collisions, then LNS2's repair of the whole plan for up to
+        ``initial_repair`` seconds (repair.py), or every robot on its own shortest path ignoring the others
+        (``initial="shortest"``)."""
         return self._initial
 
     @cached_property
@@ -118,7 +126,17 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             order = sorted(range(inst.n_robots), key=lambda r: (d[r], r))
             planned = prioritized(g, inst.starts, inst.goals, inst.max_len, soft=True, order=order)
             assert planned is not None  # soft planning always returns a plan
-            return self.state_of(tuple(planned))
+            state = self.state_of(tuple(planned))
+            if state.conflicts and self.p.initial_repair > 0:
+                # with the whole plan in view: a collision between robots of two blocks, or one that
+                # needs a robot of another block to arrive later, is out of every agent's reach until a
+                # regrouping, and a proposal's budget is short for the long searches of a dense map
+                fixed = repair(
+                    g, inst.starts, inst.goals, planned, Reservations(g.n_cells), inst.max_len,
+                    deadline=time.perf_counter() + self.p.initial_repair, rng=random.Random(self.p.seed),
+                )  # fmt: skip
+                state = self.state_of(tuple(fixed.paths))
+            return state
         paths = tuple(tuple(g.shortest_path(s, t)) for s, t in zip(inst.starts, inst.goals, strict=True))
         return self.state_of(paths)
 
