@@ -243,3 +243,16 @@ def test_the_first_plan_is_repaired_whole_before_the_agents_start() -> None:
     fixed = create_task("routing", params)
     assert raw.initial_state().conflicts > 0
     assert fixed.initial_state().conflicts == 0
+
+
+def test_loading_a_task_does_not_plan_its_first_plan() -> None:
+    """Every API and engine process builds the task; only the one that creates it plans (and repairs) it."""
+    from coordinator.engine.rounds import RoundEngine
+    from tasks.routing.instance import RoutingParams
+    from tasks.routing.task import RoutingTask
+
+    task = RoutingTask(RoutingParams(robots=20, seed=1))
+    RoundEngine(task)
+    assert "_initial" not in vars(task)  # the cached first plan was never computed
+    task.initial_state()
+    assert "_initial" in vars(task)  # (the check can fail: planning fills the cache)

@@ -321,6 +321,12 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def encode_value(self, value: tuple[Path, ...]) -> list[list[list[int]]]:
         return [[list(self.grid.xy(c)) for c in p] for p in value]
 
+    def scale(self) -> float:
+        """The lower bound, known without planning: the default (|F| of the first plan) made every process
+        that loads the task (API and engine workers) plan and repair the first plan again, for up to
+        ``initial_repair`` seconds each, and the deadline made that plan differ between processes."""
+        return max(1.0, float(self.lower_bound()))
+
     def lower_bound(self) -> int:
         """Σ 4-connected BFS distances (the scenario's octile lengths are not a bound here)."""
         g = self.grid
