@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tasks.sqlplan import partial
-from tasks.sqlplan.indexes import IndexSpec
+from tasks.sqlplan.indexes import IndexSpec, rebuilds
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, parse_query, render
 from tasks.sqlplan.reference import compare_rows as compare_rows
 from tasks.sqlplan.reference import equality_indexes, load_reference, store_reference
@@ -145,24 +145,14 @@ class Evaluator:
         return frozenset(i for i in indexes if i.table in tables and i not in self.builtin)
 
     def _sync(self, want: frozenset[IndexSpec], tables: frozenset[str]) -> str:
-        """Make the sandbox's indexes on ``tables`` exactly ``want``; '' or why an index cannot exist.
-
-        SQLite breaks ties between equally good indexes by their order in the
-        table's index list, i.e. by creation order; so each table's indexes are
-        always created in sorted order (keeping the longest matching prefix),
-        which makes a cost a function of the index *set*, not of the history.
-        """
-        for table in sorted(tables | {i.table for i in want}):
-            target = sorted(i for i in want if i.table == table)
-            have = self._order.get(table, [])
-            keep = 0
-            while keep < min(len(have), len(target)) and have[keep] == target[keep]:
-                keep += 1
-            if have[keep:]:
-                self.sandbox.ddl(i.drop_sql() for i in have[keep:])
-                self._present.difference_update(have[keep:])
-            self._order[table] = have[:keep]
-            for i in target[keep:]:
+        """Make the sandbox's indexes on ``tables`` exactly ``want`` (``indexes.rebuilds``: in sorted order,
+        so a cost is a function of the index set); '' or why an index cannot exist."""
+        for step in rebuilds(self._order, want, tables):
+            if step.drop:
+                self.sandbox.ddl(i.drop_sql() for i in step.drop)
+                self._present.difference_update(step.drop)
+            self._order[step.table] = step.keep
+            for i in step.create:
                 if i in self._bad_index:
                     return self._bad_index[i]
                 try:
@@ -171,7 +161,7 @@ class Evaluator:
                     self._bad_index[i] = f"index {i.label()} cannot be created: {exc.reason}"
                     return self._bad_index[i]
                 self._present.add(i)
-                self._order[table].append(i)
+                self._order[step.table].append(i)
                 if i not in self._sizes:
                     self._sizes[i] = self.sandbox.object_bytes(i.name)
         return ""

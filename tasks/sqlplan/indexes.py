@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,3 +170,31 @@ def _where(raw: Any, table: str, schema: Schema) -> tuple[str, ...]:
             )
         terms.add(t)
     return tuple(sorted(terms))
+
+
+@dataclass(frozen=True)
+class TableRebuild:
+    """One table's step from the extra indexes it has (in creation order) to the wanted ones."""
+
+    table: str
+    keep: list[IndexSpec]
+    drop: list[IndexSpec]
+    create: list[IndexSpec]
+
+
+def rebuilds(
+    have: Mapping[str, Sequence[IndexSpec]], want: frozenset[IndexSpec], tables: frozenset[str]
+) -> Iterator[TableRebuild]:
+    """Per table of ``tables`` or of ``want``: what to drop and create so its extra indexes are exactly
+    ``want``'s, always created in sorted order, keeping the longest prefix that already matches.
+
+    SQLite breaks ties between equally good indexes by their order in the table's index list, i.e. by
+    creation order; creating them sorted makes a plan a function of the index *set*, not of the history.
+    """
+    for table in sorted(tables | {i.table for i in want}):
+        target = sorted(i for i in want if i.table == table)
+        now = list(have.get(table, ()))
+        keep = 0
+        while keep < min(len(now), len(target)) and now[keep] == target[keep]:
+            keep += 1
+        yield TableRebuild(table, now[:keep], now[keep:], target[keep:])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tasks.sqlplan.indexes import IndexSpec
+from tasks.sqlplan.indexes import IndexSpec, rebuilds
 
 
 class ShadowPlanner:
@@ -42,19 +42,14 @@ class ShadowPlanner:
         self._order: dict[str, list[IndexSpec]] = {}
 
     def _sync(self, want: frozenset[IndexSpec], tables: frozenset[str]) -> None:
-        """Each table's extra indexes exactly ``want``, created in sorted order (as ``Evaluator._sync``)."""
-        for table in sorted(tables | {i.table for i in want}):
-            target = sorted(i for i in want if i.table == table)
-            have = self._order.get(table, [])
-            keep = 0
-            while keep < min(len(have), len(target)) and have[keep] == target[keep]:
-                keep += 1
-            for i in have[keep:]:
+        """Each table's extra indexes exactly ``want``, created in the same order as the real database's."""
+        for step in rebuilds(self._order, want, tables):
+            for i in step.drop:
                 self.con.execute(i.drop_sql())
-            self._order[table] = have[:keep]
-            for i in target[keep:]:
+            self._order[step.table] = step.keep
+            for i in step.create:
                 self.con.execute(i.create_sql())
-                self._order[table].append(i)
+                self._order[step.table].append(i)
 
     def signature(self, sql: str, indexes: frozenset[IndexSpec], tables: frozenset[str]) -> tuple[str, ...]:
         """EXPLAIN QUERY PLAN of our rendered ``sql`` under ``indexes`` (the same format as the real one)."""
