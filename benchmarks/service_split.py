@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,8 @@ def gen_process(
             "submit": [x for r in results for x in r.get("submit", [])],
             "requests": sum(r.get("requests", 0) for r in results),
             "proposals": sum(r.get("proposals", 0) for r in results),
+            "stopped": [r["stopped"] for r in results if "stopped" in r],
+            "unavailable": sum(r.get("unavailable", 0) for r in results),
         }
     )
 
@@ -189,6 +192,8 @@ def drive(
         "wall_s": wall,
         "proposals": proposals,
         "requests": requests,
+        "agents_stopped_by": dict(Counter(x for p in parts for x in p.get("stopped", []))),
+        "leases_answered_503": sum(p.get("unavailable", 0) for p in parts),
     }
 
 

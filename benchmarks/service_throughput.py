@@ -108,11 +108,14 @@ def agent_loop(
         if grant is None:
             status, grant = c.call("POST", f"/v1/tasks/{tid}/leases")
             requests += 1
-            if status == 429 and grant["error"]["code"] == "no_block_available":
+            if (status == 429 and grant["error"]["code"] == "no_block_available") or status == 503:
+                if status == 503:  # the store is unreachable for now: retried, as `blockopt agent` does
+                    out["unavailable"] = out.get("unavailable", 0) + 1
                 time.sleep(grant["error"].get("retry_after", 0.05))
                 grant = None
                 continue
-            if status != 201:
+            if status != 201:  # the task ended (or refused this agent): say why in the result
+                out["stopped"] = f"{status} {grant.get('error', {}).get('code', '')}".strip()
                 break
         draft = proposer.propose(grant["contract"])
         assert draft is not None
