@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -127,11 +127,22 @@ class RedisStore(Store):
 
     @classmethod
     def from_url(
-        cls, url: str, prefix: str = DEFAULT_PREFIX, commit_mode: CommitMode = "lua", retries: int = 8
+        cls,
+        url: str,
+        prefix: str = DEFAULT_PREFIX,
+        commit_mode: CommitMode = "lua",
+        retries: int = 8,
+        max_connections: int = 512,
     ) -> RedisStore:
-        """A store on ``redis://HOST:PORT/DB``; commands retry with backoff (~5 s) across a Redis restart."""
-        client = Redis.from_url(
+        """A store on ``redis://HOST:PORT/DB``; commands retry with backoff (~5 s) across a Redis restart.
+
+        The pool blocks when all its connections are busy: redis-py's default pool (100 connections) raised
+        ``MaxConnectionsError`` instead, which reached agents as 503s (1,014 lease answers in 32 s with 50
+        tasks x 4 agents on one API process; BENCHMARKS.md, "50 tasks, corrected")."""
+        pool = BlockingConnectionPool.from_url(
             url,
+            max_connections=max_connections,
+            timeout=20.0,  # seconds a command waits for a free connection before it is a 503
             decode_responses=True,
             health_check_interval=5,
             socket_connect_timeout=2.0,
@@ -139,7 +150,7 @@ class RedisStore(Store):
             retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries),
             retry_on_error=[RedisConnectionError, RedisTimeoutError],
         )
-        return cls(client, prefix, commit_mode)
+        return cls(Redis.from_pool(pool), prefix, commit_mode)
 
     @staticmethod
     def _check(reply: list[Any], task_id: str) -> list[Any]:
