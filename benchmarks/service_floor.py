@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from service_split import REDIS, coordinator_case, purge, redis_pid, tree_cpu  # noqa: E402
 from service_throughput import (  # noqa: E402
     ADMIN,
+    PROPOSAL_BODY,
     Conn,
     cpu_seconds,
     create_task,
@@ -52,22 +53,13 @@ from service_throughput import (  # noqa: E402
     stop,
 )
 
-BODY = {
-    "lease_id": "x" * 32,
-    "block": 3,
-    "base_version": 12,
-    "value": [0.1, -0.2, 0.3, 0.4],
-    "predicted_improvement": 0.01,
-    "usage": {"calls": 1, "model": "heuristic"},
-}
-
 
 def post_loop(port: int, path: str, expect: int, deadline: float, out: dict[str, Any]) -> None:
     c = Conn(port)
     lat: list[float] = []
     while time.monotonic() < deadline:
         t0 = time.perf_counter()
-        status, answer = c.call("POST", path, BODY)
+        status, answer = c.call("POST", path, PROPOSAL_BODY)
         lat.append(time.perf_counter() - t0)
         assert status == expect, (status, answer)
     out.update(submit=lat, requests=len(lat))

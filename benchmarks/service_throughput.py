@@ -146,16 +146,20 @@ def agent_loop(
     out.update(submit=submit_lat, requests=requests, proposals=proposals)
 
 
+PROPOSAL_BODY = {
+    "lease_id": "x" * 32,
+    "block": 3,
+    "base_version": 12,
+    "value": [0.1, -0.2, 0.3, 0.4],
+    "predicted_improvement": 0.01,
+    "usage": {"calls": 1, "model": "heuristic"},
+}
+"""A proposal-shaped body for the endpoints that only parse it (the trivial and the floor endpoints)."""
+
+
 def trivial_loop(port: int, deadline: float, out: dict[str, Any]) -> None:
     c = Conn(port)
-    body = {
-        "lease_id": "x" * 32,
-        "block": 3,
-        "base_version": 12,
-        "value": [0.1, -0.2, 0.3, 0.4],
-        "predicted_improvement": 0.01,
-        "usage": {"calls": 1, "model": "heuristic"},
-    }
+    body = PROPOSAL_BODY
     lat: list[float] = []
     while time.monotonic() < deadline:
         t0 = time.perf_counter()
