@@ -189,6 +189,19 @@ class StoreContract:
         assert not await ready.renew_round_lock("t-1", f1, 5.0, T0 + 11)  # woke up: it has lost the lock
         assert await ready.acquire_round_lock("t-1", "r1", 5.0, T0 + 12) is None  # and r2's hold is untouched
 
+    # -- round runners ---------------------------------------------------------------
+    @pytest.mark.anyio
+    async def test_engine_heartbeats_list_the_live_runners(self, store: Store) -> None:
+        assert await store.engine_heartbeat("r2", T0, 3.0) == ["r2"]
+        assert await store.engine_heartbeat("r1", T0 + 1, 3.0) == ["r1", "r2"]
+        assert await store.engine_heartbeat("r2", T0 + 2, 3.0) == ["r1", "r2"]  # r2 renewed to T0 + 5
+        assert await store.engine_heartbeat("r2", T0 + 4.5, 3.0) == ["r2"]  # r1's beat lapsed at T0 + 4
+        assert await store.engine_heartbeat("r1", T0 + 5, 3.0) == ["r1", "r2"]  # back: a new beat
+        await store.engine_leave("r2")
+        assert await store.engine_heartbeat("r1", T0 + 5.5, 3.0) == ["r1"]
+        await store.engine_leave("r1")
+        await store.engine_leave("r1")  # leaving twice is harmless
+
     @pytest.mark.anyio
     async def test_commit_is_version_checked_and_atomic(self, ready: Store) -> None:
         lease = await ready.acquire_lease("t-1", "a-1", 0, TTL, T0)

@@ -1,9 +1,9 @@
 """The split mode end to end: ``blockopt serve --api-workers N --engine-workers M`` as real processes on a
 real store, real agent worker processes solving a quadratic task to ``optimal``.
 
-- Redis, 2 API + 2 engine processes: one engine is killed with SIGKILL mid-run; the other takes the
-  task over through the round lock and the task still ends ``optimal``; the supervisor reports the
-  death on one line and exits 1 when stopped.
+- Redis, 2 API + 2 engine processes: the engine that serves the task (``runtime/shards.py``) is killed
+  with SIGKILL mid-run; the other takes the task over when the dead one's beat lapses and the task still
+  ends ``optimal``; the supervisor reports the death on one line and exits 1 when stopped.
 - SQLite, 1 API + 1 engine: the rounds run in the engine process only (its metrics count them, the API
   process's do not), while the API's /metrics still reports the task's rounds from the store.
 """
@@ -25,6 +25,7 @@ import pytest
 import redis
 
 from blockopt.supervisor import is_split, split_problem
+from coordinator.runtime.shards import owner_of
 from coordinator.settings import ServiceSettings
 from tests.conftest import ADMIN, REPO
 from tests.redis_support import free_port, redis_prefix, terminate, wait_until
@@ -149,11 +150,10 @@ def test_redis_split_survives_an_engine_killed_mid_run(
             lambda: (v := view(c, task["id"]))["round"] >= 3 and v, 60, "three rounds before the kill"
         )
         assert at_kill["status"] == "running", f"the task ended before the kill: {at_kill}"
-        victim = engines[0]
-        with redis.Redis.from_url(url, decode_responses=True) as r:  # the lock holder, when one holds it
-            owner = r.hget(f"{prefix}task:{task['id']}:lock", "owner")
-        if owner and int(owner.split(":")[1]) in engines.values():
-            victim = int(owner.split(":")[1])
+        with redis.Redis.from_url(url, decode_responses=True) as r:  # the engine that serves the task
+            runners = r.zrange(f"{prefix}engines", 0, -1)
+        assert sorted(int(o.split(":")[1]) for o in runners) == sorted(engines.values()), runners
+        victim = int(owner_of(task["id"], runners).split(":")[1])
         os.kill(victim, signal.SIGKILL)
         wait_until(lambda: f"(pid {victim}) was killed by SIGKILL" in serve.log(), 10, "the death report")
         done = wait_until(

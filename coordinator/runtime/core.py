@@ -96,6 +96,9 @@ class ServiceCore:
         """False on an API process of the split mode: rounds, lease expiry and budgets run elsewhere."""
         self.bus: Bus | None = None
         """Tells other processes of a proposal queued (API) or a task changed (engine)."""
+        self._runners: list[str] = [self.owner]
+        """The live round runners as of this process's last heartbeat (``runtime/shards.py``)."""
+        self._beat_due = 0.0
 
     async def spec(self, task_id: str) -> TaskSpec:
         """The task's spec (fixed at creation, so cached per process; NotFound when unknown)."""

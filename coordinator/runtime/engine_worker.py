@@ -1,10 +1,11 @@
 """An engine process of the split mode: the round scheduler without HTTP.
 
 It runs ``CoordinatorService``'s scheduler (lease expiry, time budgets, rounds and async windows) over
-every task in the shared store, and reacts to ``queued`` messages from the API processes at once
-instead of at its next tick. Several engine processes share the tasks through the store's round lock:
-whoever holds a task's lock (with its fence) runs that task's round; when a holder dies, its lock
-lapses after ``round_lock_ttl`` and another engine takes the task over.
+the tasks it serves, and reacts to ``queued`` messages from the API processes at once instead of at its
+next tick. Several engine processes share the tasks by rendezvous hashing over the live engines
+(``runtime/shards.py``: each beats in the store every third of ``round_lock_ttl``), and the round lock
+(with its fence) guards each round; when an engine dies, its beat and its locks lapse after
+``round_lock_ttl`` and the others take its tasks over.
 
 Metrics: task state is read from the store by the API processes' ``/metrics``; an engine process's own
 facts (round and scoring durations, CPU and memory) are served at ``HOST:engine_metrics_port + index``
@@ -52,6 +53,8 @@ async def run_engine(
             log.debug("task %s: queued message not handled: %s", task_id, exc)
 
     def on_message(channel: Channel, task_id: str) -> None:
+        if not service.serves(task_id):  # another engine serves it and hears the same message
+            return
         task = asyncio.create_task(react(task_id))
         running.add(task)
         task.add_done_callback(running.discard)

@@ -21,6 +21,7 @@ import contextlib
 import logging
 
 from coordinator import errors
+from coordinator.runtime import shards
 from coordinator.runtime.tasks import TaskBook
 from coordinator.status import TaskStatus
 from coordinator.store.base import TERMINAL, TaskRuntime
@@ -44,6 +45,9 @@ class CoordinatorService(TaskBook):
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+        if self._beat_due:  # a runner that beat: hand its tasks over now, not when its beat lapses
+            with contextlib.suppress(Exception):
+                await self.store.engine_leave(self.owner)
 
     async def _schedule_forever(self) -> None:
         while True:
@@ -55,14 +59,32 @@ class CoordinatorService(TaskBook):
                 log.exception("scheduler tick failed")
             await asyncio.sleep(self.settings.tick)
 
+    def serves(self, task_id: str) -> bool:
+        """Whether this process runs the task's rounds, lease expiry and budgets (``runtime/shards.py``)."""
+        runners = self._runners
+        return len(runners) == 1 or shards.owner_of(task_id, runners) == self.owner
+
+    async def _beat(self, now: float) -> None:
+        """Tell the store this runner is alive, every third of ``round_lock_ttl``, and learn who else is."""
+        if now < self._beat_due:
+            return
+        ttl = self.settings.round_lock_ttl
+        live = await self.store.engine_heartbeat(self.owner, now, ttl)
+        self._runners = sorted({*live, self.owner})
+        self._beat_due = now + ttl / 3
+
     async def tick(self) -> None:
-        """Expire leases, enforce time budgets, close rounds that are due."""
+        """Expire leases, enforce time budgets, close rounds that are due, for the tasks this runner serves.
+
+        Runners share the tasks (``serves``) instead of each reading every task every tick: with M engine
+        processes, each tick's store reads are divided by M, not multiplied."""
         now = self.clock()
+        await self._beat(now)
         cached = set(self._specs)  # (before the listing: a task created meanwhile is not taken for gone)
         ids = await self.store.task_ids()
         for gone in cached - set(ids):  # evicted by another process: drop what this one kept of it
             self.forget(gone)
-        for task_id in ids:
+        for task_id in filter(self.serves, ids):
             spec = await self.spec(task_id)
             runtime = await self.store.get_runtime(spec.id)
             if runtime.status in TERMINAL:

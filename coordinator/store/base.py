@@ -260,6 +260,18 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def release_round_lock(self, task_id: str, fence: int) -> None: ...
 
+    # -- engines ------------------------------------------------------------
+    @abc.abstractmethod
+    async def engine_heartbeat(self, owner: str, now: float, ttl: float) -> list[str]:
+        """Mark the round runner ``owner`` alive until ``now + ttl``; every runner alive at ``now``, sorted.
+
+        Runners share the tasks by this list (``runtime/shards.py``), so a runner that stops beating
+        loses its tasks when its beat lapses, as a dead holder loses the round lock."""
+
+    @abc.abstractmethod
+    async def engine_leave(self, owner: str) -> None:
+        """Drop ``owner`` from the live runners at once (a clean shutdown hands its tasks over)."""
+
     @abc.abstractmethod
     async def commit(self, task_id: str, commit: Commit) -> None:
         """Apply ``commit`` atomically, or raise VersionConflict / StaleFence and change nothing."""

@@ -141,6 +141,7 @@ def _copy_proposal(p: Proposal) -> Proposal:
 class MemoryStore(Store):
     def __init__(self) -> None:
         self._tasks: dict[str, _TaskBooks] = {}
+        self._engines: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def _books(self, task_id: str) -> _TaskBooks:
@@ -244,6 +245,17 @@ class MemoryStore(Store):
             if books.lock_fence == fence:
                 books.lock_owner = None
                 books.lock_expires = 0.0
+
+    # -- engines ------------------------------------------------------------
+    async def engine_heartbeat(self, owner: str, now: float, ttl: float) -> list[str]:
+        with self._lock:
+            self._engines[owner] = now + ttl
+            self._engines = {o: until for o, until in self._engines.items() if until > now}
+            return sorted(self._engines)
+
+    async def engine_leave(self, owner: str) -> None:
+        with self._lock:
+            self._engines.pop(owner, None)
 
     async def commit(self, task_id: str, commit: Commit) -> None:
         with self._lock:

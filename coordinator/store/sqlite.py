@@ -87,6 +87,7 @@ CREATE TABLE IF NOT EXISTS agents (
     PRIMARY KEY (task_id, id)
 );
 CREATE INDEX IF NOT EXISTS agents_by_token ON agents (task_id, token_hash);
+CREATE TABLE IF NOT EXISTS engines (owner TEXT PRIMARY KEY, alive_until REAL NOT NULL);
 """
 TABLES = ("tasks", "leases", "lease_seq", "proposals", "rounds", "counters", "usage", "abandoned", "agents")
 
@@ -282,6 +283,17 @@ class SQLiteStore(Store):
                 "UPDATE tasks SET lock_owner = NULL, lock_expires = 0 WHERE id = ? AND lock_fence = ?",
                 (task_id, fence),
             )
+
+    # -- engines ------------------------------------------------------------
+    async def engine_heartbeat(self, owner: str, now: float, ttl: float) -> list[str]:
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO engines (owner, alive_until) VALUES (?, ?)", (owner, now + ttl))
+            db.execute("DELETE FROM engines WHERE alive_until <= ?", (now,))
+            return [r[0] for r in db.execute("SELECT owner FROM engines ORDER BY owner")]
+
+    async def engine_leave(self, owner: str) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM engines WHERE owner = ?", (owner,))
 
     async def commit(self, task_id: str, commit: Commit) -> None:
         with self._write() as db:

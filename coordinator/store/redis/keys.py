@@ -8,6 +8,7 @@ several deployments (or tests) share one Redis without seeing each other and
 key                       type    holds
 ========================  ======  ==============================================================
 P tasks                   list    task ids in creation order
+P engines                 zset    live round runners, scored by the time their heartbeat lapses
 P task:ID:spec            string  ``TaskSpec`` JSON (fixed at creation)
 P task:ID:meta            hash    ``n_blocks``; counters ``lease`` and ``proposal`` (grant and
                                   arrival sequence numbers); ``create`` (id of the creating call)
@@ -83,6 +84,10 @@ class KeySpace:
     @property
     def tasks(self) -> str:
         return f"{self.prefix}tasks"
+
+    @property
+    def engines(self) -> str:
+        return f"{self.prefix}engines"
 
     def task(self, task_id: str) -> TaskKeys:
         base = f"{self.prefix}task:{task_id}:"

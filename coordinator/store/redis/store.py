@@ -240,8 +240,11 @@ class RedisStore(Store):
 
     @_reachable
     async def record_count(self) -> int:
-        """Keys under this deployment's prefix (SCAN: never blocks Redis)."""
-        return sum([1 async for _ in self.r.scan_iter(match=f"{self.keys.prefix}*", count=1000)])
+        """Task keys under this deployment's prefix (SCAN: never blocks Redis); the runners' list is not a
+        task's record."""
+        engines = self.keys.engines.encode()
+        keys = [k async for k in self.r.scan_iter(match=f"{self.keys.prefix}*", count=1000)]
+        return sum(1 for k in keys if (k if isinstance(k, bytes) else k.encode()) != engines)
 
     @_reachable
     async def finish(self, task_id: str, status: TaskStatus, reason: str, now: float) -> bool:
@@ -289,6 +292,20 @@ class RedisStore(Store):
     @_reachable
     async def release_round_lock(self, task_id: str, fence: int) -> None:
         await self._unlock(keys=[self.keys.task(task_id).lock], args=[fence])
+
+    # -- engines ------------------------------------------------------------
+    @_reachable
+    async def engine_heartbeat(self, owner: str, now: float, ttl: float) -> list[str]:
+        async with self.r.pipeline(transaction=True) as pipe:
+            pipe.zadd(self.keys.engines, {owner: now + ttl})
+            pipe.zremrangebyscore(self.keys.engines, "-inf", now)
+            pipe.zrange(self.keys.engines, 0, -1)
+            *_, live = await pipe.execute()
+        return sorted(o.decode() if isinstance(o, bytes) else o for o in live)
+
+    @_reachable
+    async def engine_leave(self, owner: str) -> None:
+        await self.r.zrem(self.keys.engines, owner)
 
     @_reachable
     async def commit(self, task_id: str, commit: Commit) -> None:
