@@ -71,6 +71,14 @@ class ServiceSettings(BaseModel):
     redis_commit: Literal["lua", "watch"] = Field(
         "lua", description="commit as one Lua script or WATCH/MULTI"
     )
+    redis_pool_size: int = Field(
+        512,
+        ge=1,
+        description="Redis connections per process; a command waits for a free one when all are busy",
+    )
+    redis_pool_timeout: float = Field(
+        20.0, gt=0, description="seconds a Redis command waits for a free connection before it is a 503"
+    )
     round_lock_ttl: float = Field(
         5.0,
         gt=0,

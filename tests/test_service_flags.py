@@ -32,6 +32,8 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "redis_prefix": (["x:"], "x:"),
     "retain_finished": (["30"], 30.0),
     "redis_commit": (["watch"], "watch"),
+    "redis_pool_size": (["64"], 64),
+    "redis_pool_timeout": (["2.5"], 2.5),
     "round_lock_ttl": (["7.5"], 7.5),
     "lease_ttl": (["3"], 3.0),
     "round_deadline": (["0.7"], 0.7),
@@ -74,6 +76,14 @@ def test_each_flag_reaches_its_setting(name: str) -> None:
     settings = parse(flag_of(name), *argv)
     assert getattr(settings, name) == expected
     assert getattr(settings, name) != ServiceSettings.model_fields[name].default
+
+
+def test_the_redis_pool_flags_size_the_stores_pool() -> None:
+    from coordinator.store import make_store
+
+    store = make_store(ServiceSettings(store="redis", redis_pool_size=7, redis_pool_timeout=2.5))
+    pool = store.r.connection_pool  # type: ignore[attr-defined]
+    assert (pool.max_connections, pool.timeout) == (7, 2.5)
 
 
 def test_secret_settings_come_from_files_or_the_environment(tmp_path: Path) -> None:

@@ -39,7 +39,13 @@ def make_store(settings: ServiceSettings | str) -> Store:
         from coordinator.store.redis import RedisStore
 
         s = settings if isinstance(settings, ServiceSettings) else ServiceSettings(store="redis")
-        return RedisStore.from_url(s.redis_url, prefix=s.redis_prefix, commit_mode=s.redis_commit)
+        return RedisStore.from_url(
+            s.redis_url,
+            prefix=s.redis_prefix,
+            commit_mode=s.redis_commit,
+            max_connections=s.redis_pool_size,
+            pool_timeout=s.redis_pool_timeout,
+        )
     if kind == "sqlite":
         from coordinator.settings import ServiceSettings
         from coordinator.store.sqlite import SQLiteStore

@@ -133,6 +133,7 @@ class RedisStore(Store):
         commit_mode: CommitMode = "lua",
         retries: int = 8,
         max_connections: int = 512,
+        pool_timeout: float = 20.0,
     ) -> RedisStore:
         """A store on ``redis://HOST:PORT/DB``; commands retry with backoff (~5 s) across a Redis restart.
 
@@ -142,7 +143,7 @@ class RedisStore(Store):
         pool = BlockingConnectionPool.from_url(
             url,
             max_connections=max_connections,
-            timeout=20.0,  # seconds a command waits for a free connection before it is a 503
+            timeout=pool_timeout,  # seconds a command waits for a free connection before it is a 503
             decode_responses=True,
             health_check_interval=5,
             socket_connect_timeout=2.0,
