@@ -287,7 +287,9 @@ class SQLiteStore(Store):
     # -- engines ------------------------------------------------------------
     async def engine_heartbeat(self, owner: str, now: float, ttl: float) -> list[str]:
         with self._write() as db:
-            db.execute("INSERT OR REPLACE INTO engines (owner, alive_until) VALUES (?, ?)", (owner, now + ttl))
+            db.execute(
+                "INSERT OR REPLACE INTO engines (owner, alive_until) VALUES (?, ?)", (owner, now + ttl)
+            )
             db.execute("DELETE FROM engines WHERE alive_until <= ?", (now,))
             return [r[0] for r in db.execute("SELECT owner FROM engines ORDER BY owner")]
 
