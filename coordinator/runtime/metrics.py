@@ -267,6 +267,8 @@ class ServiceMetrics:
         registry.register(self.state)
         self.cache_sizes: Callable[[], dict[str, int]] | None = None
         """Set by the service: its per-task caches, by name."""
+        self._bandits: dict[str, adaptive.Bandit] = {}
+        """Adaptive selection per exported task, brought up to date at each scrape (``_neighbourhoods``)."""
         self.asyncio_tasks = Gauge(
             "blockopt_asyncio_tasks", "asyncio tasks alive in this process (at scrape)", registry=registry
         )
@@ -323,7 +325,7 @@ class ServiceMetrics:
                     leases_active=len(await store.active_leases(spec.id, now)),
                     budget_used=_budget_used(spec, rt, rows, now),
                     forecast=_forecast(spec, rt, [r.record for r in last], rows, now),
-                    neighbourhoods=await _neighbourhoods(store, spec),
+                    neighbourhoods=await self._neighbourhoods(store, spec),
                 )
             )
             for row in rows:
@@ -337,16 +339,23 @@ class ServiceMetrics:
                 models_seen.add(model)
                 tok, cal = usage.get((agent, model), (0.0, 0.0))
                 usage[(agent, model)] = (tok + row.usage.tokens, cal + row.usage.calls)
+        exported = {sample.task for sample in samples}
+        for gone in set(self._bandits) - exported:
+            del self._bandits[gone]
         self.state.snapshot = MetricsSnapshot(samples, status_counts, usage)
 
-
-async def _neighbourhoods(store: Store, spec: TaskSpec) -> dict[str, tuple[float | None, float]]:
-    """The task's adaptive selection replayed from its stored rounds, as the service holds it."""
-    bandit = adaptive.bandit_of(spec.selection, spec.neighbourhoods)
-    if bandit is None or spec.mode != "rounds":
-        return {}
-    view = bandit.replay(spec.initial_objective, [e.record for e in await store.rounds(spec.id)]).view()
-    return {g: (v["weight"], v["size"]) for g, v in view["generators"].items()}
+    async def _neighbourhoods(self, store: Store, spec: TaskSpec) -> dict[str, tuple[float | None, float]]:
+        """The task's adaptive selection as the service holds it, replayed from its stored rounds. Kept per
+        task between scrapes, so a scrape reads only the rounds since the last one, not all of them."""
+        bandit = self._bandits.get(spec.id)
+        if bandit is None:
+            bandit = adaptive.bandit_of(spec.selection, spec.neighbourhoods)
+            if bandit is None or spec.mode != "rounds":
+                return {}
+            self._bandits[spec.id] = bandit
+        entries = await store.rounds(spec.id, since=bandit.rounds)
+        view = bandit.replay(spec.initial_objective, [e.record for e in entries]).view()
+        return {g: (v["weight"], v["size"]) for g, v in view["generators"].items()}
 
 
 def _forecast(
