@@ -201,6 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
             "close, and the blocks that did not pay are formed anew after every round",
         )
         kp.add_argument(
+            "--stall-seconds",
+            type=float,
+            default=None,
+            help="service path: rounds without a merge stop the run only once none has merged for this many "
+            "seconds (held agents make rounds short: a count of rounds alone ends such a run early)",
+        )
+        kp.add_argument(
             "--stop-gain-per-1k-tokens",
             type=float,
             default=None,
@@ -335,8 +342,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
 
 def _check_inproc_options(args: argparse.Namespace) -> None:
     """Options that need the service path."""
-    if args.selection != "lease_order" or args.hold:
-        raise UsageError("--selection and --hold need the service path (drop --inproc)")
+    if args.selection != "lease_order" or args.hold or args.stall_seconds is not None:
+        raise UsageError("--selection, --hold and --stall-seconds need the service path (drop --inproc)")
     if args.ui:
         raise UsageError("--ui needs the service path (drop --inproc)")
     if args.proposer != "heuristic":

@@ -257,6 +257,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
                     "hold": getattr(args, "hold", False),
                 },
                 **({"stop_when": sw.model_dump()} if (sw := stop_when_of(args)) is not None else {}),
+                **({"stop": {"stall_seconds": s}} if (s := getattr(args, "stall_seconds", None)) else {}),
             },
         )
         if r.status_code != 201:

@@ -101,8 +101,9 @@ def test_run_quadratic_converges_and_writes_report_and_plot(tmp_path: Path) -> N
         (["--agents", "0"], "--agents"),
         (["--merge", "sometimes"], "--merge"),
         (["--noise", "-1"], "noise"),
-        (["--selection", "ucb1"], "--selection and --hold need the service path"),
-        (["--hold"], "--selection and --hold need the service path"),
+        (["--selection", "ucb1"], "--selection, --hold and --stall-seconds need the service path"),
+        (["--hold"], "--selection, --hold and --stall-seconds need the service path"),
+        (["--stall-seconds", "5"], "--selection, --hold and --stall-seconds need the service path"),
         (["--selection", "greedy"], "--selection"),
     ],
 )

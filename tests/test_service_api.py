@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -489,3 +490,28 @@ def test_blocks_regroup_only_once_every_leased_block_has_answered(coordinator: C
     last = rows()[2]
     assert last["regrouped"] is True and last["accepted"] == 0 and last["version"] == rows()[1]["version"] + 1
     assert last["objective"] == rows()[1]["objective"]
+
+
+def test_a_stall_in_seconds_keeps_quick_empty_rounds_from_ending_the_task(coordinator: Coordinator) -> None:
+    """Held agents make rounds short, so "1 round without a merge" would end the run at once; with
+    ``stall_seconds`` the empty rounds stop it only after that long without a merge."""
+    started = time.monotonic()
+    task = coordinator.create_task(
+        params={"blocks": 2, "dim": 2}, stop={"stall_rounds": 1, "stall_seconds": 1.0}
+    )
+    agents = [coordinator.join(task, name=f"idle-{k}")[0] for k in range(2)]
+    tid = task["id"]
+    for n in range(400):
+        leases = [(client, client.post(f"/v1/tasks/{tid}/leases")) for client in agents]
+        if any(r.status_code != 201 for _, r in leases):
+            break  # the task has ended: no more leases
+        for client, r in leases:
+            lease = r.json()
+            body = {"block": lease["block"], "base_version": lease["version"], "outcome": "declined"}
+            r = client.post(f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body)
+            assert r.status_code == 200, r.text
+        coordinator.wait_for(tid, lambda v, n=n: v["round"] > n or v["status"] != "running", timeout=20)
+    stall = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=20)
+    assert stall["status"] == "stalled"
+    assert stall["round"] > 1  # stall_rounds 1 alone stops it after the first empty round
+    assert time.monotonic() - started >= 1.0

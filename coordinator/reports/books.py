@@ -34,21 +34,27 @@ def stop_rule(spec: TaskSpec) -> StopRule:
     return StopRule(relative_gap=spec.stop_relative_gap, stall_rounds=spec.stop_stall_rounds)
 
 
-def stop_status(spec: TaskSpec, objective: float, stalled: int, proposals: int) -> TaskStatus | None:
+def stop_status(
+    spec: TaskSpec, objective: float, stalled: int, proposals: int, quiet_seconds: float = math.inf
+) -> TaskStatus | None:
     """The in-process stopping rule (``RunLedger.stop_status``) on the store's numbers.
 
     As in ``run_inproc``, stalling is counted in sweeps: with ``proposals`` blocks
     per round, a block comes back once every ceil(n_blocks / proposals) rounds;
     and a lagging proposer's empty rounds (``stop_lag_rounds``) do not count.
+    With ``stop_stall_seconds``, stalling also needs ``quiet_seconds`` (since the last merge) that long.
     """
     ledger = RunLedger(
         reference_of(spec), spec.initial_objective, spec.tolerance, spec.window, stalled=stalled
     )
     sweep = math.ceil(spec.n_blocks / max(1, min(proposals, spec.n_blocks)))
     rule = stop_rule(spec)
-    return ledger.stop_status(
+    status = ledger.stop_status(
         objective, replace(rule, stall_rounds=(rule.stall_rounds + spec.stop_lag_rounds) * sweep)
     )
+    if status == TaskStatus.STALLED and quiet_seconds < (spec.stop_stall_seconds or 0.0):
+        return None
+    return status
 
 
 def ledger_of(

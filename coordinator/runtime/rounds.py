@@ -137,6 +137,7 @@ class RoundsMode(RoundLocking):
                 update={
                     "round": runtime.round + 1,
                     "stalled": 0 if rec.accepted else runtime.stalled + 1,
+                    "last_merge_at": self.clock() if rec.accepted else runtime.last_merge_at,
                 }
             )
             new_head = None
@@ -212,7 +213,8 @@ class RoundsMode(RoundLocking):
     async def _after_round(
         self, spec: TaskSpec, runtime: TaskRuntime, objective: float, proposals: int
     ) -> None:
-        ended = books.stop_status(spec, objective, runtime.stalled, proposals)
+        quiet = self.clock() - (runtime.last_merge_at or spec.created_at)
+        ended = books.stop_status(spec, objective, runtime.stalled, proposals, quiet)
         why = None
         if ended is None and spec.stop_when is not None:
             ledger = await self._ledger(spec.id)

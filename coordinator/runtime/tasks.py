@@ -75,6 +75,7 @@ class TaskBook(Proposing):
             window=req.window,
             stop_relative_gap=req.stop.relative_gap,
             stop_stall_rounds=req.stop.stall_rounds,
+            stop_stall_seconds=req.stop.stall_seconds,
             stop_lag_rounds=task.lag_rounds(knobs),
             a_priori=engine.a_priori.constants if engine.a_priori else None,
             stop_when=req.stop_when,

@@ -122,6 +122,7 @@ class AsyncWindow(RoundsMode):
             update={
                 "round": runtime.round + 1,
                 "stalled": 0 if w.accepted else runtime.stalled + 1,
+                "last_merge_at": self.clock() if w.accepted else runtime.last_merge_at,
                 "window": WindowState(),
             }
         )

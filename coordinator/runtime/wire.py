@@ -33,6 +33,13 @@ class StopSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     relative_gap: float = Field(1e-10, ge=0)
     stall_rounds: int = Field(3, ge=1)
+    stall_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="with it, stalled rounds stop a task only once no round has merged for this many "
+        "seconds either: rounds whose agents wait for the round to close (selection.hold) are short, and a "
+        "count of rounds alone would end such a run after a few seconds",
+    )
 
 
 class CreateTask(BaseModel):

@@ -70,6 +70,8 @@ class TaskSpec(BaseModel):
     window: int
     stop_relative_gap: float
     stop_stall_rounds: int
+    stop_stall_seconds: float | None = None
+    """With it, stalled rounds stop the task only once no round merged for this long (``StopSpec``)."""
     stop_lag_rounds: int = 0
     """Empty rounds the kind's proposer may have while converging (stale views catching up): added to the
     stall rule, as ``run_inproc`` does."""
@@ -109,6 +111,8 @@ class TaskRuntime(BaseModel):
     round: int = 0
     """Rounds recorded so far (the next round's index)."""
     stalled: int = 0
+    last_merge_at: float | None = None
+    """When a round (or async window) last merged; None: none has yet."""
     finished_at: float | None = None
     window: WindowState = Field(default_factory=WindowState)
 
