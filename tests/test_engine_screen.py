@@ -108,17 +108,18 @@ def test_the_screens_best_pick_fails_exactly_and_the_fallback_merges_the_next_be
     task = ScreenedToy(4, bias=[-30.0, -20.0, 0.0, 0.0])
     eng = engine(task, checks=4)
     snap = eng.initial_snapshot()
-    out = eng.run_round(snap, props([(0, BAD), (1, 5.0), (2, 3.0), (3, 0.0)]), 0)
+    arrivals = props([(3, 0.0), (2, 3.0), (1, 5.0), (0, BAD)])  # p0..p3: best-first is p3, p2, p1
+    out = eng.run_round(snap, arrivals, 0)
     codes = {v.proposal_id: v.code for v in out.verdicts}
     assert codes == {
-        "p0": "plan_failed",  # the union failed; alone, the exact check refused it
-        "p1": "not_improving",  # alone, exactly worse
-        "p2": "merged",
-        "p3": "screen_not_improving",
+        "p3": "plan_failed",  # the union failed; alone, the exact check refused it
+        "p2": "not_improving",  # alone, exactly worse
+        "p1": "merged",
+        "p0": "screen_not_improving",
     }
     assert task.exact_calls == [frozenset({0, 1, 2}), frozenset({0}), frozenset({1}), frozenset({2})]
     deltas = {v.proposal_id: v.delta for v in out.verdicts}
-    assert deltas == {"p0": None, "p1": -5.0, "p2": 9.0, "p3": None}
+    assert deltas == {"p3": None, "p2": -5.0, "p1": 9.0, "p0": None}
     assert out.committed and out.snapshot.objective == task.objective(out.snapshot.state)
     assert out.snapshot.objective < snap.objective
     assert out.snapshot.state[0] == 0.0  # the refused value never lands
