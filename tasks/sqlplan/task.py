@@ -375,7 +375,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         for spec in specs["add"]:
             if spec in self.ev.builtin:
                 raise InvalidProposal(f"{spec.label()} already exists (primary key)", "illegal_move")
-            problem = self.ev.index_problem(spec)
+            problem = self._index_problem(spec)
             if problem:
                 raise InvalidProposal(problem, "bad_index")
         if specs["add"] & specs["drop"]:
@@ -383,6 +383,15 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         if self.budget is not None and sum(self.ev.size(i) for i in specs["add"]) > self.budget:
             raise InvalidProposal("the added indexes alone exceed the index budget", "over_budget")
         return BlockChange(plans, specs["add"], specs["drop"])
+
+    def _index_problem(self, spec: IndexSpec) -> str:
+        """Whether the index can be built. Screening without a budget asks the screening database: building
+        each proposed index on the full one (seconds to minutes at SF 1) is exact work on proposals that
+        may never merge; an index the full database cannot build fails the exact check of any merge that
+        adds it (its queries' outcomes say why). With a budget the full size is needed, so it is built."""
+        if self.p.screen_scale is not None and self.budget is None:
+            return self._screen_judge().index_problem(spec)
+        return self.ev.index_problem(spec)
 
     def encode_value(self, value: BlockChange) -> dict[str, Any]:
         return {
