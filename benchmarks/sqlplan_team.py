@@ -48,7 +48,9 @@ TARGETS = {"none": 3800.0, "7": 4000.0}
 
 def run_one(a: argparse.Namespace, policy: str, seed: int, budget: str) -> dict[str, Any]:
     admin = secrets.token_urlsafe(24)
-    settings = ServiceSettings(admin_token=SecretStr(admin), store="memory")
+    settings = ServiceSettings(
+        admin_token=SecretStr(admin), store="memory", screen_exact_checks=a.screen_exact_checks
+    )
     store = MemoryStore()
     app = create_app(settings, store, CollectorRegistry())
     params: dict[str, Any] = {"scale": a.scale, "blocks": a.agents, "seed": seed, "baselines": False}
@@ -227,6 +229,9 @@ def main() -> None:
     ap.add_argument("--screen-scale", type=float, default=None)
     ap.add_argument("--reference-cap", type=int, default=None)
     ap.add_argument("--plan-cap-factor", type=float, default=None)
+    ap.add_argument(
+        "--screen-exact-checks", type=int, default=3, help="exact evaluations per screened round at most"
+    )
     ap.add_argument("--budgets", nargs="+", default=["none"], help="'none' or MiB")
     ap.add_argument("--policies", nargs="+", default=["lease_order"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
