@@ -124,6 +124,8 @@ class ScreenCheck(BaseModel):
     """Its exact gain (``Task.evaluate_change``); None when the exact check refused it (``code`` says why)."""
     code: str | None = None
     merged: bool = False
+    seconds: float = 0.0
+    """Wall time of the exact evaluation."""
 
 
 class RoundRecord(BaseModel):

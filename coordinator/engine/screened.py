@@ -9,6 +9,7 @@ not measure: the committed objective stays exact.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -48,18 +49,21 @@ class _Checks:
             return self.known[key]
         self.where[key] = len(out.checks)
         gain: float | None = None
+        code: str | None = None
+        started = time.perf_counter()
         try:
             gain = self.exact(subset)
         except InvalidProposal as exc:
+            code = exc.code
             if len(subset) == 1:
                 out.refused[next(iter(subset))] = (exc.code, exc.reason)
-            out.checks.append(
-                ScreenCheck(proposals=len(subset), predicted=predicted, exact=None, code=exc.code)
-            )
         else:
             if len(subset) == 1:
                 out.alone[next(iter(subset))] = gain
-            out.checks.append(ScreenCheck(proposals=len(subset), predicted=predicted, exact=gain))
+        seconds = time.perf_counter() - started
+        out.checks.append(
+            ScreenCheck(proposals=len(subset), predicted=predicted, exact=gain, code=code, seconds=seconds)
+        )
         self.known[key] = gain
         return gain
 
