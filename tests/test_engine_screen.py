@@ -30,8 +30,8 @@ class ToyParams(BaseModel):
 
 
 class ScreenedToy(Task[tuple[float, ...], ToyParams]):
-    """F = sum over blocks of (x_b - target_b)^2 (+ `coupling`·x_0·x_1); the screen adds ``bias[b]`` per changed
-    block and never sees ``BAD``; exact evaluations are logged."""
+    """F = sum over blocks of (x_b - target_b)^2 (+ ``coupling``·x_0·x_1); the screen adds ``bias[b]`` per
+    changed block and never sees ``BAD``; exact evaluations are logged."""
 
     kind = "screened_toy"
     Params = ToyParams
@@ -129,6 +129,19 @@ def test_the_screens_best_pick_fails_exactly_and_the_fallback_merges_the_next_be
     merged = [c for c in rec.screen if c.merged]
     assert len(merged) == 1 and merged[0].exact == pytest.approx(snap.objective - out.snapshot.objective)
     assert rec.screen[0].exact is not None and rec.screen[0].exact < 0  # the first pick failed exactly
+
+
+def test_the_fallback_compares_predictions_with_predictions() -> None:
+    # Block 2's move gains 9 exactly but screens at 5 (bias +4); block 1's gains 4 on both; block 0's is
+    # refused exactly. After {2} merges (exact 9), adding block 1 screens at 9 > 5: it must be checked
+    # (against the exact 9 the screened 9 would look like no gain) and merges, exact 13.
+    task = ScreenedToy(3, bias=[-30.0, 0.0, 4.0])
+    eng = engine(task, checks=4)
+    out = eng.run_round(eng.initial_snapshot(), props([(0, BAD), (1, 2.0), (2, 3.0)]), 0)
+    codes = {v.proposal_id: v.code for v in out.verdicts}
+    assert codes == {"p0": "plan_failed", "p1": "merged", "p2": "merged"}
+    assert task.exact_calls[-1] == frozenset({1, 2})
+    assert out.snapshot.objective == 1.0  # only block 0's (1 - 0)^2 is left
 
 
 def test_a_round_never_scores_every_proposal_exactly() -> None:

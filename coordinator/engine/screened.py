@@ -90,7 +90,9 @@ def verify(
     one, ``gains[i]`` proposal i's screened standalone gain and ``blocks[i]`` its block. The fallback adds
     one proposal at a time to the best exactly measured merge so far, keeping it only when the exact gain
     grows; it skips a proposal whose block is already in the merge and an addition the screen predicts
-    does not pay, and it stops when ``budget`` exact evaluations have been spent.
+    does not pay (screened gain of the trial against the screened gain of the merge: predictions are
+    compared with predictions, never with exact gains, whose scale the screen may miss), and it stops when
+    ``budget`` exact evaluations have been spent.
     """
     out = Verified(set(), 0.0, tolerance)
     if not chosen or budget < 1:
@@ -100,6 +102,9 @@ def verify(
     if len(chosen) == 1:
         out.tried |= chosen
     if not check.take(chosen, check(chosen, first)):
+        merged_prediction = (
+            0.0  # the screen's gain of the merge so far: an addition must beat it on the screen
+        )
         for i in sorted(range(len(gains)), key=lambda k: -gains[k]):
             if len(out.checks) >= budget:
                 break
@@ -111,10 +116,11 @@ def verify(
             ):
                 continue
             predicted = gains[i] if len(trial) == 1 else screen(trial)
-            if predicted <= out.gain + tolerance:
+            if predicted <= merged_prediction + tolerance:
                 continue  # the screen says adding it does not pay: spend no exact run on it
             out.tried.add(i)
-            check.take(trial, check(trial, predicted))
+            if check.take(trial, check(trial, predicted)):
+                merged_prediction = predicted
     if out.merge:
         out.checks[check.where[frozenset(out.merge)]].merged = True
     return out
