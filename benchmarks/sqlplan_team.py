@@ -230,7 +230,7 @@ def main() -> None:
     ap.add_argument("--reference-cap", type=int, default=None)
     ap.add_argument("--plan-cap-factor", type=float, default=None)
     ap.add_argument(
-        "--screen-exact-checks", type=int, default=3, help="exact evaluations per screened round at most"
+        "--screen-exact-checks", type=int, default=5, help="exact evaluations per screened round at most"
     )
     ap.add_argument("--budgets", nargs="+", default=["none"], help="'none' or MiB")
     ap.add_argument("--policies", nargs="+", default=["lease_order"])

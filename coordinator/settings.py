@@ -87,7 +87,7 @@ class ServiceSettings(BaseModel):
         1.0, gt=0, le=1.0, description="fraction of leased blocks that must have submitted to close a round"
     )
     screen_exact_checks: int = Field(
-        3,
+        5,
         ge=1,
         description="kinds that screen (Task.screen_change): exact evaluations per round at most (the merge "
         "the screen selected, then a best-first fallback)",

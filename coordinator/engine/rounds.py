@@ -55,7 +55,7 @@ class EngineSettings:
     """Relative disagreement between pairwise model and exact check that triggers the greedy fallback."""
     strict_accounting: bool = field(default_factory=_strict_accounting)
     """Raise ``AccountingError`` when a round's books do not balance (tests); otherwise log and count it."""
-    screen_exact_checks: int = 3
+    screen_exact_checks: int = 5
     """Kinds that screen (``Task.screen_change``): exact evaluations per round at most, the selected
     combination's and the best-first fallback's (``coordinator/engine/screened.py``)."""
 
