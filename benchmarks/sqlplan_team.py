@@ -48,7 +48,9 @@ TARGETS = {"none": 3800.0, "7": 4000.0}
 
 def run_one(a: argparse.Namespace, policy: str, seed: int, budget: str) -> dict[str, Any]:
     admin = secrets.token_urlsafe(24)
-    settings = ServiceSettings(admin_token=SecretStr(admin), store="memory")
+    settings = ServiceSettings(
+        admin_token=SecretStr(admin), store="memory", screen_exact_checks=a.screen_exact_checks
+    )
     store = MemoryStore()
     app = create_app(settings, store, CollectorRegistry())
     params: dict[str, Any] = {"scale": a.scale, "blocks": a.agents, "seed": seed, "baselines": False}
@@ -62,6 +64,7 @@ def run_one(a: argparse.Namespace, policy: str, seed: int, budget: str) -> dict[
         params["plan_cap_factor"] = a.plan_cap_factor
     knobs = {"proposal_seconds": a.proposal_seconds}
     started = time.time()
+    load_start = os.getloadavg()
     with (
         EmbeddedServer(app) as server,
         httpx.Client(
@@ -95,9 +98,23 @@ def run_one(a: argparse.Namespace, policy: str, seed: int, budget: str) -> dict[
         log = asyncio.run(store.proposal_log(tid))
     trajectory = [(round(e.closed_at - spec.created_at, 3), e.record.objective) for e in entries]
     verdicts = [
-        {"block": v.block, "code": v.code, "predicted": v.predicted, "exact": v.delta}
+        {"block": v.block, "code": v.code, "predicted": v.predicted, "exact": v.delta, "screened": v.screened}
         for _, v in log
         if v is not None
+    ]
+    rounds = [
+        {
+            "round": e.record.round,
+            "closed_s": round(e.closed_at - spec.created_at, 3),
+            "objective": e.record.objective,
+            "proposals": e.record.proposals,
+            "accepted": e.record.accepted,
+            "exact_checks": e.record.checks,
+            "screened": e.record.screened,
+            "eval_seconds": round(e.record.eval_seconds, 2),
+            "screen": None if e.record.screen is None else [c.model_dump() for c in e.record.screen],
+        }
+        for e in entries
     ]
     return {
         "policy": policy,
@@ -119,6 +136,9 @@ def run_one(a: argparse.Namespace, policy: str, seed: int, budget: str) -> dict[
         "regroups": sum(1 for e in entries if e.record.regrouped),
         "trajectory": trajectory,
         "verdicts": verdicts,
+        "rounds_detail": rounds,
+        "load_start": load_start,
+        "load_end": os.getloadavg(),
         "selection": report.get("selection"),
         "wall_s_total": round(time.time() - started, 1),
     }
@@ -145,6 +165,7 @@ def rounds_to(trajectory: list[list[float]], target: float) -> int | None:
 def screening(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per scored proposal: does the exact gain agree in sign with the predicted one (screened or not)?"""
     scored = [v for r in rows for v in r["verdicts"] if v["exact"] is not None and v["predicted"] is not None]
+    # (the agents' predictions; a screened round measures few proposals alone, see ``screen_agreement``)
     refused = [v for r in rows for v in r["verdicts"] if v["code"] in ("not_equivalent", "plan_failed")]
     agree = [v for v in scored if (v["exact"] > 0) == (v["predicted"] > 0)]
     ratios = [v["exact"] / v["predicted"] for v in scored if v["predicted"] > 0]
@@ -152,6 +173,23 @@ def screening(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "proposals_scored": len(scored),
         "sign_agreed": len(agree),
         "refused_by_the_exact_check": len(refused),
+        "exact_over_predicted_median": statistics.median(ratios) if ratios else None,
+    }
+
+
+def screen_agreement(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per exactly checked combination of a screened round: did the exact gain agree in sign with the
+    coordinator's screened prediction, and by what ratio?"""
+    checks = [c for r in rows for d in r.get("rounds_detail", []) for c in d["screen"] or []]
+    valid = [c for c in checks if c["exact"] is not None]
+    agree = [c for c in valid if (c["exact"] > 0) == (c["predicted"] > 0)]
+    ratios = [c["exact"] / c["predicted"] for c in valid if c["predicted"] > 0]
+    return {
+        "combinations_checked": len(checks),
+        "refused_by_the_exact_check": len(checks) - len(valid),
+        "sign_agreed": len(agree),
+        "merged": sum(1 for c in checks if c["merged"]),
+        "exact_over_predicted": sorted(round(x, 3) for x in ratios),
         "exact_over_predicted_median": statistics.median(ratios) if ratios else None,
     }
 
@@ -191,6 +229,9 @@ def main() -> None:
     ap.add_argument("--screen-scale", type=float, default=None)
     ap.add_argument("--reference-cap", type=int, default=None)
     ap.add_argument("--plan-cap-factor", type=float, default=None)
+    ap.add_argument(
+        "--screen-exact-checks", type=int, default=5, help="exact evaluations per screened round at most"
+    )
     ap.add_argument("--budgets", nargs="+", default=["none"], help="'none' or MiB")
     ap.add_argument("--policies", nargs="+", default=["lease_order"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -231,6 +272,7 @@ def report(rows: list[dict[str, Any]], budgets: list[str]) -> None:
         for line in summarize(rows, budget, default):
             print(line)
     print("prediction agreement (verdicts):", json.dumps(screening(rows)))
+    print("screen agreement (exactly checked combinations):", json.dumps(screen_agreement(rows)))
 
 
 if __name__ == "__main__":

@@ -94,6 +94,12 @@ class ServiceSettings(BaseModel):
     quorum: float = Field(
         1.0, gt=0, le=1.0, description="fraction of leased blocks that must have submitted to close a round"
     )
+    screen_exact_checks: int = Field(
+        5,
+        ge=1,
+        description="kinds that screen (Task.screen_change): exact evaluations per round at most (the merge "
+        "the screen selected, then a best-first fallback)",
+    )
     tick: float = Field(0.05, gt=0, description="scheduler period: lease expiry, deadlines, time budgets")
     max_body_bytes: int = Field(1 << 20, gt=0, description="request bodies above this get 413")
     rate_per_agent: float = Field(50.0, gt=0, description="sustained requests per second per agent")

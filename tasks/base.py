@@ -193,6 +193,18 @@ class Task(abc.ABC, Generic[State, P]):
         """F after applying ``changes``; kinds override this to be incremental."""
         return self.objective(self.apply(state, changes))
 
+    def screen_change(self, state: State, changes: Mapping[int, Value]) -> float | None:
+        """A cheap prediction of ``evaluate_change(state, changes)``, or None: the kind has no screen (default).
+
+        For kinds whose exact objective is expensive (a query workload on a large database, a long
+        simulation): a sampled or smaller copy, a calibrated cost model. When it returns a number, the
+        round engine selects from predictions and runs ``evaluate_change`` only on the combination it is
+        about to merge (and a bounded number of fallbacks, ``EngineSettings.screen_exact_checks``); the
+        committed objective is always exact. Return None for every change or for none. It may raise
+        ``InvalidProposal`` for a change it can prove invalid (e.g. a block the value may not touch).
+        """
+        return None
+
     @abc.abstractmethod
     def block_value(self, state: State, block: int) -> Value: ...
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from tasks.sqlplan.task import SqlPlanParams, SqlPlanTask
+from coordinator.engine.records import Proposal
+from coordinator.engine.rounds import EngineSettings, RoundEngine
+from tasks.sqlplan.task import BlockChange, SqlPlanParams, SqlPlanTask, SqlState
 from tasks.sqlplan.workload import QUERIES_DIR, ensure_tpch_db
 
 
@@ -44,3 +47,49 @@ def test_screened_proposal_is_scored_exactly_on_the_full_database(queries: Path)
 def test_screen_scale_must_be_below_the_scale() -> None:
     with pytest.raises(ValueError, match="screen_scale"):
         SqlPlanTask(SqlPlanParams(scale=0.01, screen_scale=0.01, baselines=False))
+
+
+@pytest.mark.slow  # ~20-40 s of CPU: four proposals on SF 0.01, their screens, one exact check on SF 0.02
+def test_a_screened_round_commits_the_exact_cost_with_every_result_equivalent(queries: Path) -> None:
+    """The coordinator selects from SF 0.01 predictions and measures exactly only what it merges."""
+    ensure_tpch_db(0.02)
+    params = SqlPlanParams(scale=0.02, screen_scale=0.01, queries=str(queries), blocks=3, baselines=False)
+    task = SqlPlanTask(params)
+    engine = RoundEngine(task, EngineSettings(strict_accounting=True, screen_exact_checks=2))
+    snap = engine.initial_snapshot()
+    proposer = task.make_proposer(task.ProposerParams(proposal_seconds=2.0, use_expert=False))
+    proposals = []
+    for b in range(task.n_blocks):
+        draft = proposer.propose({"data": task.contract(snap.state, b), "block": b})
+        if draft is not None:
+            proposals.append(
+                Proposal(
+                    id=f"p{b}",
+                    agent="a",
+                    block=b,
+                    value=draft.value,
+                    base_version=0,
+                    predicted_improvement=draft.predicted_improvement,
+                )
+            )
+    assert proposals
+    exact_calls: list[int] = []
+    evaluate = task.evaluate_change
+
+    def counted(state: SqlState, changes: Mapping[int, BlockChange]) -> float:
+        exact_calls.append(len(changes))
+        return evaluate(state, changes)
+
+    task.evaluate_change = counted  # type: ignore[method-assign]
+    out = engine.run_round(snap, proposals, 0)
+    rec = out.record
+    assert rec.screen is not None and rec.screened >= len(proposals)
+    assert len(exact_calls) == len(rec.screen) <= 2
+    assert all(v.screened is not None for v in out.verdicts)
+    assert out.committed, [v.reason for v in out.verdicts]
+    s1 = out.snapshot.state
+    assert task.feasible(s1)  # every result equivalent on the full database
+    assert out.snapshot.objective == task.full_objective(s1)  # the committed cost is exact, from scratch
+    (merged,) = [c for c in rec.screen if c.merged]
+    assert merged.exact == pytest.approx(snap.objective - out.snapshot.objective)
+    assert rec.accounting_violations == 0

@@ -69,13 +69,17 @@ def check_accounting(
     merged: Sequence[MergedScore],
     tolerance: float,
     separable: bool = False,
+    screened: bool = False,
 ) -> list[str]:
     """What is wrong with one round's books ([] when they balance).
 
     - F never rises (the engine never commits a round that makes F worse);
     - g_{t+1} = g_t − γ_tΣΔ_p with the γ_t that was recorded (and g unchanged when nothing merged);
     - a merge of proposals with disjoint footprints (``separable``) has γ_t = 1: its improvement is the sum
-      of the standalone ones, or the footprints missed an interaction.
+      of the standalone ones, or the footprints missed an interaction;
+    - a screened merge (``screened``: the selection used predicted gains, so no Δ_p is a standalone exact
+      gain) books one score, the merged combination's exact gain measured before the commit: F must fall
+      by exactly that, or the commit is not what was checked.
     """
     problems: list[str] = []
     slack = tolerance * (1 + len(merged)) ** 2
@@ -97,6 +101,11 @@ def check_accounting(
         problems.append(
             f"separable merge improved F by {gap_before - gap_after:.17g}, not by the sum of its standalone"
             f" improvements {total:.17g}: disjoint footprints interacted"
+        )
+    if screened and (len(merged) != 1 or abs(gap_before - gap_after - total) > slack):
+        problems.append(
+            f"screened merge improved F by {gap_before - gap_after:.17g}, but its books hold {len(merged)}"
+            f" score(s) totalling {total:.17g}, not the one exact gain of the checked combination"
         )
     return problems
 

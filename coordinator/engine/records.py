@@ -82,7 +82,9 @@ class Verdict(BaseModel):
     round: int | None = None
     predicted: float | None = None
     delta: float | None = None
-    """The measured standalone improvement Δ_p (when it was scored)."""
+    """The measured standalone improvement Δ_p (when it was scored exactly)."""
+    screened: float | None = None
+    """The coordinator's screened prediction of Δ_p (``Task.screen_change``; None when the kind has no screen)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,21 @@ class SelectionRow(BaseModel):
     """The neighbourhood generator chosen after this round (None: the blocks stayed as they were)."""
     size: float | None = None
     """Its target size (fraction of a block)."""
+
+
+class ScreenCheck(BaseModel):
+    """One exact evaluation of a combination that the screen selected (how often screening agreed)."""
+
+    proposals: int
+    """How many proposals the combination merges."""
+    predicted: float
+    """Its screened gain (``Task.screen_change``)."""
+    exact: float | None
+    """Its exact gain (``Task.evaluate_change``); None when the exact check refused it (``code`` says why)."""
+    code: str | None = None
+    merged: bool = False
+    seconds: float = 0.0
+    """Wall time of the exact evaluation."""
 
 
 class RoundRecord(BaseModel):
@@ -148,3 +165,8 @@ class RoundRecord(BaseModel):
     a round that merged nothing, or under adaptive selection after any round (``selection.formed``)."""
     selection: SelectionRow | None = None
     """Adaptive selection's books of the round (None under ``lease_order`` and in async windows)."""
+    screen: list[ScreenCheck] | None = None
+    """Screened rounds (the kind has ``Task.screen_change``): every exact check of a combination the screen
+    selected, in order, at most ``EngineSettings.screen_exact_checks``; None when the round was scored exactly."""
+    screened: int = 0
+    """Screen evaluations (standalone, pairs and combinations) the round made instead of exact ones."""

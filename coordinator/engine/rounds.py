@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import networkx as nx
 
 from coordinator import errors
+from coordinator.engine import screened
 from coordinator.engine.convergence import (
     AccountingError,
     MergedScore,
@@ -54,6 +55,9 @@ class EngineSettings:
     """Relative disagreement between pairwise model and exact check that triggers the greedy fallback."""
     strict_accounting: bool = field(default_factory=_strict_accounting)
     """Raise ``AccountingError`` when a round's books do not balance (tests); otherwise log and count it."""
+    screen_exact_checks: int = 5
+    """Kinds that screen (``Task.screen_change``): exact evaluations per round at most, the selected
+    combination's and the best-first fallback's (``coordinator/engine/screened.py``)."""
 
 
 @dataclass
@@ -82,10 +86,16 @@ def _blocks(scored: list[_Scored], subset: set[int]) -> set[int]:
 
 
 class _Meter:
-    """Times the task's objective evaluations, so engine overhead can be reported without them."""
+    """Times the task's objective evaluations, so engine overhead can be reported without them.
+
+    In a screened round (``screen``) the selection's gains come from ``Task.screen_change``: ``screens``
+    counts those evaluations."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
+        self.screen: bool | None = None
+        """None until the task answers ``screen_change`` for the round's first proposal (None: no screen)."""
+        self.screens = 0
 
     def __call__(self, fn: Callable[..., _T], *args: Any) -> _T:
         t0 = time.perf_counter()
@@ -165,7 +175,9 @@ class RoundEngine:
         meter = _Meter()
         verdicts: dict[str, Verdict] = {}
 
-        def reject(p: Proposal, code: str, reason: str, delta: float | None = None) -> None:
+        def reject(
+            p: Proposal, code: str, reason: str, delta: float | None = None, screened: float | None = None
+        ) -> None:
             verdicts[p.id] = Verdict(
                 proposal_id=p.id,
                 block=p.block,
@@ -175,6 +187,7 @@ class RoundEngine:
                 round=round_index,
                 predicted=p.predicted_improvement,
                 delta=delta,
+                screened=screened,
             )
 
         state, f0 = snap.state, snap.objective
@@ -189,9 +202,17 @@ class RoundEngine:
             if p.exact_minimizer and p.base_version == snap.version:
                 exact_blocks.add(p.block)
             try:
-                gain = f0 - meter(self.task.evaluate_change, state, {p.block: value})
+                gain = f0 - self._standalone(state, {p.block: value}, meter)
             except TaskInvalidProposal as exc:  # found only by running it (e.g. a plan with other rows)
                 reject(p, exc.code, exc.reason)
+                continue
+            if gain <= self.tolerance and meter.screen:
+                reject(
+                    p,
+                    "screen_not_improving",
+                    f"screened standalone improvement {gain:.6g} is not positive (not run exactly)",
+                    screened=gain,
+                )
                 continue
             if gain <= self.tolerance:
                 reject(p, "not_improving", f"standalone improvement {gain:.6g} is not positive", gain)
@@ -201,6 +222,10 @@ class RoundEngine:
 
         graph = self._interference_graph(state, f0, improving, meter)
         chosen, checks = self._select(state, f0, improving, graph, meter)
+        verified, selected = None, set[int]()
+        if meter.screen:  # the selection was screened: measure exactly only what is about to be merged
+            verified = self._verify(state, f0, improving, chosen, meter)
+            selected, chosen, checks = chosen, verified.merge, len(verified.checks)
 
         changes = {improving[i].proposal.block: improving[i].value for i in chosen}
         committed = False
@@ -233,7 +258,15 @@ class RoundEngine:
                 regrouped = True
 
         merged_scores: list[MergedScore] = []
-        for i, s in enumerate(improving):
+        if verified is not None:
+            if not committed:  # (the commit re-measured no improvement: nothing was merged)
+                for c in verified.checks:
+                    c.merged = False
+            outcomes = [(s.proposal, s.gain) for s in improving]
+            found = screened.verdicts(outcomes, selected, verified, committed, round_index, snap.version)
+            verdicts.update((v.proposal_id, v) for v in found)
+            merged_scores = screened.books(outcomes, verified, committed)
+        for i, s in enumerate(improving if verified is None else ()):
             p = s.proposal
             if committed and i in chosen:
                 rebased = p.base_version < snap.version
@@ -260,14 +293,15 @@ class RoundEngine:
         merge_kind: MergeKind = "none"
         if merged_set:
             interfering_merged = graph.subgraph(merged_set).number_of_edges() > 0
-            merge_kind = "checked_combination" if interfering_merged else "independent"
+            merge_kind = "checked_combination" if interfering_merged or verified else "independent"
         problems = check_accounting(
             consts.gap_before,
             consts.gap_after,
             consts.gamma,
             merged_scores,
             self.tolerance,
-            separable=merge_kind == "independent",
+            separable=merge_kind == "independent" and verified is None,
+            screened=verified is not None,
         )
         if problems:
             message = f"round {round_index} of {self.task.name}: books do not balance: " + "; ".join(problems)
@@ -312,9 +346,41 @@ class RoundEngine:
             engine_seconds=elapsed - meter.seconds,
             eval_seconds=meter.seconds,
             regrouped=regrouped,
+            screen=None if verified is None else verified.checks,
+            screened=meter.screens,
         )
         ordered = [verdicts[p.id] for p in proposals]
         return RoundOutcome(new_snap, record, ordered, consts, committed or regrouped)
+
+    # -- screening ----------------------------------------------------------------
+    def _standalone(self, state: Any, changes: dict[int, Any], meter: _Meter) -> float:
+        """F after one proposal: screened when the kind screens (decided by the round's first answer)."""
+        if meter.screen is not False:
+            predicted = meter(self.task.screen_change, state, changes)
+            if predicted is not None:
+                meter.screen = True
+                meter.screens += 1
+                return float(predicted)
+            if meter.screen is None:
+                meter.screen = False
+        return meter(self.task.evaluate_change, state, changes)
+
+    def _verify(
+        self, state: Any, f0: float, scored: list[_Scored], chosen: set[int], meter: _Meter
+    ) -> screened.Verified:
+        def exact(subset: set[int]) -> float:
+            changes = {scored[i].proposal.block: scored[i].value for i in subset}
+            return f0 - meter(self.task.evaluate_change, state, changes)
+
+        return screened.verify(
+            exact,
+            lambda subset: self._exact_gain(state, f0, scored, subset, meter),
+            [s.gain for s in scored],
+            [s.proposal.block for s in scored],
+            chosen,
+            self.settings.screen_exact_checks,
+            self.tolerance,
+        )
 
     # -- interference ---------------------------------------------------------
     def _interference_graph(self, state: Any, f0: float, scored: list[_Scored], meter: _Meter) -> nx.Graph:
@@ -325,7 +391,17 @@ class RoundEngine:
             [s.proposal.block for s in scored], [s.footprint for s in scored]
         )
         graph.add_edges_from((i, j, {"exclusive": True, "c": float("inf")}) for i, j in same_block)
-        if overlapping:  # all pairs in one call: a kind with a closed form batches them
+        if overlapping and meter.screen:  # c_pq = Δ_p + Δ_q − Δ_pq, all three screened
+            values = [
+                scored[i].gain + scored[j].gain - self._exact_gain(state, f0, scored, {i, j}, meter)
+                for i, j in overlapping
+            ]
+            graph.add_edges_from(
+                (i, j, {"c": c})
+                for (i, j), c in zip(overlapping, values, strict=True)
+                if abs(c) > self.tolerance
+            )
+        elif overlapping:  # all pairs in one call: a kind with a closed form batches them
             items = [(s.proposal.block, s.value) for s in scored]
             values = meter(self.task.interactions, state, items, overlapping, f0)
             graph.add_edges_from(
@@ -339,7 +415,13 @@ class RoundEngine:
     def _exact_gain(
         self, state: Any, f0: float, scored: list[_Scored], subset: set[int], meter: _Meter
     ) -> float:
+        """The gain of a combination: exact, or screened in a screened round (then checked by ``_verify``)."""
         changes = {scored[i].proposal.block: scored[i].value for i in subset}
+        if meter.screen:
+            predicted = meter(self.task.screen_change, state, changes)
+            if predicted is not None:
+                meter.screens += 1
+                return f0 - float(predicted)
         return f0 - meter(self.task.evaluate_change, state, changes)
 
     def _agrees(self, predicted: float, exact: float) -> bool:

@@ -167,7 +167,13 @@ class ServiceCore:
 
                 def make() -> BuiltTask:
                     task = create_task(spec.kind, spec.params)
-                    engine = RoundEngine(task, EngineSettings(merge_policy=spec.merge_policy))
+                    engine = RoundEngine(
+                        task,
+                        EngineSettings(
+                            merge_policy=spec.merge_policy,
+                            screen_exact_checks=self.settings.screen_exact_checks,
+                        ),
+                    )
                     return BuiltTask(task, engine, self._snapshot_of(task, head))
 
                 built = await asyncio.to_thread(make)

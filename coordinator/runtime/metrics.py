@@ -39,6 +39,9 @@ ENGINE_REASONS = frozenset(
         "not_improving",
         "not_selected",
         "combination_worse",
+        "screen_not_improving",
+        "screen_not_selected",
+        "screen_not_checked",
         "task_finished",
     }
 )

@@ -130,7 +130,11 @@ class RoundsMode(RoundLocking):
             )
             rec = outcome.record
             if bandit is not None:  # what the bandit learns from this round, kept in its record
-                gains = {v.block: v.delta or 0.0 for v in outcome.verdicts if v.status == "accepted"}
+                gains = {  # a screened merge measures its combination, not each proposal: screened gain
+                    v.block: (v.delta if v.delta is not None else v.screened) or 0.0
+                    for v in outcome.verdicts
+                    if v.status == "accepted"
+                }
                 row = adaptive.row_of(spent, gains, formed[-1] if formed else None)
                 rec = rec.model_copy(update={"selection": row})
             new_runtime = runtime.model_copy(

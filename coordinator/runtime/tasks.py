@@ -52,7 +52,12 @@ class TaskBook(Proposing):
             arms = adaptive.arms_of(req.selection, task.neighbourhoods())
         except ValueError as exc:
             raise errors.InvalidRequest(str(exc), field="selection.generators") from None
-        engine = RoundEngine(task, EngineSettings(merge_policy=req.merge_policy))
+        engine = RoundEngine(
+            task,
+            EngineSettings(
+                merge_policy=req.merge_policy, screen_exact_checks=self.settings.screen_exact_checks
+            ),
+        )
         snap = await asyncio.to_thread(engine.initial_snapshot)
         join_token, read_token = auth.new_token("join"), auth.new_token("read")
         budgets = req.budgets

@@ -161,6 +161,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         self.block_queries = [[q for q in self.qids if self.block_of[q] == b] for b in range(self.n)]
         self._baselines: list[Any] | None = None
         self._screen: Evaluator | None = None
+        self._judge: Evaluator | None = None
         if params.screen_scale is not None and (params.db or params.screen_scale >= params.scale):
             raise ValueError("screen_scale needs the generated TPC-H database and a scale below --scale")
 
@@ -215,8 +216,11 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         outs = tuple(self.ev.measure(q, p, state.indexes, fresh=True) for q, p in zip(self.qids, state.plans))
         return self._f(outs, state.indexes)
 
-    def apply(self, state: SqlState, changes: Mapping[int, BlockChange]) -> SqlState:
-        """Re-measures only re-planned queries and queries on tables whose indexes changed."""
+    def _changed(
+        self, state: SqlState, changes: Mapping[int, BlockChange]
+    ) -> tuple[list[QueryPlan], frozenset[IndexSpec], list[int]]:
+        """The plans and index set after ``changes``, and the queries (positions) whose cost they can alter:
+        re-planned ones and those on tables whose indexes changed."""
         self._owned(state, changes)
         indexes = set(state.indexes)
         plans = list(state.plans)
@@ -226,14 +230,55 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             indexes |= ch.add
         new_idx = frozenset(indexes)
         touched_tables = {i.table for i in state.indexes ^ new_idx}
-        outcomes = list(state.outcomes)
         for ch in changes.values():
             for q, plan in ch.plans.items():
                 plans[self.qids.index(q)] = plan
-        for k, q in enumerate(self.qids):
-            if plans[k] != state.plans[k] or self.ev.models[q].tables & touched_tables:
-                outcomes[k] = self.ev.measure(q, plans[k], new_idx)
+        touched = [
+            k
+            for k, q in enumerate(self.qids)
+            if plans[k] != state.plans[k] or self.ev.models[q].tables & touched_tables
+        ]
+        return plans, new_idx, touched
+
+    def apply(self, state: SqlState, changes: Mapping[int, BlockChange]) -> SqlState:
+        """Re-measures only re-planned queries and queries on tables whose indexes changed."""
+        plans, new_idx, touched = self._changed(state, changes)
+        outcomes = list(state.outcomes)
+        for k in touched:
+            outcomes[k] = self.ev.measure(self.qids[k], plans[k], new_idx)
         return SqlState(tuple(plans), new_idx, tuple(outcomes), state.blocks)
+
+    def screen_change(self, state: SqlState, changes: Mapping[int, BlockChange]) -> float | None:
+        """F after ``changes`` predicted on the screening database (``screen_scale``; None without one).
+
+        The queries the change touches are measured on the smaller database under the state's plans and
+        indexes and under the changed ones (with their equivalence check there: different rows on any
+        database prove a plan wrong); each query's screened gain is scaled by the ratio of its default cost
+        on the full database to its default on the screen (the open queries' defaults are their cap). A
+        query that fails on the screen costs the penalty; the budget penalty uses the full database's
+        index sizes. The coordinator merges nothing on this alone: ``evaluate_change`` stays exact.
+        """
+        if self.p.screen_scale is None:
+            return None
+        plans, new_idx, touched = self._changed(state, changes)
+        judge = self._screen_judge()
+        gain = self.budget_penalty(state.indexes) - self.budget_penalty(new_idx)
+        for k in touched:
+            q = self.qids[k]
+            old = judge.measure(q, state.plans[k], state.indexes)
+            new = judge.measure(q, plans[k], new_idx)
+            ratio = self.ev.default_cost[q] / max(1, judge.default_cost[q])
+            gain += ratio * (old.cost - new.cost) + self.penalty * ((not old.ok) - (not new.ok))
+        return self.objective(state) - gain
+
+    def _screen_judge(self) -> Evaluator:
+        """The coordinator's own evaluator on the screening database (the proposers' is another: an
+        in-process agent may measure on its own while a round runs)."""
+        if self._judge is None:
+            assert self.p.screen_scale is not None
+            screen = load_workload(None, self.p.queries, self.p.screen_scale)
+            self._judge = Evaluator(screen, self.p.step_cap, self.p.reference_cap, self.p.plan_cap_factor)
+        return self._judge
 
     def evaluate_change(self, state: SqlState, changes: Mapping[int, BlockChange]) -> float:
         new = self.apply(state, changes)
@@ -330,7 +375,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         for spec in specs["add"]:
             if spec in self.ev.builtin:
                 raise InvalidProposal(f"{spec.label()} already exists (primary key)", "illegal_move")
-            problem = self.ev.index_problem(spec)
+            problem = self._index_problem(spec)
             if problem:
                 raise InvalidProposal(problem, "bad_index")
         if specs["add"] & specs["drop"]:
@@ -338,6 +383,15 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         if self.budget is not None and sum(self.ev.size(i) for i in specs["add"]) > self.budget:
             raise InvalidProposal("the added indexes alone exceed the index budget", "over_budget")
         return BlockChange(plans, specs["add"], specs["drop"])
+
+    def _index_problem(self, spec: IndexSpec) -> str:
+        """Whether the index can be built. Screening without a budget asks the screening database: building
+        each proposed index on the full one (seconds to minutes at SF 1) is exact work on proposals that
+        may never merge; an index the full database cannot build fails the exact check of any merge that
+        adds it (its queries' outcomes say why). With a budget the full size is needed, so it is built."""
+        if self.p.screen_scale is not None and self.budget is None:
+            return self._screen_judge().index_problem(spec)
+        return self.ev.index_problem(spec)
 
     def encode_value(self, value: BlockChange) -> dict[str, Any]:
         return {
