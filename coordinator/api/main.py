@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from coordinator import ui
 from coordinator.api import openapi
 from coordinator.api.deps import READ
+from coordinator.api.hot import HotRoutes
 from coordinator.api.http_errors import ERROR_RESPONSES, BodyLimit, install_error_handlers
 from coordinator.api.routes import agents, events, leases, operations, proposals, tasks, trajectories
 from coordinator.runtime.metrics import ServiceMetrics
@@ -52,6 +53,7 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
     app.state.metrics = metrics
     app.state.registry = registry
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(HotRoutes, service=service, limit=settings.max_body_bytes)  # outermost: added last
     install_error_handlers(app)
     for resource in (tasks, events, agents, leases, proposals, operations):
         app.include_router(resource.router)
