@@ -278,11 +278,11 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         left = np.fromiter((a for a, _ in pairs), dtype=np.intp, count=len(pairs))
         right = np.fromiter((b for _, b in pairs), dtype=np.intp, count=len(pairs))
         coupling = self.matrix.blocks_of(blocks[left], blocks[right])  # (pairs, d, d)
-        c = np.einsum("pi,pij,pj->p", steps[left], coupling, steps[right])
-        return [
-            float(c[k]) if blocks[a] != blocks[b] else self.interaction(state, items[a], items[b], f0)
-            for k, (a, b) in enumerate(pairs)
-        ]
+        values = np.einsum("pi,pij,pj->p", steps[left], coupling, steps[right]).tolist()
+        for k in np.flatnonzero(blocks[left] == blocks[right]).tolist():  # same block: the generic rule
+            a, b = pairs[k]
+            values[k] = self.interaction(state, items[a], items[b], f0)
+        return values
 
     A_PRIORI_MAX_SIZE = 2048
     """Above this many coordinates the eigenvalues are not computed (no a priori bound is stated)."""
