@@ -171,6 +171,7 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
             x_star = self.matrix.minimizer(self.b)
             self._optimum = float(0.5 * x_star @ self.matrix.matvec(x_star) - self.b @ x_star)
         self._coupled = self.matrix.neighbours
+        self._local_lists: dict[int, tuple[list[list[float]], list[float]]] = {}
         self._a_priori: APriori | None = None
 
     @property
@@ -321,11 +322,14 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         a_ii = self.matrix.block(block, block)
         x_i = state.x[sl]
         correction = state.ax[sl] - a_ii @ x_i
+        local = self._local_lists.get(block)
+        if local is None:  # A_ii and b_i as lists: fixed per block, built once (a lease's contract each time)
+            local = self._local_lists[block] = (a_ii.tolist(), self.b[sl].tolist())
         return {
             "kind": self.kind,
             "dim": self.d,
             "x": x_i.tolist(),
-            "local_objective": {"A": a_ii.tolist(), "b": self.b[sl].tolist()},
+            "local_objective": {"A": [list(row) for row in local[0]], "b": list(local[1])},
             "correction": correction.tolist(),
             "surrogate": "minimize 0.5*y'Ay - b'y + y'correction over y",
         }
