@@ -3,8 +3,9 @@
 ``benchmarks/service_throughput.py --profile DIR --json FILE`` records one py-spy profile (``--gil``, raw
 folded stacks) per server and each server's CPU seconds and proposals. This sorts each profile's samples into
 the steps of a proposal's request (the innermost frame that matches a step decides) and turns the shares into
-CPU microseconds per proposal (per request for the trivial endpoint): share × server CPU ÷ proposals. It covers
-the in-process memory store, where the round engine runs in the serving process (in a worker thread).
+CPU microseconds per proposal (per request for the trivial endpoint): share × server CPU ÷ proposals.
+It covers the in-process memory store, where the round engine runs in the serving process (a worker
+thread).
 
     .venv/bin/python benchmarks/service_steps.py --run FILE --profiles DIR [--json OUT]
     .venv/bin/python benchmarks/service_steps.py --run AFTER.json --profiles DIR_AFTER \
@@ -33,7 +34,10 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
         "round bookkeeping (ledger, metrics)",
         ("coordinator/reports/", "coordinator/runtime/metrics.py", "prometheus_client"),
     ),
-    ("round runner (queue state, commit)", ("coordinator/runtime/rounds.py", "coordinator/runtime/window.py")),
+    (
+        "round runner (queue state, commit)",
+        ("coordinator/runtime/rounds.py", "coordinator/runtime/window.py"),
+    ),
     ("store (memory)", ("coordinator/store/",)),
     ("auth and rate limit", ("authenticate", "coordinator/runtime/auth.py", "current_agent")),
     (
@@ -119,7 +123,9 @@ def table(columns: dict[str, dict[str, Any]]) -> str:
         key=lambda s: -max(c["steps"].get(s, 0.0) for c in columns.values()),
     )
     width = max(14, *(len(n) for n in names))
-    lines = [f"{'CPU us per proposal (trivial: per request)':46s} " + " ".join(f"{n:>{width}s}" for n in names)]
+    lines = [
+        f"{'CPU us per proposal (trivial: per request)':46s} " + " ".join(f"{n:>{width}s}" for n in names)
+    ]
     for s in steps:
         lines.append(f"{s:46s} " + " ".join(f"{c['steps'].get(s, 0.0):{width}.0f}" for c in columns.values()))
     lines.append(f"{'total':46s} " + " ".join(f"{c['us_per_proposal']:{width}.0f}" for c in columns.values()))
@@ -149,7 +155,11 @@ def main() -> None:
             columns[short] = col
     print(table(columns))
     if args.json:
-        args.json.write_text(json.dumps({"argv": vars(args) | {"run": str(args.run)}, "columns": columns}, indent=1, default=str))
+        args.json.write_text(
+            json.dumps(
+                {"argv": vars(args) | {"run": str(args.run)}, "columns": columns}, indent=1, default=str
+            )
+        )
 
 
 if __name__ == "__main__":

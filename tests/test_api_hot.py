@@ -1,4 +1,4 @@
-"""The hot routes (``coordinator/api/hot.py``) answer exactly as FastAPI does, and plain agent requests take them.
+"""The hot routes (``coordinator/api/hot.py``) answer as FastAPI does, and plain agent requests take them.
 
 The same script of requests, plain and malformed, runs against two coordinators that differ only in
 ``create_app(hot_routes=...)``; every answer's status, error code and message (ids masked) must match.
@@ -107,7 +107,9 @@ def _script(url: str) -> list[tuple[str, int, str]]:
         record("poll", c.get(f"{base}/proposals/p-plain?wait=5", headers=me))
         record("poll, unknown proposal", c.get(f"{base}/proposals/p-nope", headers=me))
         record("poll, bad wait", c.get(f"{base}/proposals/p-plain?wait=x", headers=me))
-        record("verdict with the next lease", c.get(f"{base}/proposals/p-plain?wait=5&next_lease=1", headers=me))
+        record(
+            "verdict with the next lease", c.get(f"{base}/proposals/p-plain?wait=5&next_lease=1", headers=me)
+        )
         record("trailing slash", c.post(f"{base}/proposals/", json=proposal, headers=me))
         record("method not allowed", c.put(f"{base}/proposals", json=proposal, headers=me))
     return out

@@ -8,9 +8,9 @@ the same validation model (``ProposalIn``, on the body ``json.loads`` decoded, a
 same error mapping and response bytes.
 
 Anything unusual is handed to the FastAPI app unchanged (a body already read is replayed), which answers it as
-it always has: another content type, a query value that is not a plain number or ``true``/``false``/``1``/``0``,
-an encoded query, a body that is empty, not JSON or does not validate, a body over the limit. The routes stay
-declared in ``api/routes``, so /docs and the OpenAPI schema are unchanged.
+it always has: another content type, a query value that is not a plain number or ``true``/``false``/
+``1``/``0``, an encoded query, a body that is empty, not JSON or does not validate, a body over the
+limit. The routes stay declared in ``api/routes``, so /docs and the OpenAPI schema are unchanged.
 """
 
 from __future__ import annotations

@@ -26,7 +26,10 @@ from coordinator.store.base import Store
 
 
 def create_app(
-    settings: ServiceSettings, store: Store, registry: CollectorRegistry | None = None, hot_routes: bool = True
+    settings: ServiceSettings,
+    store: Store,
+    registry: CollectorRegistry | None = None,
+    hot_routes: bool = True,
 ) -> FastAPI:
     """``hot_routes=False``: every request through FastAPI (tests compare the two; api/hot.py)."""
     registry = registry if registry is not None else CollectorRegistry()
