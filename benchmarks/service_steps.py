@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -57,9 +58,13 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
             "validate_python",
             "Request.json (",
             "Request.body (",
+            "_proposal (coordinator/api/hot.py",
         ),
     ),
-    ("response encoding", ("model_response", "serialize_response", "json/encoder", "fastapi/encoders")),
+    (
+        "response encoding",
+        ("model_response", "_send_model (", "serialize_response", "json/encoder", "fastapi/encoders"),
+    ),
     ("socket write (uvicorn send)", ("RequestResponseCycle.send (",)),
     ("HTTP parsing and protocol", ("h11", "httptools", "uvicorn/protocols")),
     ("routing and middleware (starlette/fastapi)", ("starlette", "fastapi", "coordinator/api/")),
@@ -99,20 +104,47 @@ def profile_name(row: str) -> str:
     return case.replace("/", "-") + ".txt"
 
 
+def _column(row: dict[str, Any], prof: Path) -> dict[str, Any]:
+    us = 1e6 * row["server_cpu_s"] / max(1, row["proposals"])
+    return {
+        "us_per_proposal": us,
+        "proposals_per_s": row["proposals_per_s"],
+        "steps": {k: v * us for k, v in steps_of(prof).items()},
+    }
+
+
+def _median(columns: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per step, the median over a case's pairs (``--pairs``: each pair has its own profile)."""
+    steps = {s for c in columns for s in c["steps"]}
+    return {
+        "us_per_proposal": statistics.median(c["us_per_proposal"] for c in columns),
+        "proposals_per_s": statistics.median(c["proposals_per_s"] for c in columns),
+        "steps": {s: statistics.median(c["steps"].get(s, 0.0) for c in columns) for s in steps},
+    }
+
+
 def per_proposal(run: Path, profiles: Path) -> dict[str, dict[str, Any]]:
-    """For each row of a run: CPU µs per proposal, split by step."""
-    rows = json.loads(run.read_text())["rows"]
+    """For each row of a run: CPU µs per proposal, split by step (``--pairs`` runs: medians over the pairs,
+    the trivial endpoint's pairs of each case apart)."""
+    data = json.loads(run.read_text())
     out: dict[str, dict[str, Any]] = {}
-    for name, row in rows.items():
+    for name, row in data.get("rows", {}).items():
         prof = profiles / profile_name(name)
-        if not prof.exists():
-            continue
-        us = 1e6 * row["server_cpu_s"] / max(1, row["proposals"])
-        out[name] = {
-            "us_per_proposal": us,
-            "proposals_per_s": row["proposals_per_s"],
-            "steps": {k: v * us for k, v in steps_of(prof).items()},
-        }
+        if prof.exists():
+            out[name] = _column(row, prof)
+    for case, found in data.get("cases", {}).items():
+        tag = case.replace("/", "-")
+        for role, label in (
+            ("trivial", f"trivial POST ({case} pairs)"),
+            ("coordinator", f"coordinator {case}"),
+        ):
+            columns = [
+                _column(pair[role], profiles / f"{role}-{tag}-{k + 1}.txt")
+                for k, pair in enumerate(found["pairs"])
+                if (profiles / f"{role}-{tag}-{k + 1}.txt").exists()
+            ]
+            if columns:
+                out[label] = _median(columns)
     return out
 
 

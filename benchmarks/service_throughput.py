@@ -386,7 +386,7 @@ def run_case(case: str, args: argparse.Namespace, profile: str | None = None) ->
     """One coordinator case (MODE/POLICY[/wait|/next]) against a fresh `blockopt serve` of this tree."""
     mode, policy, *rest = case.split("/")
     port = free_port()
-    serve = start_serve(port)
+    serve = start_serve(port, root=args.tree.resolve() if args.tree else ROOT)
     try:
         task = create_task(port, mode, policy, args.blocks)
         wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
@@ -425,7 +425,7 @@ def paired(args: argparse.Namespace) -> None:
     load0 = os.getloadavg()
     print(
         f"{args.agents} agents, quadratic n={args.blocks} d=4 coupling=0.3, {args.seconds:.0f} s per run, "
-        f"{args.pairs} pairs per case; load average at start {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}",
+        f"{args.pairs} pairs per case; coordinator from {args.tree or ROOT}; load average at start {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}",
         flush=True,
     )
     out: dict[str, Any] = {
@@ -512,13 +512,19 @@ def main() -> None:
         "alternated), the ratio taken within each pair; prints every pair and the median (on a shared "
         "machine the trivial endpoint's rate moves with the load, so a ratio needs its own trivial run)",
     )
+    ap.add_argument(
+        "--tree",
+        type=Path,
+        metavar="DIR",
+        help="with --pairs: serve the coordinator from this checkout (e.g. `git archive` of main)",
+    )
     ap.add_argument("--json", type=Path, metavar="PATH", help="write the rows and ratios here")
     args = ap.parse_args()
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
     if args.pairs:
         paired(args)
         return
-    if args.profile:
-        Path(args.profile).mkdir(parents=True, exist_ok=True)
 
     def prof(name: str) -> str | None:
         return str(Path(args.profile) / f"{name.replace('/', '-')}.txt") if args.profile else None
