@@ -1,7 +1,7 @@
 """The agents' hot routes, served without FastAPI's router and dependency resolution (a pure ASGI middleware).
 
 A steady agent makes one request per proposal (``POST .../proposals?wait=..&next_lease=true``); profiled under
-64 agents, FastAPI's routing, dependency solving and parameter validation cost that request more CPU than the
+64 agents, FastAPI's route matching, dependency solving and parameter validation cost that request more CPU than the
 proposal's own work (BENCHMARKS.md, "Hot path, in-process memory store"). This middleware answers the common
 case of the three agent routes of that loop (submit, poll a verdict, lease) itself: the same service calls,
 the same validation model (``ProposalIn``, on the body ``json.loads`` decoded, as FastAPI validates it), the
@@ -157,7 +157,7 @@ class HotRoutes:
         await _send_model(send, model, status)
 
 
-def install(app: FastAPI, service: CoordinatorService, limit: int) -> None:
+def serve_hot_routes(app: FastAPI, service: CoordinatorService, limit: int) -> None:
     """Put ``HotRoutes`` in front of the app's whole middleware stack, outside Starlette's error middleware
     and FastAPI's body limit and telemetry layers too (each a coroutine frame every await passes through).
     Its answers are complete on their own: errors already mapped, unexpected exceptions answered 500."""

@@ -59,7 +59,7 @@ def create_app(
     app.state.registry = registry
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     if hot_routes:
-        hot.install(app, service, settings.max_body_bytes)
+        hot.serve_hot_routes(app, service, settings.max_body_bytes)
     install_error_handlers(app)
     for resource in (tasks, events, agents, leases, proposals, operations):
         app.include_router(resource.router)
