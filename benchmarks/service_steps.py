@@ -135,7 +135,7 @@ def per_proposal(run: Path, profiles: Path) -> dict[str, dict[str, Any]]:
     for case, found in data.get("cases", {}).items():
         tag = case.replace("/", "-")
         for role, label in (
-            ("trivial", f"trivial POST ({case} pairs)"),
+            ("trivial", f"trivial [{case.split('/')[1]}]"),
             ("coordinator", f"coordinator {case}"),
         ):
             columns = [
@@ -179,7 +179,7 @@ def main() -> None:
     before = per_proposal(args.before, args.before_profiles) if args.before and args.before_profiles else {}
     columns: dict[str, dict[str, Any]] = {}
     for name, col in after.items():
-        short = name.removeprefix("coordinator ")
+        short = name.removeprefix("coordinator rounds/").removeprefix("coordinator ")
         if name in before:
             columns[f"{short} (before)"] = before[name]
             columns[f"{short} (after)"] = col
