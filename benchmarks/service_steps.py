@@ -73,8 +73,10 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
 """A pydantic frame alone decides nothing: a model built or copied counts for the step that asked for it."""
 
 
-def steps_of(profile: Path) -> dict[str, float]:
-    """Share of the samples per step (py-spy raw folded stacks: 'frame;frame;... count')."""
+def steps_of(profile: Path, steps: list[tuple[str, tuple[str, ...]]] | None = None) -> dict[str, float]:
+    """Share of the samples per step (py-spy raw folded stacks: 'frame;frame;... count'); ``steps``: another
+    list of (step, frame substrings) than ``STEPS`` (the split mode's scripts sort into their own)."""
+    steps = STEPS if steps is None else steps
     counts: Counter[str] = Counter()
     total = 0
     for line in profile.read_text().splitlines():
@@ -84,7 +86,7 @@ def steps_of(profile: Path) -> dict[str, float]:
         total += int(n)
         step = "other"
         for frame in reversed(stack.split(";")):
-            found = next((name for name, keys in STEPS if any(k in frame for k in keys)), None)
+            found = next((name for name, keys in steps if any(k in frame for k in keys)), None)
             if found:
                 step = found
                 break

@@ -382,11 +382,14 @@ def create_task(port: int, mode: str, policy: str, blocks: int) -> dict[str, str
     return created
 
 
-def run_case(case: str, args: argparse.Namespace, profile: str | None = None) -> dict[str, Any]:
-    """One coordinator case (MODE/POLICY[/wait|/next]) against a fresh `blockopt serve` of this tree."""
+def run_case(
+    case: str, args: argparse.Namespace, profile: str | None = None, root: Path | None = None
+) -> dict[str, Any]:
+    """One coordinator case (MODE/POLICY[/wait|/next]) against a fresh `blockopt serve` of ``root`` (default:
+    ``--tree``, else this tree)."""
     mode, policy, *rest = case.split("/")
     port = free_port()
-    serve = start_serve(port, root=args.tree.resolve() if args.tree else ROOT)
+    serve = start_serve(port, root=root or (args.tree.resolve() if args.tree else ROOT))
     try:
         task = create_task(port, mode, policy, args.blocks)
         wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
@@ -402,7 +405,8 @@ def run_case(case: str, args: argparse.Namespace, profile: str | None = None) ->
             profile=profile,
             chain=rest == ["next"],
         )
-        row["rounds"] = Conn(port, ADMIN).call("GET", f"/v1/tasks/{task['id']}")[1]["round"]
+        view = Conn(port, ADMIN).call("GET", f"/v1/tasks/{task['id']}")[1]
+        row["rounds"], row["rel_gap"] = view["round"], view["relative_gap"]
         return row
     finally:
         stop(serve)
@@ -563,31 +567,9 @@ def main() -> None:
         for t in (trees if k % 2 == 0 else trees[::-1])
     ]
     for case, (tree, root), k in runs:
-        mode, policy, *rest = case.split("/")
-        wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
-        port = free_port()
-        serve = start_serve(port, root=root)
-        try:
-            task = create_task(port, mode, policy, args.blocks)
-            row = load(
-                "coordinator",
-                port,
-                task,
-                args.agents,
-                args.gen_procs,
-                args.seconds,
-                serve.pid,
-                wait,
-                profile=prof(f"{case}-{tree}-{k + 1}" if tree else case),
-                chain=rest == ["next"],
-            )
-            status, view = Conn(port, ADMIN).call("GET", f"/v1/tasks/{task['id']}")
-            row["rounds"] = view["round"]
-            row["rel_gap"] = view["relative_gap"]
-            rep = f" #{k + 1}" if args.repeats > 1 and tree else ""
-            rows.append((f"coordinator {case}" + (f" [{tree}{rep}]" if tree else ""), row))
-        finally:
-            stop(serve)
+        row = run_case(case, args, prof(f"{case}-{tree}-{k + 1}" if tree else case), root)
+        rep = f" #{k + 1}" if args.repeats > 1 and tree else ""
+        rows.append((f"coordinator {case}" + (f" [{tree}{rep}]" if tree else ""), row))
     head = (
         f"{'endpoint':34s} {'proposals/s':>11s} {'requests/s':>10s} {'submit p50 ms':>13s} {'p99 ms':>8s} "
         f"{'server cpu us/req':>17s} {'server cpu':>10s} {'gen cpu':>8s} {'rounds':>6s} {'rel gap':>9s}"
