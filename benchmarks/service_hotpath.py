@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import service_steps  # noqa: E402
 from service_split import LEASE_TTL, REDIS, drive, new_task, purge, warm_up  # noqa: E402
 from service_throughput import ADMIN, Conn, cpu_seconds, free_port, profiler, stop, wait_ready  # noqa: E402
 
@@ -70,22 +70,8 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
 
 
 def steps_of(profile: Path) -> dict[str, float]:
-    """Share of the samples per step (py-spy raw folded stacks: 'frame;frame;... count')."""
-    counts: Counter[str] = Counter()
-    total = 0
-    for line in profile.read_text().splitlines():
-        stack, _, n = line.rpartition(" ")
-        if not n.isdigit():
-            continue
-        total += int(n)
-        step = "other"
-        for frame in reversed(stack.split(";")):
-            found = next((name for name, keys in STEPS if any(k in frame for k in keys)), None)
-            if found:
-                step = found
-                break
-        counts[step] += int(n)
-    return {k: v / max(1, total) for k, v in counts.most_common()}
+    """Share of the samples per step of this script's ``STEPS`` (``service_steps.steps_of``)."""
+    return service_steps.steps_of(profile, STEPS)
 
 
 def start_logged(port: int, extra: list[str], log: Path) -> subprocess.Popen[bytes]:

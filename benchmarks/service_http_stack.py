@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import service_steps  # noqa: E402
 from service_throughput import ROOT, create_task, free_port, load, start_serve, start_trivial, stop  # noqa: E402
 
 STACKS = {"h11+asyncio": ("h11", "asyncio"), "httptools+uvloop": ("httptools", "uvloop")}
@@ -53,23 +53,8 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
 
 
 def steps_of(profile: Path) -> dict[str, float]:
-    """Share of the coordinator's samples per step (py-spy raw folded stacks: 'frame;frame;... count')."""
-    counts: Counter[str] = Counter()
-    total = 0
-    for line in profile.read_text().splitlines():
-        stack, _, n = line.rpartition(" ")
-        if not n.isdigit():
-            continue
-        frames = stack.split(";")
-        total += int(n)
-        step = "other"
-        for frame in reversed(frames):
-            found = next((name for name, keys in STEPS if any(k in frame for k in keys)), None)
-            if found:
-                step = found
-                break
-        counts[step] += int(n)
-    return {k: v / max(1, total) for k, v in counts.most_common()}
+    """Share of the samples per step of this script's ``STEPS`` (``service_steps.steps_of``)."""
+    return service_steps.steps_of(profile, STEPS)
 
 
 def main() -> None:

@@ -382,6 +382,99 @@ def create_task(port: int, mode: str, policy: str, blocks: int) -> dict[str, str
     return created
 
 
+def run_case(
+    case: str, args: argparse.Namespace, profile: str | None = None, root: Path | None = None
+) -> dict[str, Any]:
+    """One coordinator case (MODE/POLICY[/wait|/next]) against a fresh `blockopt serve` of ``root`` (default:
+    ``--tree``, else this tree)."""
+    mode, policy, *rest = case.split("/")
+    port = free_port()
+    serve = start_serve(port, root=root or (args.tree.resolve() if args.tree else ROOT))
+    try:
+        task = create_task(port, mode, policy, args.blocks)
+        wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
+        row = load(
+            "coordinator",
+            port,
+            task,
+            args.agents,
+            args.gen_procs,
+            args.seconds,
+            serve.pid,
+            wait,
+            profile=profile,
+            chain=rest == ["next"],
+        )
+        view = Conn(port, ADMIN).call("GET", f"/v1/tasks/{task['id']}")[1]
+        row["rounds"], row["rel_gap"] = view["round"], view["relative_gap"]
+        return row
+    finally:
+        stop(serve)
+
+
+def run_trivial(args: argparse.Namespace, profile: str | None = None) -> dict[str, Any]:
+    port = free_port()
+    trivial = start_trivial(port)
+    try:
+        return load(
+            "trivial", port, None, args.agents, args.gen_procs, args.seconds, trivial.pid, profile=profile
+        )
+    finally:
+        stop(trivial)
+
+
+def paired(args: argparse.Namespace) -> None:
+    """``--pairs N``: per case, N (trivial, coordinator) pairs back to back, order alternated; the ratio
+    proposals/s ÷ trivial requests/s within each pair, and the median."""
+    load0 = os.getloadavg()
+    print(
+        f"{args.agents} agents, quadratic n={args.blocks} d=4 coupling=0.3, {args.seconds:.0f} s per run, "
+        f"{args.pairs} pairs per case; coordinator from {args.tree or ROOT}; load average at start {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}",
+        flush=True,
+    )
+    out: dict[str, Any] = {
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "load_start": load0,
+        "cases": {},
+    }
+    for case in args.cases.split(","):
+        pairs = []
+        for k in range(args.pairs):
+            tag = f"{case.replace('/', '-')}-{k + 1}"
+
+            def prof(name: str, tag: str = tag) -> str | None:
+                return str(Path(args.profile) / f"{name}-{tag}.txt") if args.profile else None
+
+            if k % 2 == 0:
+                trivial, coord = run_trivial(args, prof("trivial")), run_case(case, args, prof("coordinator"))
+            else:
+                coord = run_case(case, args, prof("coordinator"))
+                trivial = run_trivial(args, prof("trivial"))
+            ratio = coord["proposals_per_s"] / trivial["requests_per_s"]
+            pairs.append({"trivial": trivial, "coordinator": coord, "ratio": ratio, "load": os.getloadavg()})
+            print(
+                f"{case} pair {k + 1} ({'trivial first' if k % 2 == 0 else 'coordinator first'}): trivial "
+                f"{trivial['requests_per_s']:.1f} req/s ({trivial['server_us_per_request']:.0f} us CPU/req), "
+                f"coordinator {coord['proposals_per_s']:.1f} proposals/s "
+                f"({1e6 * coord['server_cpu_s'] / max(1, coord['proposals']):.0f} us CPU/proposal, "
+                f"{coord['rounds']} rounds); ratio {ratio:.2f}; load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+        ratios = [p["ratio"] for p in pairs]
+        out["cases"][case] = {"pairs": pairs, "median_ratio": statistics.median(ratios)}
+        print(
+            f"{case}: proposals/s / trivial requests/s, median {statistics.median(ratios):.2f} "
+            f"(min {min(ratios):.2f}, max {max(ratios):.2f}, n={len(ratios)})",
+            flush=True,
+        )
+    load1 = os.getloadavg()
+    out["load_end"] = load1
+    print(f"load average at end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--agents", type=int, default=64)
@@ -414,10 +507,28 @@ def main() -> None:
         "(before/after, then after/before, ...), and print the median ratio: one pair of runs of the same "
         "tree can differ by 15-30%% on this machine, and the first run of a pair had an edge",
     )
+    ap.add_argument(
+        "--pairs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: N pairs per case, each the trivial endpoint and the coordinator back to back (order "
+        "alternated), the ratio taken within each pair; prints every pair and the median (on a shared "
+        "machine the trivial endpoint's rate moves with the load, so a ratio needs its own trivial run)",
+    )
+    ap.add_argument(
+        "--tree",
+        type=Path,
+        metavar="DIR",
+        help="with --pairs: serve the coordinator from this checkout (e.g. `git archive` of main)",
+    )
     ap.add_argument("--json", type=Path, metavar="PATH", help="write the rows and ratios here")
     args = ap.parse_args()
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
+    if args.pairs:
+        paired(args)
+        return
 
     def prof(name: str) -> str | None:
         return str(Path(args.profile) / f"{name.replace('/', '-')}.txt") if args.profile else None
@@ -456,31 +567,9 @@ def main() -> None:
         for t in (trees if k % 2 == 0 else trees[::-1])
     ]
     for case, (tree, root), k in runs:
-        mode, policy, *rest = case.split("/")
-        wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
-        port = free_port()
-        serve = start_serve(port, root=root)
-        try:
-            task = create_task(port, mode, policy, args.blocks)
-            row = load(
-                "coordinator",
-                port,
-                task,
-                args.agents,
-                args.gen_procs,
-                args.seconds,
-                serve.pid,
-                wait,
-                profile=prof(f"{case}-{tree}-{k + 1}" if tree else case),
-                chain=rest == ["next"],
-            )
-            status, view = Conn(port, ADMIN).call("GET", f"/v1/tasks/{task['id']}")
-            row["rounds"] = view["round"]
-            row["rel_gap"] = view["relative_gap"]
-            rep = f" #{k + 1}" if args.repeats > 1 and tree else ""
-            rows.append((f"coordinator {case}" + (f" [{tree}{rep}]" if tree else ""), row))
-        finally:
-            stop(serve)
+        row = run_case(case, args, prof(f"{case}-{tree}-{k + 1}" if tree else case), root)
+        rep = f" #{k + 1}" if args.repeats > 1 and tree else ""
+        rows.append((f"coordinator {case}" + (f" [{tree}{rep}]" if tree else ""), row))
     head = (
         f"{'endpoint':34s} {'proposals/s':>11s} {'requests/s':>10s} {'submit p50 ms':>13s} {'p99 ms':>8s} "
         f"{'server cpu us/req':>17s} {'server cpu':>10s} {'gen cpu':>8s} {'rounds':>6s} {'rel gap':>9s}"

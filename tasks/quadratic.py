@@ -171,6 +171,7 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
             x_star = self.matrix.minimizer(self.b)
             self._optimum = float(0.5 * x_star @ self.matrix.matvec(x_star) - self.b @ x_star)
         self._coupled = self.matrix.neighbours
+        self._local_lists: dict[int, tuple[list[list[float]], list[float]]] = {}
         self._a_priori: APriori | None = None
 
     @property
@@ -222,6 +223,8 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         x, ax = state.x, state.ax
         f = float(0.5 * x @ ax - self.b @ x)
         steps = {i: np.asarray(v) - x[self._sl(i)] for i, v in changes.items()}
+        if len(steps) > self.BLOCKWISE_CHANGES and not self.matrix.sparse:
+            return f + self._change_terms(state, steps)
         for i, di in steps.items():  # only coupled pairs: linear in the changes for a sparse A
             sl = self._sl(i)
             f += float(di @ (ax[sl] - self.b[sl]))
@@ -229,6 +232,20 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
             for j in (coupled & steps.keys()) if len(coupled) < len(steps) else steps.keys() & coupled:
                 f += 0.5 * float(di @ self.matrix.block(i, j) @ steps[j])
         return f
+
+    BLOCKWISE_CHANGES = 2
+    """Up to this many changed blocks, ``evaluate_change`` sums block products one by one (cheapest for a
+    single proposal); above it, with a dense A, one matrix product (the checked merge evaluates whole rounds:
+    64 changed blocks of a dense A were 2,080 block products in Python, ~20 ms per check, now ~0.3 ms)."""
+
+    def _change_terms(self, state: QuadState, steps: Mapping[int, np.ndarray]) -> float:
+        """Σ_i Δ_iᵀ(Ax−b)_i + ½ ΔᵀAΔ over the changed blocks of a dense A in one product (a sparse A keeps
+        the block loop, linear in its coupled pairs)."""
+        changed = np.fromiter(steps, dtype=np.intp, count=len(steps))
+        coords = (changed[:, None] * self.d + np.arange(self.d)).ravel()
+        full = np.zeros_like(state.x)
+        full[coords] = np.concatenate([np.asarray(v, dtype=float) for v in steps.values()])
+        return float(full @ (state.ax - self.b)) + 0.5 * float(full @ self.matrix.matvec(full))
 
     def interaction(
         self,
@@ -262,11 +279,11 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         left = np.fromiter((a for a, _ in pairs), dtype=np.intp, count=len(pairs))
         right = np.fromiter((b for _, b in pairs), dtype=np.intp, count=len(pairs))
         coupling = self.matrix.blocks_of(blocks[left], blocks[right])  # (pairs, d, d)
-        c = np.einsum("pi,pij,pj->p", steps[left], coupling, steps[right])
-        return [
-            float(c[k]) if blocks[a] != blocks[b] else self.interaction(state, items[a], items[b], f0)
-            for k, (a, b) in enumerate(pairs)
-        ]
+        values = np.einsum("pi,pij,pj->p", steps[left], coupling, steps[right]).tolist()
+        for k in np.flatnonzero(blocks[left] == blocks[right]).tolist():  # same block: the generic rule
+            a, b = pairs[k]
+            values[k] = self.interaction(state, items[a], items[b], f0)
+        return values
 
     A_PRIORI_MAX_SIZE = 2048
     """Above this many coordinates the eigenvalues are not computed (no a priori bound is stated)."""
@@ -305,11 +322,14 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         a_ii = self.matrix.block(block, block)
         x_i = state.x[sl]
         correction = state.ax[sl] - a_ii @ x_i
+        local = self._local_lists.get(block)
+        if local is None:  # A_ii and b_i as lists: fixed per block, built once (a lease's contract each time)
+            local = self._local_lists[block] = (a_ii.tolist(), self.b[sl].tolist())
         return {
             "kind": self.kind,
             "dim": self.d,
             "x": x_i.tolist(),
-            "local_objective": {"A": a_ii.tolist(), "b": self.b[sl].tolist()},
+            "local_objective": {"A": [list(row) for row in local[0]], "b": list(local[1])},
             "correction": correction.tolist(),
             "surrogate": "minimize 0.5*y'Ay - b'y + y'correction over y",
         }

@@ -44,6 +44,12 @@ def error_response(exc: errors.BlockoptError) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers())
 
 
+def internal_error(exc: Exception) -> JSONResponse:
+    """An unexpected exception: logged with its traceback, answered 500 without its text."""
+    log.error("unhandled %s", type(exc).__name__, exc_info=exc)
+    return error_response(errors.BlockoptError("internal error; see the coordinator's log"))
+
+
 class BodyLimit:
     """413 for bodies over the limit, by Content-Length or by counting a streamed body."""
 
@@ -118,5 +124,4 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.error("unhandled %s", type(exc).__name__, exc_info=exc)
-        return error_response(errors.BlockoptError("internal error; see the coordinator's log"))
+        return internal_error(exc)

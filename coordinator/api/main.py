@@ -15,7 +15,7 @@ from fastapi_offline import FastAPIOffline  # /docs and /redoc from packaged ass
 from prometheus_client import CollectorRegistry
 
 from coordinator import ui
-from coordinator.api import openapi
+from coordinator.api import hot, openapi
 from coordinator.api.deps import READ
 from coordinator.api.http_errors import ERROR_RESPONSES, BodyLimit, install_error_handlers
 from coordinator.api.routes import agents, events, leases, operations, proposals, tasks, trajectories
@@ -25,7 +25,13 @@ from coordinator.settings import ServiceSettings
 from coordinator.store.base import Store
 
 
-def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegistry | None = None) -> FastAPI:
+def create_app(
+    settings: ServiceSettings,
+    store: Store,
+    registry: CollectorRegistry | None = None,
+    hot_routes: bool = True,
+) -> FastAPI:
+    """``hot_routes=False``: every request through FastAPI (tests compare the two; api/hot.py)."""
     registry = registry if registry is not None else CollectorRegistry()
     metrics = ServiceMetrics(registry, settings.metrics_max_tasks, settings.metrics_max_agents)
     service = CoordinatorService(settings, store, metrics)
@@ -52,6 +58,8 @@ def create_app(settings: ServiceSettings, store: Store, registry: CollectorRegis
     app.state.metrics = metrics
     app.state.registry = registry
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    if hot_routes:
+        hot.serve_hot_routes(app, service, settings.max_body_bytes)
     install_error_handlers(app)
     for resource in (tasks, events, agents, leases, proposals, operations):
         app.include_router(resource.router)

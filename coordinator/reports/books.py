@@ -57,6 +57,10 @@ def stop_status(
     return status
 
 
+def _plus(base: UsageTotals, sums: Counter[str]) -> UsageTotals:
+    return base.model_copy(update={k: getattr(base, k) + v for k, v in sums.items()})
+
+
 def ledger_of(
     spec: TaskSpec,
     runtime: TaskRuntime,
@@ -76,14 +80,25 @@ def ledger_of(
             if k in ("accepted", "rejected", "abandoned") or k.startswith(("rejected:", "abandoned:"))
         }
     )
+    # summed in plain dicts, one model per total at the end: read every round, and an attribute set on a
+    # model per (row, total, field) was a third of a 64-agent round's bookkeeping
+    total: Counter[str] = Counter()
+    by_model: dict[str, Counter[str]] = {}
+    by_agent: dict[str, Counter[str]] = {}
     for row in usage:
+        fields = row.usage.model_dump()
         for target in (
-            ledger.usage,
-            ledger.usage_by_model.setdefault(row.model, UsageTotals()),
-            ledger.usage_by_agent.setdefault(row.agent, UsageTotals()),
+            total,
+            by_model.setdefault(row.model, Counter()),
+            by_agent.setdefault(row.agent, Counter()),
         ):
-            for name, value in row.usage.model_dump().items():
-                setattr(target, name, getattr(target, name) + value)
+            target.update(fields)
+    if usage:
+        ledger.usage = _plus(ledger.usage, total)
+        for name, sums in by_model.items():
+            ledger.usage_by_model[name] = _plus(ledger.usage_by_model.get(name, UsageTotals()), sums)
+        for name, sums in by_agent.items():
+            ledger.usage_by_agent[name] = _plus(ledger.usage_by_agent.get(name, UsageTotals()), sums)
     if ledger.records:  # the store keeps usage per agent, not per round: spread it evenly over the rounds
         n = len(ledger.records)
         ledger.round_tokens = [ledger.usage.tokens / n] * n

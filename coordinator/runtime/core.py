@@ -26,7 +26,7 @@ from coordinator.runtime import auth
 from coordinator.runtime.metrics import ServiceMetrics
 from coordinator.settings import ServiceSettings
 from coordinator.status import TaskStatus
-from coordinator.store.base import AgentRecord, Head, Store, TaskRuntime, TaskSpec
+from coordinator.store.base import AgentRecord, Head, RoundEntry, Store, TaskRuntime, TaskSpec
 from tasks.base import Task
 from tasks.registry import create_task
 
@@ -87,6 +87,9 @@ class ServiceCore:
         self._bandits: dict[str, adaptive.Bandit] = {}
         """Adaptive selection per task: rebuildable, replayed from the stored rounds (``_bandit``)."""
         self._events: dict[str, asyncio.Event] = {}
+        self._rounds: dict[str, list[RoundEntry]] = {}
+        """Round entries read so far per task: stored rounds never change, so each round's forecast reads
+        only the new ones (it read and copied every round of the task, each round: growing with its age)."""
         self._background: set[asyncio.Task[None]] = set()
         self._scheduler: asyncio.Task[None] | None = None
         self.ready = False
@@ -204,10 +207,14 @@ class ServiceCore:
 
     async def _ledger(self, task_id: str) -> Any:
         spec = await self.spec(task_id)
+        known = self._rounds.setdefault(task_id, [])
+        since = len(known)
+        fresh = await self.store.rounds(task_id, since=since)
+        known.extend(fresh[len(known) - since :])  # (another call may have added some meanwhile)
         return books.ledger_of(
             spec,
             await self.store.get_runtime(task_id),
-            await self.store.rounds(task_id),
+            list(known),
             {},
             await self.store.usage(task_id),
             self.clock(),
@@ -219,6 +226,7 @@ class ServiceCore:
         self._specs.pop(task_id, None)
         self._locks.pop(task_id, None)
         self._bandits.pop(task_id, None)
+        self._rounds.pop(task_id, None)
         self._locks.pop(f"load:{task_id}", None)
         self._notify(task_id)
         for key in [k for k in self._agents if k[0] == task_id]:
@@ -231,6 +239,7 @@ class ServiceCore:
             "specs": len(self._specs),
             "locks": len(self._locks),
             "bandits": len(self._bandits),
+            "rounds": len(self._rounds),
             "events": len(self._events),
             "agents": len(self._agents),
             "background": len(self._background),

@@ -29,7 +29,7 @@ class Proposing(Leasing):
         spec = await self.spec(task_id)
         runtime = await self._ensure_running(task_id)
         await self._check_budget(spec, runtime, agent.id)
-        proposal = Proposal(
+        proposal = Proposal.model_construct(  # (from the validated body: not validated again)
             id=body.id or uuid.uuid4().hex,
             agent=agent.id,
             block=body.block,
@@ -96,7 +96,7 @@ class Proposing(Leasing):
                 break
             await self._wait(event, deadline)
         p = queued.proposal
-        view = ProposalView(
+        view = ProposalView.model_construct(  # (stored records: not validated again)
             id=p.id,
             agent_id=p.agent,
             block=p.block,

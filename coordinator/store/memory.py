@@ -138,6 +138,18 @@ def _copy_proposal(p: Proposal) -> Proposal:
     return p.model_copy(update={"value": _copy_json(p.value), "usage": p.usage.model_copy()})
 
 
+def _copy_round(entry: RoundEntry) -> RoundEntry:
+    """A copy sharing nothing mutable: the record's scalars are immutable, its selection books and the bound
+    are copied (the generic deep copy of every stored round, read each round for the forecast, grew with
+    the task's age: 1-2% of a 64-agent coordinator's CPU after 60 rounds)."""
+    record = entry.record
+    if record.selection is not None:
+        record = record.model_copy(update={"selection": record.selection.model_copy(deep=True)})
+    else:
+        record = record.model_copy()
+    return entry.model_copy(update={"record": record, "bound": _copy_json(entry.bound)})
+
+
 class MemoryStore(Store):
     def __init__(self) -> None:
         self._tasks: dict[str, _TaskBooks] = {}
@@ -295,7 +307,7 @@ class MemoryStore(Store):
 
     async def rounds(self, task_id: str, since: int = 0) -> list[RoundEntry]:
         with self._lock:
-            return [r.model_copy(deep=True) for r in self._books(task_id).rounds[since:]]
+            return [_copy_round(r) for r in self._books(task_id).rounds[since:]]
 
     async def counters(self, task_id: str) -> dict[str, float]:
         with self._lock:
@@ -459,7 +471,11 @@ class MemoryStore(Store):
     async def usage(self, task_id: str) -> list[UsageRow]:
         with self._lock:
             books = self._books(task_id)
-            return [UsageRow(agent=a, model=m, usage=u.model_copy()) for (a, m), u in books.usage.items()]
+            # (built from stored, already valid fields: no validation per row; read once per round)
+            return [
+                UsageRow.model_construct(agent=a, model=m, usage=u.model_copy())
+                for (a, m), u in books.usage.items()
+            ]
 
     # -- trajectories -------------------------------------------------------------
     async def record_abandoned(self, task_id: str, record: AbandonedLease) -> bool:

@@ -1,0 +1,62 @@
+"""The forecast's ledger reads each stored round once per process, and never twice under concurrent calls."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from coordinator.runtime.metrics import ServiceMetrics
+from coordinator.runtime.service import CoordinatorService
+from coordinator.runtime.wire import CreateTask, JoinRequest, ProposalIn
+from coordinator.settings import ServiceSettings
+from coordinator.store import MemoryStore
+from coordinator.store.base import RoundEntry
+from tasks.quadratic import QuadraticProposer
+
+
+class YieldingStore(MemoryStore):
+    """A memory store whose round reads yield to the event loop, as a networked store's do; it counts them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[int] = []
+
+    async def rounds(self, task_id: str, since: int = 0) -> list[RoundEntry]:
+        await asyncio.sleep(0)
+        found = await super().rounds(task_id, since)
+        self.read.append(len(found))
+        return found
+
+
+@pytest.mark.anyio
+async def test_ledger_reads_each_round_once_even_when_called_concurrently() -> None:
+    store = YieldingStore()
+    service = CoordinatorService(ServiceSettings(), store, ServiceMetrics(CollectorRegistry()))
+    spec, join, _ = await service.create(CreateTask(kind="quadratic", params={"blocks": 2, "dim": 2}))
+    joined = await service.join(spec.id, join, JoinRequest(name="a"))
+    me = await service.authenticate(spec.id, f"Bearer {joined.token}")
+    proposer = QuadraticProposer()
+    for _ in range(3):  # one agent, quorum 1: each submit closes a round
+        grant = await service.lease(spec.id, me)
+        draft = proposer.propose(grant.contract)
+        assert draft is not None
+        body = ProposalIn(
+            lease_id=grant.lease_id,
+            block=draft.block,
+            base_version=grant.version,
+            value=draft.value,
+            predicted_improvement=draft.predicted_improvement,
+        )
+        view, decided = await service.submit(spec.id, me, body, 5.0)
+        assert decided, view
+    rounds = len(await MemoryStore.rounds(store, spec.id))
+    assert rounds >= 3
+    service.forget(spec.id)  # a fresh cache (forget also drops it: see cache_sizes)
+    store.read.clear()
+    first, second = await asyncio.gather(service._ledger(spec.id), service._ledger(spec.id))
+    assert len(first.records) == len(second.records) == rounds
+    again = await service._ledger(spec.id)
+    assert len(again.records) == rounds and store.read[-1] == 0  # nothing new: nothing read again
+    await service.close()
