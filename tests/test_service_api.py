@@ -405,15 +405,12 @@ def test_health_and_docs(coordinator: Coordinator) -> None:
             assert has_example, (method, path)
 
 
-def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(
-    coordinator: Coordinator,
-) -> None:
-    """A lease that ends with "nothing found" (abandon) is a report: a quorum of them closes an empty,
-    stalled round, so a task whose agents can no longer improve it converges instead of idling."""
-    task = coordinator.create_task(params={"blocks": 2, "dim": 2})
+def _idle_rounds(coordinator: Coordinator, task: dict[str, Any], rounds: int) -> None:
+    """Two agents that lease every block and report "nothing found", round after round, until the task
+    ends or ``rounds`` rounds have closed."""
     agents = [coordinator.join(task, name=f"idle-{k}")[0] for k in range(2)]
     tid = task["id"]
-    for n in range(10):
+    for n in range(rounds):
         leases = [(client, client.post(f"/v1/tasks/{tid}/leases")) for client in agents]
         if any(r.status_code != 201 for _, r in leases):
             break  # the task has ended: no more leases
@@ -426,11 +423,19 @@ def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(
                 "outcome": "declined",
                 "reason": "no improving move",
             }
-            assert (
-                client.post(f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body).status_code
-                == 200
-            )
+            r = client.post(f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body)
+            assert r.status_code == 200, r.text
         coordinator.wait_for(tid, lambda v, n=n: v["round"] > n or v["status"] != "running", timeout=20)
+
+
+def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(
+    coordinator: Coordinator,
+) -> None:
+    """A lease that ends with "nothing found" (abandon) is a report: a quorum of them closes an empty,
+    stalled round, so a task whose agents can no longer improve it converges instead of idling."""
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2})
+    _idle_rounds(coordinator, task, 10)
+    tid = task["id"]
     stall = coordinator.wait_for(
         tid, lambda v: v["status"] != "running", timeout=20
     )  # set just after the round
@@ -499,18 +504,8 @@ def test_a_stall_in_seconds_keeps_quick_empty_rounds_from_ending_the_task(coordi
     task = coordinator.create_task(
         params={"blocks": 2, "dim": 2}, stop={"stall_rounds": 1, "stall_seconds": 1.0}
     )
-    agents = [coordinator.join(task, name=f"idle-{k}")[0] for k in range(2)]
+    _idle_rounds(coordinator, task, 400)
     tid = task["id"]
-    for n in range(400):
-        leases = [(client, client.post(f"/v1/tasks/{tid}/leases")) for client in agents]
-        if any(r.status_code != 201 for _, r in leases):
-            break  # the task has ended: no more leases
-        for client, r in leases:
-            lease = r.json()
-            body = {"block": lease["block"], "base_version": lease["version"], "outcome": "declined"}
-            r = client.post(f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body)
-            assert r.status_code == 200, r.text
-        coordinator.wait_for(tid, lambda v, n=n: v["round"] > n or v["status"] != "running", timeout=20)
     stall = coordinator.wait_for(tid, lambda v: v["status"] != "running", timeout=20)
     assert stall["status"] == "stalled"
     assert stall["round"] > 1  # stall_rounds 1 alone stops it after the first empty round
