@@ -37,6 +37,9 @@ def make(width: int, height: int, density: float, robots: int, blocks: int, seed
         seed=seed,
         exact_limit=0,
         partition="round_robin",
+        # a small random instance can have no collision-free plan: the first plan's repair would then
+        # run its whole default 30 s for every example that draws one
+        initial_repair=0.5,
     )
     try:
         return RoutingTask(params)
