@@ -256,3 +256,15 @@ def test_loading_a_task_does_not_plan_its_first_plan() -> None:
     assert "_initial" not in vars(task)  # the cached first plan was never computed
     task.initial_state()
     assert "_initial" in vars(task)  # (the check can fail: planning fills the cache)
+
+
+def test_repair_without_a_collision_free_plan_stops_when_patience_runs_out() -> None:
+    """Two robots swapping ends of a one-cell-wide corridor can never pass each other: the repair stops
+    after ``patience`` steps without fewer collisions instead of holding its whole deadline."""
+    grid = Grid.from_rows(["...."])
+    starts, goals = [grid.cell(0, 0), grid.cell(3, 0)], [grid.cell(3, 0), grid.cell(0, 0)]
+    soft = prioritized(grid, starts, goals, 20, soft=True)
+    assert soft is not None
+    table = Reservations(grid.n_cells)
+    fixed = repair(grid, starts, goals, soft, table, 20, deadline=time.perf_counter() + 20, patience=50)
+    assert fixed.collisions > 0 and fixed.iterations == 50

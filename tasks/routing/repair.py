@@ -281,15 +281,21 @@ def repair(
     rng: random.Random | None = None,
     max_iterations: int | None = None,
     search: BlockSearch | None = None,
+    patience: int | None = None,
 ) -> RepairResult:
     """Re-plan collision neighbourhoods of ``paths`` (the table stays fixed) until no collision is left,
-    the deadline passes or ``max_iterations`` are spent; a step is kept only if collisions do not grow."""
+    the deadline passes, ``max_iterations`` are spent or ``patience`` steps in a row did not lower the
+    collisions (an instance with no collision-free plan would otherwise hold the whole deadline); a step is
+    kept only if collisions do not grow."""
     rng = rng or random.Random(0)
     search = search or BlockSearch(grid, starts, goals, paths, table, max_len)
     out = RepairResult(search.paths, search.collisions, [search.collisions])
     tried: set[int] = set()  # robots re-planned alone since the collisions last went down
+    lowered_at = 0  # the iteration that last lowered the collisions
     while search.collisions > 0 and time.perf_counter() < deadline:
         if max_iterations is not None and out.iterations >= max_iterations:
+            break
+        if patience is not None and out.iterations - lowered_at >= patience:
             break
         out.iterations += 1
         graph, colliding = search.colliding()
@@ -308,6 +314,7 @@ def repair(
             out.accepted.append(collisions)
             if collisions < before:
                 tried.clear()
+                lowered_at = out.iterations
         elif collisions > before:
             out.worse += 1
     out.paths, out.collisions = list(search.paths), search.collisions

@@ -34,6 +34,11 @@ from tasks.routing.regroup import Blocks, holding_up, regroup
 from tasks.routing.repair import prioritized, repair
 from tasks.routing.reservations import Reservations
 
+INITIAL_REPAIR_PATIENCE = 1000
+"""The first plan's repair stops after this many steps without fewer collisions: on a map with no
+collision-free plan it would hold ``initial_repair`` seconds (30 by default) for nothing. On the dense
+benchmark maps a step costs 0.05-1 s, so the deadline comes first there."""
+
 
 class RoutingProposerParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -134,6 +139,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
                 fixed = repair(
                     g, inst.starts, inst.goals, planned, Reservations(g.n_cells), inst.max_len,
                     deadline=time.perf_counter() + self.p.initial_repair, rng=random.Random(self.p.seed),
+                    patience=INITIAL_REPAIR_PATIENCE,
                 )  # fmt: skip
                 state = self.state_of(tuple(fixed.paths))
             return state
