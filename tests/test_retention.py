@@ -17,18 +17,11 @@ from coordinator.store import MemoryStore
 from coordinator.store.base import Store
 from coordinator.store.redis import RedisStore
 from coordinator.store.sqlite import SQLiteStore
+from tests.clock_support import ManualClock
 from tests.conftest import ADMIN, blockopt_process
 from tests.redis_support import new_prefix, purge, require_redis
 
 RETAIN = 60.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])
@@ -47,7 +40,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         assert purge(url, prefix) == []
 
 
-def _service(store: Store, clock: Clock, retain: float | None = RETAIN) -> CoordinatorService:
+def _service(store: Store, clock: ManualClock, retain: float | None = RETAIN) -> CoordinatorService:
     settings = ServiceSettings(retain_finished=retain)
     return CoordinatorService(settings, store, ServiceMetrics(CollectorRegistry()), clock=clock)
 
@@ -59,7 +52,7 @@ async def _task(service: CoordinatorService) -> str:
 
 @pytest.mark.anyio
 async def test_a_finished_task_is_evicted_after_the_retention(store: Store) -> None:
-    clock = Clock()
+    clock = ManualClock()
     service = _service(store, clock)
     empty = await store.record_count()
     done, running = await _task(service), await _task(service)
@@ -88,7 +81,7 @@ async def test_a_finished_task_is_evicted_after_the_retention(store: Store) -> N
 async def test_other_processes_drop_an_evicted_task_from_their_caches(store: Store) -> None:
     """Split mode: one engine evicts; another engine (at its tick) and an API process (at its next
     request for the task, it never ticks) must not keep the task's spec and build."""
-    clock = Clock()
+    clock = ManualClock()
     evictor, engine, api = _service(store, clock), _service(store, clock), _service(store, clock)
     api.rounds_here = False
     done, running = await _task(evictor), await _task(evictor)
@@ -112,7 +105,7 @@ async def test_other_processes_drop_an_evicted_task_from_their_caches(store: Sto
 
 @pytest.mark.anyio
 async def test_without_retention_finished_tasks_are_kept(store: Store) -> None:
-    clock = Clock()
+    clock = ManualClock()
     service = _service(store, clock, retain=None)
     done = await _task(service)
     await service.stop(done)
@@ -141,7 +134,7 @@ async def test_the_stall_rule_reads_the_lag_from_the_knobs_without_building_a_pr
         raise AssertionError("the coordinator built a proposer")
 
     monkeypatch.setattr(QuadraticTask, "make_proposer", refuse)
-    service = _service(MemoryStore(), Clock())
+    service = _service(MemoryStore(), ManualClock())
     req = CreateTask(
         kind="quadratic",
         params={"blocks": 3, "dim": 2},

@@ -13,19 +13,12 @@ from coordinator.runtime.wire import CreateTask
 from coordinator.settings import ServiceSettings
 from coordinator.store import MemoryStore
 from coordinator.store.base import Store
+from tests.clock_support import ManualClock
 
 TTL = 3.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _runner(store: Store, clock: Clock) -> CoordinatorService:
+def _runner(store: Store, clock: ManualClock) -> CoordinatorService:
     settings = ServiceSettings(round_lock_ttl=TTL)
     return CoordinatorService(settings, store, ServiceMetrics(CollectorRegistry()), clock=clock)
 
@@ -49,7 +42,7 @@ async def _lapsed_leases(store: Store, ids: list[str], now: float) -> set[str]:
 
 @pytest.mark.anyio
 async def test_two_runners_split_the_tick_and_the_survivor_takes_all_when_one_leaves() -> None:
-    store, clock = MemoryStore(), Clock()
+    store, clock = MemoryStore(), ManualClock()
     a, b = _runner(store, clock), _runner(store, clock)
     ids = []
     for _ in range(12):
@@ -85,7 +78,7 @@ async def test_two_runners_split_the_tick_and_the_survivor_takes_all_when_one_le
 
 @pytest.mark.anyio
 async def test_a_silent_runner_loses_its_tasks_when_its_beat_lapses() -> None:
-    store, clock = MemoryStore(), Clock()
+    store, clock = MemoryStore(), ManualClock()
     a, b = _runner(store, clock), _runner(store, clock)
     spec, *_ = await a.create(CreateTask(kind="quadratic", params={"blocks": 2, "dim": 2}))
     await a.tick()
