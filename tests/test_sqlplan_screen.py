@@ -10,6 +10,7 @@ import pytest
 
 from coordinator.engine.records import Proposal
 from coordinator.engine.rounds import EngineSettings, RoundEngine
+from tasks.sqlplan.plan import DEFAULT_PLAN
 from tasks.sqlplan.task import BlockChange, SqlPlanParams, SqlPlanTask, SqlState
 from tasks.sqlplan.workload import QUERIES_DIR, ensure_tpch_db
 
@@ -42,6 +43,23 @@ def test_screened_proposal_is_scored_exactly_on_the_full_database(queries: Path)
     assert task.full_objective(s1) == task.objective(s1)  # and the committed cost is the exact one
     # the screen's costs are its own database's, not the full one's
     assert sum(proposer.ev.default_cost.values()) < task.default_total
+
+
+@pytest.mark.slow  # ~5 s of CPU once the SF 0.02 database is cached
+def test_the_proposer_prices_screen_costs_in_full_database_units(queries: Path) -> None:
+    """Queries grow unevenly with the data: a proposer summing raw screen costs would trade q17 (which
+    grows faster) at q06's price, and under a budget leave its index out."""
+    ensure_tpch_db(0.02)
+    task = SqlPlanTask(
+        SqlPlanParams(scale=0.02, screen_scale=0.01, queries=str(queries), blocks=1, baselines=False)
+    )
+    proposer = task.make_proposer(task.ProposerParams(proposal_seconds=1.0, use_expert=False))
+    s0 = task.initial_state()
+    defaults = {q: DEFAULT_PLAN for q in task.qids}
+    start, _ = proposer._surrogate(defaults, {}, frozenset(), frozenset())
+    assert start == pytest.approx(task.objective(s0), rel=1e-9)  # the screen, priced, is the full workload
+    assert start > 1.5 * sum(proposer.ev.default_cost.values())  # which the raw screen is not
+    assert proposer.weights["q17"] > 1.2 * proposer.weights["q06"]
 
 
 def test_screen_scale_must_be_below_the_scale() -> None:

@@ -76,6 +76,14 @@ class SqlPlanProposer(Proposer):
         self.ev = task.ev if ev is None else ev
         self.screening = self.ev is not task.ev
         """searching on a smaller database (screening): costs are the screen's, never the contract's."""
+        self.weights: dict[str, float] = (
+            {q: task.ev.default_cost[q] / max(1, self.ev.default_cost[q]) for q in self.ev.models}
+            if self.screening
+            else {}
+        )
+        """per query, full-database cost per unit of screen cost (the ratio of its two defaults, as the
+        coordinator's screen scales it): queries grow unevenly with the data (q17 and q20 quadratically),
+        so summing raw screen costs across queries would trade them at the wrong prices."""
         self.knobs = knobs
         self.rng = random.Random(seed)
         self._candidates: dict[str, list[IndexSpec]] = {}
@@ -175,8 +183,16 @@ class SqlPlanProposer(Proposer):
 
     # -- surrogate -----------------------------------------------------------------
     def _cost(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec]) -> float:
+        """The query's measured cost on the searched database (compare it only with the same query's)."""
         o = self.ev.measure(qid, plan, idx)
         return o.cost if o.ok else o.cost + self.task.penalty
+
+    def _weight(self, qid: str) -> float:
+        return self.weights.get(qid, 1.0)
+
+    def _full_cost(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec]) -> float:
+        """The cost in full-database units: what sums across queries and ranks them."""
+        return self._weight(qid) * self._cost(qid, plan, idx)
 
     def _best_plan(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec]) -> tuple[float, QueryPlan]:
         """The cheaper of the current plan and SQLite's own plan under ``idx``."""
@@ -203,7 +219,7 @@ class SqlPlanProposer(Proposer):
             ):
                 total += self._known.get(q, 0.0)
             else:
-                total += self._cost(q, p, idx)
+                total += self._full_cost(q, p, idx)
         return total
 
     def _surrogate(
@@ -217,7 +233,7 @@ class SqlPlanProposer(Proposer):
         plans, own = {}, 0.0
         for q, p in mine.items():
             c, plans[q] = self._best_plan(q, p, idx)
-            own += c
+            own += self._weight(q) * c
         return own + self._others(others, idx, changed) + self.task.budget_penalty(idx), plans
 
     # -- join orders -------------------------------------------------------------------
@@ -388,7 +404,7 @@ class SqlPlanProposer(Proposer):
         probed with a step cap (losers stop early), and a winner is kept only if the whole surrogate
         (own + others' change + budget) agrees. Then drops that do not hurt."""
         tiers: list[list[tuple[str, IndexSpec]]] = [[], [], []]
-        for q in sorted(mine, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
+        for q in sorted(mine, key=lambda q: -self._full_cost(q, state["plans"][q], state["idx"])):
             parts = set(self.partial_candidates(q))
             for c in self.candidates(q):
                 tier = 0 if c in self._expert.get(q, ()) or c in parts else min(len(c.columns), 2)
@@ -425,7 +441,7 @@ class SqlPlanProposer(Proposer):
                 return False
             if budgeted:
                 size = max(1, sum(self.task.ev.size(i) for i in add))
-                winners.append(((now - best) / size, add))
+                winners.append((self._weight(q) * (now - best) / size, add))
                 winner_sizes.append(size)
                 winner_queries.append(q)
             else:
@@ -504,7 +520,8 @@ class SqlPlanProposer(Proposer):
                 if i.table in self.ev.models[q].tables and any(
                     i.name in step for step in self.ev.fast_signature(q, p, state["idx"])
                 ):
-                    value += max(0.0, self.ev.default_cost[q] - self._cost(q, p, state["idx"]))
+                    gain = self.ev.default_cost[q] - self._cost(q, p, state["idx"])
+                    value += self._weight(q) * max(0.0, gain)
             items.append(knapsack.Item(frozenset([i]), int(value), self.task.ev.size(i)))
         for (gain, add), size, q in zip(winners, sizes, queries, strict=True):
             if not add <= state["idx"]:
@@ -559,11 +576,11 @@ class SqlPlanProposer(Proposer):
                     qids, state, min(deadline, time.monotonic() + 0.6 * self.knobs.proposal_seconds)
                 )
             else:
-                for q in sorted(qids, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
+                for q in sorted(qids, key=lambda q: -self._full_cost(q, state["plans"][q], state["idx"])):
                     if time.monotonic() > deadline:
                         break
                     _, state["plans"][q] = self._improve_orders(q, state["plans"][q], state["idx"], deadline)
-                for q in sorted(qids, key=lambda q: -self._cost(q, state["plans"][q], state["idx"])):
+                for q in sorted(qids, key=lambda q: -self._full_cost(q, state["plans"][q], state["idx"])):
                     if time.monotonic() > deadline:
                         break
                     _, state["plans"][q] = self._improve_hints(q, state["plans"][q], state["idx"], deadline)
@@ -577,13 +594,10 @@ class SqlPlanProposer(Proposer):
             "add": [i.to_json() for i in sorted(idx - base)],
             "drop": [i.to_json() for i in sorted(base - idx)],
         }
-        predicted = start - final
-        if self.screening:  # calibrated to the full database by the ratio of the default workloads' costs
-            predicted *= self.task.default_total / max(1.0, sum(self.ev.default_cost.values()))
         return Draft(
             block=block,
             value=value,
-            predicted_improvement=predicted,
+            predicted_improvement=start - final,  # full-database units, screened or not
             info={"indexes": len(idx), "runs": self.ev.runs},
         )
 
