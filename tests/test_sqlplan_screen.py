@@ -111,3 +111,35 @@ def test_a_screened_round_commits_the_exact_cost_with_every_result_equivalent(qu
     (merged,) = [c for c in rec.screen if c.merged]
     assert merged.exact == pytest.approx(snap.objective - out.snapshot.objective)
     assert rec.accounting_violations == 0
+
+
+@pytest.mark.slow  # ~10 s of CPU once the SF 0.02 database is cached
+def test_a_query_the_screen_cannot_see_is_searched_on_the_full_database(queries: Path) -> None:
+    """q17 under a part-first plan with a partial index on its part filter costs 0 on SF 0.01, where no
+    part matches 'Brand#23' and 'MED BOX', and ~30,000 on SF 0.02: priced from the screen, its cost is
+    invisible and no index for it ever wins. The proposer finds it blind and probes it exactly."""
+    ensure_tpch_db(0.02)
+    task = SqlPlanTask(
+        SqlPlanParams(scale=0.02, screen_scale=0.01, queries=str(queries), blocks=1, baselines=False)
+    )
+    proposer = task.make_proposer(task.ProposerParams(proposal_seconds=4.0, use_expert=False))
+    part_filter = ["p_brand = 'Brand#23'", "p_container = 'MED BOX'"]
+    state = task.load_state(
+        {
+            "plans": {"q17": {"orders": {"0": ["part", "lineitem"]}, "hints": []}},
+            "indexes": [{"table": "part", "columns": ["p_partkey"], "where": part_filter}],
+        }
+    )
+    q17 = state.outcomes[task.qids.index("q17")].cost
+    assert q17 > 20_000
+    assert proposer.ev.measure("q17", state.plans[task.qids.index("q17")], state.indexes).cost == 0
+    draft = proposer.propose({"data": task.contract(state, 0), "block": 0})
+    assert proposer._blind == {"q17": q17}
+    assert draft is not None
+    assert any(i["table"] == "lineitem" and "l_partkey" in i["columns"] for i in draft.value["add"])
+    change = task.validate(0, draft.value)
+    gain = task.objective(state) - task.evaluate_change(state, {0: change})
+    assert gain > 0.9 * q17  # exact, on SF 0.02
+    # and the coordinator's screen, blind to it the same way, measures it too instead of refusing it
+    predicted = task.objective(state) - task.screen_change(state, {0: change})
+    assert predicted == pytest.approx(gain, rel=0.05)

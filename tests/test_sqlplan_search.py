@@ -89,3 +89,38 @@ def test_knapsack_matches_brute_force(raw: list[tuple[int, int, str | None]], ca
             if sum(c.size for c in combo) <= capacity and len(grp) == len(set(grp)):
                 best = max(best, sum(c.gain for c in combo))
     assert sum(its[i].gain for i in picked) == best
+
+
+def test_making_room_evicts_the_weakest_per_byte_until_the_new_index_fits(task: SqlPlanTask) -> None:
+    """A large winner may serve the queries of several small indexes (at SF 0.1, lineitem(l_partkey)
+    answers q17 and q20): the swap evicts as many as it needs, weakest value per byte first."""
+    from tasks.sqlplan.indexes import parse_index_spec
+
+    schema = task.workload.schema
+
+    def spec(table: str, *cols: str) -> frozenset:
+        return frozenset([parse_index_spec({"table": table, "columns": list(cols)}, schema)])
+
+    big = spec("lineitem", "l_partkey", "l_quantity")
+    weak, weaker, strong = spec("orders", "o_custkey"), spec("part", "p_size"), spec("customer", "c_nationkey")
+    present = weak | weaker | strong
+    size = task.ev.size
+    budgeted = SqlPlanTask(SqlPlanParams(blocks=4, scale=0.01, baselines=False))
+    budgeted.ev = task.ev
+    # room for the big one and the strong one only
+    budgeted.budget = size(next(iter(big))) + size(next(iter(strong))) + 1
+    proposer = budgeted.make_proposer(budgeted.ProposerParams())
+    values = {next(iter(weak)): 10.0, next(iter(weaker)): 0.01, next(iter(strong)): 1e9}
+    proposer._present_values = lambda state: values  # type: ignore[method-assign]
+    state = {"idx": present, "plans": {}, "others": {}}
+    room = proposer._make_room(big, state)
+    assert big <= room and strong <= room
+    assert not (weak | weaker) & room
+    assert budgeted.index_bytes(room) <= budgeted.budget
+    # one byte short: only the weakest goes
+    budgeted.budget = budgeted.index_bytes(present | big) - 1
+    assert proposer._make_room(big, state) == (present | big) - weaker
+    # with bytes to spare, nothing is evicted
+    budgeted.budget += 1
+    budgeted.budget = budgeted.index_bytes(present | big)
+    assert proposer._make_room(big, state) == present | big

@@ -22,6 +22,8 @@ from tasks.sqlplan.sandbox import Sandbox, SandboxError, StepCapExceeded
 from tasks.sqlplan.shadow import ShadowPlanner
 from tasks.sqlplan.workload import Workload
 
+PROBE_CAPPED = "stopped at the probe's step cap"
+
 
 @dataclass(frozen=True)
 class QueryOutcome:
@@ -30,6 +32,11 @@ class QueryOutcome:
     seconds: float
     ok: bool
     reason: str = ""
+
+    @property
+    def capped(self) -> bool:
+        """The run was stopped at a probe's cap: it costs more than the cap, how much is unknown."""
+        return self.reason == PROBE_CAPPED
 
 
 class Evaluator:
@@ -228,7 +235,7 @@ class Evaluator:
         full_cap = self.cap_for(qid)
         limit = full_cap if cap is None else min(cap, full_cap)
         if not fresh and self._floor.get(key, -1) >= limit:
-            return QueryOutcome(limit + 1, 0.0, False, "stopped at the probe's step cap")
+            return QueryOutcome(limit + 1, 0.0, False, PROBE_CAPPED)
         model = self.models[qid]
         reason = self._sync(rel, model.tables)
         sig = None if fresh or reason else self.signature(qid, plan, rel)
@@ -262,7 +269,7 @@ class Evaluator:
         except StepCapExceeded:
             if limit < full_cap:
                 self._floor[key] = max(self._floor.get(key, -1), limit)
-                return QueryOutcome(limit + 1, 0.0, False, "stopped at the probe's step cap")
+                return QueryOutcome(limit + 1, 0.0, False, PROBE_CAPPED)
             if qid in self.reference_source and plan == DEFAULT_PLAN:
                 # the original SQL returns the reference rows under any index set; its cost here is at
                 # least the cap (this run verified it), which is also its default's lower bound

@@ -20,7 +20,7 @@ import sqlglot
 from sqlglot import exp
 
 from tasks.base import Draft, Proposer
-from tasks.sqlplan import expert, joinorder, knapsack, partial
+from tasks.sqlplan import blind, expert, joinorder, knapsack, partial
 from tasks.sqlplan.indexes import _IDENT, MAX_INDEX_COLUMNS, IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryModel, QueryPlan, Scope, parse_plan
 
@@ -94,6 +94,10 @@ class SqlPlanProposer(Proposer):
         self._known: dict[str, float] = {}
         self._graphs: dict[tuple[str, int], joinorder.ScopeGraph | None] = {}
         self._cards: joinorder.CardinalityCache | None = None
+        self._blind: dict[str, float] = {}
+        """screening, the queries the screen cannot see (their exact cost now, from the contract): q17
+        at SF 0.1 costs 1.34 M, and 0 on SF 0.01, where no part matches its brand and container. They
+        are measured on the full database instead, each probe capped (``blind.probe_cap``)."""
 
     # -- candidates ------------------------------------------------------------
     def candidates(self, qid: str) -> list[IndexSpec]:
@@ -182,13 +186,36 @@ class SqlPlanProposer(Proposer):
         )
 
     # -- surrogate -----------------------------------------------------------------
+    def _ev_of(self, qid: str) -> Any:
+        """The evaluator the query is searched on: the screen, or the full database if it is blind."""
+        return self.task.ev if qid in self._blind else self.ev
+
+    def _measure(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec], cap: int | None = None) -> Any:
+        if qid in self._blind:  # the full database: only moves that pay at least half stay affordable
+            limit = blind.probe_cap(self._blind[qid])
+            cap = limit if cap is None else min(cap, limit)
+        return self._ev_of(qid).measure(qid, plan, idx, cap=cap)
+
     def _cost(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec]) -> float:
         """The query's measured cost on the searched database (compare it only with the same query's)."""
-        o = self.ev.measure(qid, plan, idx)
+        o = self._measure(qid, plan, idx)
+        if o.capped:  # a blind query's move that does not pay half: as good as now, for all we know
+            return self._blind[qid]
         return o.cost if o.ok else o.cost + self.task.penalty
 
     def _weight(self, qid: str) -> float:
-        return self.weights.get(qid, 1.0)
+        return 1.0 if qid in self._blind else self.weights.get(qid, 1.0)
+
+    def _find_blind(
+        self, known: Mapping[str, float], plans: Mapping[str, QueryPlan], base: frozenset[IndexSpec]
+    ) -> None:
+        """Screening: the queries whose exact cost now is far above what the screen predicts for them."""
+        self._blind = {}
+        if not self.screening:
+            return
+        for q, exact in known.items():
+            if blind.is_blind(exact, self._full_cost(q, plans[q], base)):
+                self._blind[q] = exact
 
     def _full_cost(self, qid: str, plan: QueryPlan, idx: frozenset[IndexSpec]) -> float:
         """The cost in full-database units: what sums across queries and ranks them."""
@@ -302,7 +329,7 @@ class SqlPlanProposer(Proposer):
                 continue
             for order in self._orders_through(q, scope, refs[0], trial)[: self.knobs.joint_orders]:
                 plan = QueryPlan(((scope.id, order),), ())
-                o = self.ev.measure(q, plan, trial, cap=int(best))
+                o = self._measure(q, plan, trial, cap=int(best))
                 if o.ok and o.cost < best:
                     best = o.cost
                     self._hint_plans[(q, trial)] = plan
@@ -353,7 +380,7 @@ class SqlPlanProposer(Proposer):
                 orders = dict(best.orders)
                 orders[scope.id] = order
                 trial = QueryPlan(tuple(sorted(orders.items())), best.hints)
-                o = self.ev.measure(qid, trial, idx, cap=int(best_cost))
+                o = self._measure(qid, trial, idx, cap=int(best_cost))
                 if o.ok and o.cost < best_cost:
                     best_cost, best = float(o.cost), trial
         return best_cost, best
@@ -383,7 +410,7 @@ class SqlPlanProposer(Proposer):
                         best.orders,
                         tuple(sorted(((s, r, i) for (s, r), i in hints.items()), key=lambda h: (h[0], h[1]))),
                     )
-                    o = self.ev.measure(qid, trial, idx, cap=int(best_cost))
+                    o = self._measure(qid, trial, idx, cap=int(best_cost))
                     if o.ok and o.cost < best_cost:
                         best_cost, best = float(o.cost), trial
         return best_cost, best
@@ -409,7 +436,11 @@ class SqlPlanProposer(Proposer):
             for c in self.candidates(q):
                 tier = 0 if c in self._expert.get(q, ()) or c in parts else min(len(c.columns), 2)
                 tiers[tier].append((q, c))
-        singles = [(q, frozenset([c])) for tier in tiers for q, c in tier]
+        ordered = [(q, c) for tier in tiers for q, c in tier]
+        # a blind query's candidates go first, every tier: its probes are slow (full database), and its
+        # cost is by definition large and invisible to the rest of the pass
+        ordered.sort(key=lambda x: x[0] not in self._blind)  # stable: tiers kept within each part
+        singles = [(q, frozenset([c])) for q, c in ordered]
         budgeted = self.task.budget is not None
         # Without a budget, take each winner at once (first improvement). Under a budget, probe
         # first and then spend the bytes greedily by the probed gain per byte.
@@ -424,6 +455,8 @@ class SqlPlanProposer(Proposer):
             idx = state["idx"]
             if add <= idx:
                 return True
+            if budgeted and self.task.index_bytes(add) > (self.task.budget or 0):
+                return True  # can never fit: not worth a run (nor a second pass)
             trial = idx | add
             now = self._cost(q, state["plans"][q], idx)
             if now <= 0:
@@ -431,8 +464,9 @@ class SqlPlanProposer(Proposer):
             cap = max(1, int(now * frac))
             best = now
             for plan in {state["plans"][q], DEFAULT_PLAN}:
-                if self.ev.fast_signature(q, plan, trial) != self.ev.fast_signature(q, plan, idx):
-                    out = self.ev.measure(q, plan, trial, cap=cap)
+                ev = self._ev_of(q)
+                if ev.fast_signature(q, plan, trial) != ev.fast_signature(q, plan, idx):
+                    out = self._measure(q, plan, trial, cap=cap)
                     if out.ok:  # a run stopped at the cap reports cap + 1: no cost, not a winner
                         best = min(best, out.cost)
             if best >= now and len(add) == 1 and frac >= 1.0:
@@ -490,12 +524,55 @@ class SqlPlanProposer(Proposer):
                     return
                 if not add <= state["idx"] and self._accept((state["idx"] - {old}) | add, state):
                     break
+        # ... or as many of the weakest as the winner worth most in all needs (one large index may serve
+        # the queries of several small ones: only the exact surrogate sees that).
+        if budgeted and left:
+            worth = {add: gain * size for (gain, add), size in zip(winners, winner_sizes, strict=True)}
+            fits = [add for add in left if self.task.index_bytes(add) <= (self.task.budget or 0)]
+            for add in sorted(fits, key=lambda add: -worth.get(add, 0.0))[:2]:
+                if time.monotonic() > deadline:
+                    return
+                if not add <= state["idx"] and self._accept(self._make_room(add, state), state):
+                    break
         tables = {t for q in mine for t in self.ev.models[q].tables}
         for i in sorted(state["idx"]):
             if time.monotonic() > deadline:
                 return
             if i.table in tables:
                 self._accept(state["idx"] - {i}, state)
+
+    def _present_values(self, state: dict[str, Any]) -> dict[IndexSpec, float]:
+        """Each present index valued cheaply: the gains so far of the queries whose SQLite plan uses it
+        (EXPLAIN QUERY PLAN names it); an index no plan uses is worth 1. Exact checks follow."""
+        plans = {**state["others"], **state["plans"]}
+        values: dict[IndexSpec, float] = {}
+        for i in sorted(state["idx"]):
+            value = 1.0
+            for q, p in plans.items():
+                if i.table in self.ev.models[q].tables and any(
+                    i.name in step for step in self._ev_of(q).fast_signature(q, p, state["idx"])
+                ):
+                    gain = self.task.ev.default_cost[q] - self._full_cost(q, p, state["idx"])
+                    value += max(0.0, gain)
+            values[i] = value
+        return values
+
+    def _make_room(self, add: frozenset[IndexSpec], state: dict[str, Any]) -> frozenset[IndexSpec]:
+        """``add`` with the present indexes worth least per byte evicted until it fits the budget.
+
+        The knapsacks value each index by the queries using it now, so they cannot see that a large
+        new index would also serve the queries of the small ones it evicts (lineitem(l_partkey) at
+        SF 0.1 answers q17 and q20; q20's own index holds the bytes). The exact surrogate can: the
+        caller accepts the move only if it agrees."""
+        values = self._present_values(state)
+        keep = set(state["idx"] | add)
+        over = self.task.index_bytes(frozenset(keep)) - (self.task.budget or 0)
+        for i in sorted(state["idx"] - add, key=lambda i: values[i] / max(1, self.task.ev.size(i))):
+            if over <= 0:
+                break
+            keep.discard(i)
+            over -= self.task.ev.size(i)
+        return frozenset(keep)
 
     def _repack(
         self,
@@ -509,20 +586,11 @@ class SqlPlanProposer(Proposer):
         queries whose plans use it, each probed winner one worth its measured gain; CP-SAT picks the
         best set within the budget, and the move is kept only if the exact surrogate agrees. Lets a
         large, valuable index displace several small, weak ones."""
-        items: list[knapsack.Item] = []
         late = deadline + 0.3 * self.knobs.proposal_seconds  # the repack may overrun its phase a little
-        plans = {**state["others"], **state["plans"]}
-        for i in sorted(state["idx"]):
-            # valued cheaply: the gains so far of the queries whose SQLite plan uses it (EXPLAIN QUERY
-            # PLAN names it); an index no plan uses is worth nothing. The exact check follows.
-            value = 1.0
-            for q, p in plans.items():
-                if i.table in self.ev.models[q].tables and any(
-                    i.name in step for step in self.ev.fast_signature(q, p, state["idx"])
-                ):
-                    gain = self.ev.default_cost[q] - self._cost(q, p, state["idx"])
-                    value += self._weight(q) * max(0.0, gain)
-            items.append(knapsack.Item(frozenset([i]), int(value), self.task.ev.size(i)))
+        items = [
+            knapsack.Item(frozenset([i]), int(value), self.task.ev.size(i))
+            for i, value in self._present_values(state).items()
+        ]
         for (gain, add), size, q in zip(winners, sizes, queries, strict=True):
             if not add <= state["idx"]:
                 items.append(knapsack.Item(add, int(gain * size), size, group=q))
@@ -557,6 +625,14 @@ class SqlPlanProposer(Proposer):
             for r in rs
             if not self.screening
         }
+        self._find_blind(
+            {
+                **{q["query"]: float(q["cost"]) for q in data["queries"]},
+                **{r["query"]: float(r["cost"]) for rs in data["correction"]["readers"].values() for r in rs},
+            },
+            {**others, **mine},
+            base,
+        )
         start, _ = self._surrogate(mine, {}, base, base)
         state: dict[str, Any] = {
             "plans": dict(mine),

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.base import InvalidProposal, Reference, Task
 from tasks.paths import DataPath
+from tasks.sqlplan import blind
 from tasks.sqlplan.evaluate import Evaluator, QueryOutcome
 from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryPlan, parse_plan
@@ -256,7 +257,10 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
         database prove a plan wrong); each query's screened gain is scaled by the ratio of its default cost
         on the full database to its default on the screen (the open queries' defaults are their cap). A
         query that fails on the screen costs the penalty; the budget penalty uses the full database's
-        index sizes. The coordinator merges nothing on this alone: ``evaluate_change`` stays exact.
+        index sizes. A query the screen cannot see (``blind.is_blind``: its exact cost far above the
+        priced screen's) is measured on the full database, capped: a move that does not at least halve
+        it is predicted to leave it as it is. The coordinator merges nothing on this alone:
+        ``evaluate_change`` stays exact.
         """
         if self.p.screen_scale is None:
             return None
@@ -268,8 +272,30 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
             old = judge.measure(q, state.plans[k], state.indexes)
             new = judge.measure(q, plans[k], new_idx)
             ratio = self.ev.default_cost[q] / max(1, judge.default_cost[q])
+            exact = state.outcomes[k]
+            if exact.ok and blind.is_blind(exact.cost, ratio * old.cost):
+                gain += self._blind_gain(q, exact.cost, state.plans[k], plans[k], state.indexes, new_idx)
+                continue
             gain += ratio * (old.cost - new.cost) + self.penalty * ((not old.ok) - (not new.ok))
         return self.objective(state) - gain
+
+    def _blind_gain(
+        self,
+        q: str,
+        now: float,
+        plan: QueryPlan,
+        new_plan: QueryPlan,
+        indexes: frozenset[IndexSpec],
+        new_idx: frozenset[IndexSpec],
+    ) -> float:
+        """A blind query's gain, measured on the full database with a capped run (0 when the plan is
+        unchanged or the run stops at the cap: the exact check before a merge sees the rest)."""
+        if self.ev.fast_signature(q, new_plan, new_idx) == self.ev.fast_signature(q, plan, indexes):
+            return 0.0
+        out = self.ev.measure(q, new_plan, new_idx, cap=blind.probe_cap(now))
+        if out.capped:
+            return 0.0
+        return now - out.cost if out.ok else -self.penalty
 
     def _screen_judge(self) -> Evaluator:
         """The coordinator's own evaluator on the screening database (the proposers' is another: an
