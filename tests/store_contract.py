@@ -467,6 +467,10 @@ class StoreContract:
                 )
                 queued.discard(b)
 
+    @pytest.mark.anyio
+    async def test_queue_state_is_the_full_recount_under_random_operations(self, store: Store) -> None:
+        await queue_state_against_recount(store, skewed=False)
+
     # -- proposals --------------------------------------------------------------------------
     @pytest.mark.anyio
     async def test_enqueue_consumes_the_lease(self, ready: Store) -> None:
@@ -578,3 +582,56 @@ async def _three_proposals(store: Store) -> None:
         lease = await store.acquire_lease("t-1", f"a-{i}", 0, TTL, T0 + i)
         assert lease is not None
         await store.enqueue_proposal("t-1", lease.id, proposal(f"p{i}", lease.block, agent=f"a-{i}"), T0 + i)
+
+
+async def queue_state_against_recount(store: Store, skewed: bool) -> None:
+    """Whatever a store keeps to answer ``queue_state`` without reading every record (it runs on each
+    submission), the answer is the recount from the records (``Store.queue_state``), after leases,
+    renewals, releases, expiries, submissions and verdicts, read at any time, lapsed leases not yet
+    dropped included. ``skewed``: some arrivals carry an earlier time than the one before (another
+    replica's clock); the memory and SQLite stores still report the earliest, the Redis store reports the
+    first arrival's time (its pending set is in arrival order), so the shared contract runs unskewed."""
+    import random
+
+    n = 5
+    await store.create_task(spec("t-q", blocks=n), head(blocks=n))
+    rng = random.Random(11)
+    held: dict[str, tuple[str, int]] = {}  # agent -> (lease id, block), as last granted
+    pending: dict[str, int] = {}  # proposal id -> block
+    now = T0
+    fence = await store.acquire_round_lock("t-q", "r", 1e9, now)
+    assert fence is not None
+    for step in range(400):
+        now += rng.choice([0.0, 0.5, 4.0, 7.0])
+        agent = f"a-{rng.randrange(7)}"
+        op = rng.random()
+        try:
+            if op < 0.35:
+                got = await store.acquire_lease("t-q", agent, 0, TTL, now)
+                if got is not None:
+                    held[agent] = (got.id, got.block)
+            elif op < 0.45 and agent in held:
+                await store.renew_lease("t-q", held[agent][0], agent, rng.choice([1.0, TTL, 3 * TTL]), now)
+            elif op < 0.55 and agent in held:
+                await store.release_lease("t-q", held.pop(agent)[0], agent)
+            elif op < 0.8 and agent in held:
+                lease_id, block = held.pop(agent)
+                at = now - (rng.choice([0.0, 0.0, 3.0, 9.0]) if skewed else 0.0)
+                await store.enqueue_proposal("t-q", lease_id, proposal(f"p{step}", block, agent=agent), at)
+                pending[f"p{step}"] = block
+            elif pending:
+                done = rng.sample(sorted(pending), rng.randrange(1, len(pending) + 1))
+                await store.commit(
+                    "t-q",
+                    Commit(
+                        expected_version=0,
+                        fence=fence,
+                        runtime=TaskRuntime(round=step),
+                        verdicts=[verdict(pid, pending.pop(pid), "rejected") for pid in done],
+                    ),
+                )
+        except (errors.LeaseExpired, errors.Forbidden):
+            held.pop(agent, None)  # it lapsed meanwhile (and may have been leased again)
+        for later in (0.0, rng.choice([1.0, 6.0, 2 * TTL])):  # read now, and later than any call yet
+            at = now + later
+            assert await store.queue_state("t-q", at) == await Store.queue_state(store, "t-q", at), step

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.engine.convergence import AccountingError, MergedScore, check_accounting, round_constants
 from coordinator.engine.forecast import consecutive_misses, envelope_summary, forecast, one_step
@@ -254,3 +256,47 @@ def test_eta_against_a_proven_optimum_follows_the_gaps_own_rate() -> None:
     at_floor = forecast(floor, reference=-1.0, epsilon=1e-8, optimum=True)
     assert at_floor.limit == pytest.approx(-1.0 + 1e-3, abs=1e-5)  # the limit shows the floor
     assert forecast(floor, reference=-1.0, epsilon=1e-8).eta_target == "limit"  # against a lower bound
+
+
+def _one_step_sliced(
+    gaps: list[float], window: int, coverage: float, tolerance: float, adapt_rate: float = 0.05
+) -> float | None:
+    """``one_step`` as it was (9c0358e): the known ratios sliced again from the start for every replay."""
+    from coordinator.engine.forecast import ADAPT_HISTORY, _ratio_quantile
+
+    if not gaps or gaps[-1] <= tolerance:
+        return None
+    ratios = [b / a if a > tolerance else None for a, b in zip(gaps[:-1], gaps[1:], strict=False)]
+    needed = 1
+    while math.ceil((needed + 1) * coverage) > needed:
+        needed += 1
+
+    def known(upto: int) -> list[float]:
+        return [r for r in ratios[:upto] if r is not None][-window:]
+
+    miss_rate = 1.0 - coverage
+    level_miss = miss_rate
+    for s in range(max(0, len(gaps) - 1 - ADAPT_HISTORY), len(gaps) - 1):
+        past = known(s)
+        if len(past) < needed or gaps[s] <= tolerance:
+            continue
+        predicted = gaps[s] * _ratio_quantile(past, 1.0 - level_miss)
+        missed = gaps[s + 1] > predicted + tolerance
+        level_miss += adapt_rate * (miss_rate - float(missed))
+    past = known(len(ratios))
+    if len(past) < needed:
+        return None
+    return gaps[-1] * _ratio_quantile(past, 1.0 - level_miss)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, 1e-13, 0.5, 1.0]) | st.floats(0.0, 10.0), max_size=260),
+    st.integers(-3, 30),
+    st.sampled_from([0.5, 0.8, 0.9]),
+    st.sampled_from([0.0, 1e-12, 0.1]),
+)
+def test_one_step_counts_known_ratios_once_with_the_same_forecast(
+    gaps: list[float], window: int, coverage: float, tolerance: float
+) -> None:
+    assert one_step(gaps, window, coverage, tolerance) == _one_step_sliced(gaps, window, coverage, tolerance)

@@ -60,3 +60,34 @@ async def test_ledger_reads_each_round_once_even_when_called_concurrently() -> N
     again = await service._ledger(spec.id)
     assert len(again.records) == rounds and store.read[-1] == 0  # nothing new: nothing read again
     await service.close()
+
+
+@pytest.mark.anyio
+async def test_round_forecast_from_the_gaps_is_the_full_ledgers() -> None:
+    """Each round's forecast comes from the rounds' gaps alone (``_predict_next``), not the ledger rebuilt
+    with every usage row: the same number as the full ledger's after every round, of a run long enough
+    that the forecast exists (it needs 9 ratios) and its adaptive level moves."""
+    store = MemoryStore()
+    service = CoordinatorService(ServiceSettings(), store, ServiceMetrics(CollectorRegistry()))
+    spec, join, _ = await service.create(CreateTask(kind="quadratic", params={"blocks": 3, "dim": 2}))
+    joined = await service.join(spec.id, join, JoinRequest(name="a"))
+    me = await service.authenticate(spec.id, f"Bearer {joined.token}")
+    proposer = QuadraticProposer(noise=0.3, seed=4)
+    forecasts = []
+    for _ in range(30):
+        grant = await service.lease(spec.id, me)
+        draft = proposer.propose(grant.contract)
+        if draft is None:
+            break
+        body = ProposalIn(
+            lease_id=grant.lease_id,
+            block=draft.block,
+            base_version=grant.version,
+            value=draft.value,
+            predicted_improvement=draft.predicted_improvement,
+        )
+        await service.submit(spec.id, me, body, 5.0)
+        full = (await service._ledger(spec.id)).predict_next()
+        assert await service._predict_next(spec.id) == full
+        forecasts.append(full)
+    assert sum(f is not None for f in forecasts) >= 5

@@ -68,8 +68,15 @@ def one_step(
     while math.ceil((needed + 1) * coverage) > needed:
         needed += 1
 
+    kept = [r for r in ratios if r is not None]
+    counts = [0]  # counts[k]: known ratios among the first k (a slice per call was O(rounds) each time)
+    for r in ratios:
+        counts.append(counts[-1] + (r is not None))
+
     def known(upto: int) -> list[float]:
-        return [r for r in ratios[:upto] if r is not None][-window:]
+        """The last ``window`` known ratios among the first ``upto`` (``[-window:]`` of them)."""
+        c = counts[upto]
+        return kept[max(0, c - window) : c] if window > 0 else kept[:c][-window:]
 
     miss_rate = 1.0 - coverage
     level_miss = miss_rate  # α_t of adaptive conformal inference

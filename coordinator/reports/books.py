@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import asdict, replace
 from typing import Any
 
+from coordinator.engine.records import RoundRecord
 from coordinator.reports.ledger import (
     Report,
     RunLedger,
@@ -59,6 +60,16 @@ def stop_status(
 
 def _plus(base: UsageTotals, sums: Counter[str]) -> UsageTotals:
     return base.model_copy(update={k: getattr(base, k) + v for k, v in sums.items()})
+
+
+def gaps_ledger(spec: TaskSpec, records: list[RoundRecord]) -> RunLedger:
+    """A ledger with the rounds' records only (no usage, verdict counts or clock): enough for the forecasts
+    made from the gaps (``predict_next``), as ``ledger_of`` would make them."""
+    ledger = RunLedger(
+        reference_of(spec), spec.initial_objective, spec.tolerance, spec.window, a_priori=spec.a_priori
+    )
+    ledger.records = records
+    return ledger
 
 
 def ledger_of(

@@ -205,12 +205,17 @@ class ServiceCore:
             log.info("task %s %s: %s", task_id, status, reason)
         self._notify(task_id)
 
-    async def _ledger(self, task_id: str) -> Any:
-        spec = await self.spec(task_id)
+    async def _known_rounds(self, task_id: str) -> list[RoundEntry]:
+        """The task's stored rounds, read once per process: each call reads only the ones added since."""
         known = self._rounds.setdefault(task_id, [])
         since = len(known)
         fresh = await self.store.rounds(task_id, since=since)
         known.extend(fresh[len(known) - since :])  # (another call may have added some meanwhile)
+        return known
+
+    async def _ledger(self, task_id: str) -> Any:
+        spec = await self.spec(task_id)
+        known = await self._known_rounds(task_id)
         return books.ledger_of(
             spec,
             await self.store.get_runtime(task_id),
@@ -219,6 +224,13 @@ class ServiceCore:
             await self.store.usage(task_id),
             self.clock(),
         )
+
+    async def _predict_next(self, task_id: str) -> float | None:
+        """``_ledger(task_id).predict_next()``, from the rounds' gaps alone: asked before every round, it
+        read and summed every agent's usage rows and the runtime for a forecast that uses neither."""
+        spec = await self.spec(task_id)
+        known = await self._known_rounds(task_id)
+        return books.gaps_ledger(spec, [r.record for r in known]).predict_next()
 
     def forget(self, task_id: str) -> None:
         """Drop this process's caches of a task that no longer exists."""

@@ -117,7 +117,7 @@ class RoundsMode(RoundLocking):
                 for lease in await self.store.active_leases(task_id, self.clock())
                 if lease.block not in answered
             ]
-            predicted = (await self._ledger(task_id)).predict_next()  # from earlier rounds, before scoring
+            predicted = await self._predict_next(task_id)  # from earlier rounds, before scoring
             bandit, formed = await self._bandit(spec), list[tuple[str, float]]()
             spent = [(p.block, p.usage.seconds, p.usage.tokens) for p in proposals]
             spent += [(a.block, a.usage.seconds, a.usage.tokens) for a in idle]

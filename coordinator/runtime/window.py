@@ -63,7 +63,7 @@ class AsyncWindow(RoundsMode):
                     window.opened_at is None
                 ):  # the window's forecast is made when it opens, before any scoring
                     window.opened_at, window.start_objective = self.clock(), head.objective
-                    window.predicted_gap = (await self._ledger(task_id)).predict_next()
+                    window.predicted_gap = await self._predict_next(task_id)
                 window.proposals += 1
                 window.accepted += arrival.accepted
                 window.interfering += arrival.interfering

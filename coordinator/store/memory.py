@@ -95,6 +95,10 @@ class _TaskBooks:
     lease_ids: dict[str, int] = field(default_factory=dict)
     expiry: list[tuple[float, int, str]] = field(default_factory=list)
     """(expires_at, block, lease id) of every lease granted or renewed: lapsed ones pop off the top."""
+    arrived: int = 0
+    arrivals: list[tuple[float, int, str]] = field(default_factory=list)
+    """(received_at, arrival number, proposal id) of every queued proposal: decided ones pop off the top
+    when it is read, so the oldest pending one is at the top (``received_at`` need not grow with arrivals)."""
 
     def drop_lease(self, block: int) -> Lease:
         lease = self.leases.pop(block)
@@ -104,6 +108,33 @@ class _TaskBooks:
         if not self.pending_blocks.get(block):
             self.free.give(block)
         return lease
+
+    def oldest_pending(self) -> float | None:
+        heap = self.arrivals
+        while heap and heap[0][2] not in self.pending:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def lapsed_leases(self, now: float) -> int:
+        """Leases past their expiry that no call has dropped yet, without dropping them (a read).
+
+        Every held lease has an ``expiry`` entry at its ``expires_at`` (granting and renewing push one, and
+        ``_expire`` drops a lease when it pops an entry at or past it), so the lapsed ones are among the
+        entries at or before ``now``: the top of the heap, walked down only while entries are that old.
+        Every other call pops those first, so the walk is short: O(1) per submission, not O(leases)."""
+        heap, leases = self.expiry, self.leases
+        lapsed: set[str] = set()
+        stack = [0] if heap else []
+        while stack:
+            k = stack.pop()
+            at, block, lease_id = heap[k]
+            if at > now:
+                continue  # (a heap: everything below is later still)
+            lease = leases.get(block)
+            if lease is not None and lease.id == lease_id and lease.expires_at <= now:
+                lapsed.add(lease_id)
+            stack.extend(c for c in (2 * k + 1, 2 * k + 2) if c < len(heap))
+        return len(lapsed)
 
 
 _ATOMS = (str, int, float, bool, type(None))
@@ -439,6 +470,8 @@ class MemoryStore(Store):
             queued = QueuedProposal(proposal=_copy_proposal(proposal), received_at=now)
             books.proposals[proposal.id] = queued
             books.pending[proposal.id] = queued
+            books.arrived += 1
+            heapq.heappush(books.arrivals, (now, books.arrived, proposal.id))
             books.counters["received"] += 1
             key = (proposal.agent, proposal.usage.model)
             books.usage.setdefault(key, UsageTotals()).add(proposal.usage)
@@ -462,11 +495,12 @@ class MemoryStore(Store):
             return queued.model_copy(), (verdict.model_copy() if verdict else None)
 
     async def queue_state(self, task_id: str, now: float) -> QueueState:
+        """Read on every submission: kept counts and two heaps' tops, not a scan of every pending proposal and
+        lease (tests/store_contract.py checks it against the full recount, ``Store.queue_state``)."""
         with self._lock:
             books = self._books(task_id)
-            oldest = min((q.received_at for q in books.pending.values()), default=None)
-            leases = sum(1 for lease in books.leases.values() if lease.expires_at > now)
-            return QueueState(len(books.pending), oldest, leases)
+            leases = len(books.leases) - books.lapsed_leases(now)
+            return QueueState(len(books.pending), books.oldest_pending(), leases)
 
     async def usage(self, task_id: str) -> list[UsageRow]:
         with self._lock:
