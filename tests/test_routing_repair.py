@@ -22,6 +22,7 @@ from tasks.routing.repair import (
     target_neighbourhood,
 )
 from tasks.routing.reservations import Reservations
+from tasks.routing.sipp import safe_intervals
 from tasks.routing.validator import validate_plan
 from tests.routing_reference import reference_try_group
 
@@ -301,7 +302,9 @@ def test_bounded_steps_keep_the_plans_of_the_unbounded_ones(
     planned = prioritized(grid, starts, goals, max_len, soft=True, order=order)
     assert planned is not None
     if not clean:  # the block's own robots on their shortest paths: collisions to repair
-        planned[:robots] = [tuple(grid.shortest_path(s, g)) for s, g in zip(starts, goals)][:robots]
+        planned[:robots] = [
+            tuple(grid.shortest_path(s, g)) for s, g in zip(starts[:robots], goals[:robots], strict=True)
+        ]
     table = Reservations(grid.n_cells)
     for p in planned[robots:]:
         table.add_path(p)
@@ -321,3 +324,4 @@ def test_bounded_steps_keep_the_plans_of_the_unbounded_ones(
         assert (new.inside, new.soc) == (ref.inside, ref.soc)
         assert new.inside == new.index.total_conflicts()
         assert (new.full.vert, new.full.edge, new.full.park) == (ref.full.vert, ref.full.edge, ref.full.park)
+        assert all(iv == safe_intervals(new.full, c) for c, (iv, _) in new.full.intervals.items())

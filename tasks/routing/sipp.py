@@ -85,7 +85,7 @@ def sipp_search(
     if h[start] == UNREACHABLE:
         return None, True
     n = grid.n_cells
-    moves = grid._moves
+    steps = grid._steps
     edge = table.edge
     cache: dict[int, tuple[list[tuple[int, int]], list[int]]] = {}
     shared = table.intervals
@@ -132,9 +132,7 @@ def sipp_search(
         lo, hi = (got if got is not None else fetch(cell))[0][iv]
         if cell == goal and hi == INF:
             return _unwind(parent, best, node), True
-        for nb in moves[cell]:
-            if nb == cell:
-                continue
+        for nb in steps[cell]:
             got = cache.get(nb)
             ivs, ends = got if got is not None else fetch(nb)
             hnb = h[nb]
