@@ -71,10 +71,12 @@ def run_team(
     seed: int = 0,
     stop_when_feasible: bool = False,
     stall_rounds: int | None = None,
+    knobs: dict[str, Any] | None = None,
 ) -> TeamRun:
+    """Our team in-process on ``task``; ``knobs`` are further proposer knobs (defaults otherwise)."""
     from coordinator.reports.ledger import StopRule
 
-    knobs = task.ProposerParams(time_budget=time_budget)
+    params = task.ProposerParams(time_budget=time_budget, **(knobs or {}))
     calls: list[float] = []
     original = task.make_proposer
     task.make_proposer = lambda k, seed=0: _TimedProposer(original(k, seed), calls)  # type: ignore[method-assign,assignment,return-value]
@@ -98,7 +100,7 @@ def run_team(
     state = None
     rounds = 0
     try:
-        result = run_inproc(task, knobs, settings, EngineSettings(merge_policy=merge), on_round=on_round)  # type: ignore[arg-type]
+        result = run_inproc(task, params, settings, EngineSettings(merge_policy=merge), on_round=on_round)  # type: ignore[arg-type]
         state, rounds = result.snapshot.state, len(result.ledger.records)
     except _Done:
         pass

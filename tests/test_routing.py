@@ -389,3 +389,29 @@ def test_service_run_stops_when_the_team_finds_nothing_more(tmp_path: FsPath) ->
     assert data["wall_s"] < 60
     assert data["proposals"]["abandoned"] >= 1  # the "nothing found" reports that closed the last rounds
     assert "regrouped" in data["history"][-1]
+
+
+def test_a_block_at_its_optimum_stops_after_stop_after_idle_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collision-free block whose LNS steps stop paying ends its proposal after ``stop_after`` of them,
+    not at its budget (which doubles after a miss, up to 4x: the steps stay as many)."""
+    from tasks.routing import repair
+
+    task = routing({"map": "empty-16-16", "robots": 8, "blocks": 1, "exact_limit": 0})
+    state = task.initial_state()
+    assert state.conflicts == 0 and state.soc == task.lower_bound()  # nothing left to find
+    steps: list[int] = []
+    original = repair.BlockSearch.try_group
+
+    def counted(self: repair.BlockSearch, group: list[int], deadline: float | None) -> tuple[bool, int, int]:
+        steps.append(1)
+        return original(self, group, deadline)
+
+    monkeypatch.setattr(repair.BlockSearch, "try_group", counted)
+    snap = Snapshot(0, task.objective(state), (0,), state)
+    proposer = task.make_proposer(task.ProposerParams(time_budget=5.0, stop_after=5), seed=1)
+    made = []
+    for _ in range(3):
+        steps.clear()
+        assert proposer.propose(contract_envelope(task, snap, 0)) is None
+        made.append(len(steps))
+    assert made == [5, 5, 5]

@@ -22,7 +22,9 @@ from tasks.routing.repair import (
     target_neighbourhood,
 )
 from tasks.routing.reservations import Reservations
+from tasks.routing.sipp import safe_intervals
 from tasks.routing.validator import validate_plan
+from tests.routing_reference import reference_try_group
 
 # Robot 0 starts on its goal (1, 1); robot 1 must cross (1, 1) to reach (1, 2): planned first and parked,
 # robot 0 blocks robot 1's only way, so prioritized planning in index order has no collision-free path.
@@ -268,3 +270,58 @@ def test_repair_without_a_collision_free_plan_stops_when_patience_runs_out() -> 
     table = Reservations(grid.n_cells)
     fixed = repair(grid, starts, goals, soft, table, 20, deadline=time.perf_counter() + 20, patience=50)
     assert fixed.collisions > 0 and fixed.iterations == 50
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    size=st.integers(3, 7),
+    robots=st.integers(2, 10),
+    others=st.integers(0, 5),
+    clean=st.booleans(),
+    k=st.integers(1, 4),
+    seed=st.integers(0, 10**6),
+)
+def test_bounded_steps_keep_the_plans_of_the_unbounded_ones(
+    size: int, robots: int, others: int, clean: bool, k: int, seed: int
+) -> None:
+    """``try_group`` against its version before the bounded searches (tests/routing_reference.py): the
+    same steps kept, the same plans, totals and tables after every step, on blocks with and without
+    collisions; what a step cut short reports is worse than the plan, as the full step's report was."""
+    rng = random.Random(seed)
+    grid = Grid.from_rows(
+        ["".join("@" if rng.random() < 0.15 else "." for _ in range(size)) for _ in range(size)]
+    )
+    free = [c for c in range(grid.n_cells) if grid.free[c]]
+    big = max(_components(grid, free), key=len) if free else []
+    if len(big) < robots + others:
+        return
+    starts, goals = rng.sample(big, robots + others), rng.sample(big, robots + others)
+    max_len = 4 * grid.n_cells
+    order = list(range(robots + others))
+    rng.shuffle(order)
+    planned = prioritized(grid, starts, goals, max_len, soft=True, order=order)
+    assert planned is not None
+    if not clean:  # the block's own robots on their shortest paths: collisions to repair
+        planned[:robots] = [
+            tuple(grid.shortest_path(s, g)) for s, g in zip(starts[:robots], goals[:robots], strict=True)
+        ]
+    table = Reservations(grid.n_cells)
+    for p in planned[robots:]:
+        table.add_path(p)
+    block = (starts[:robots], goals[:robots], planned[:robots])
+    ref, new = (BlockSearch(grid, *block, table.copy(), max_len) for _ in range(2))
+    for _ in range(12):
+        group = rng.sample(range(robots), min(k, robots))
+        before = (ref.collisions, ref.soc)
+        want = reference_try_group(ref, group, None)
+        got = new.try_group(group, None)
+        assert got[0] == want[0]
+        if want[0]:
+            assert got == want
+        else:
+            assert (got[1], got[2]) > before and (want[1], want[2]) > before
+        assert new.paths == ref.paths and new.ext == ref.ext
+        assert (new.inside, new.soc) == (ref.inside, ref.soc)
+        assert new.inside == new.index.total_conflicts()
+        assert (new.full.vert, new.full.edge, new.full.park) == (ref.full.vert, ref.full.edge, ref.full.park)
+        assert all(iv == safe_intervals(new.full, c) for c, (iv, _) in new.full.intervals.items())

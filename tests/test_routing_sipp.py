@@ -16,7 +16,8 @@ from tasks.routing.astar import plan_path
 from tasks.routing.grid import UNREACHABLE, Grid
 from tasks.routing.occupancy import cost
 from tasks.routing.reservations import Reservations
-from tasks.routing.sipp import INF, safe_intervals, sipp_path
+from tasks.routing.sipp import INF, safe_intervals, sipp_path, sipp_search
+from tests.routing_reference import reference_sipp_path
 
 
 def _grid(width: int, height: int, density: float, rng: random.Random) -> Grid:
@@ -94,3 +95,44 @@ def test_safe_intervals_cut_at_visits_and_parking() -> None:
     table.add_run(0, [3, 2], arrives=True)  # parks on cell 2 from t=1
     assert safe_intervals(table, 1) == [(0, 1), (4, INF)]
     assert safe_intervals(table, 2) == [(0, 0)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    width=st.integers(2, 8),
+    height=st.integers(2, 8),
+    density=st.sampled_from([0.0, 0.15, 0.3]),
+    others=st.integers(0, 12),
+    slack=st.integers(-2, 6),
+    seed=st.integers(0, 10**6),
+)
+def test_the_rewrite_returns_the_paths_of_the_old_sipp(
+    width: int, height: int, density: float, others: int, slack: int, seed: int
+) -> None:
+    """Int-keyed nodes, no closed set, the one-step swap check and the arrival bound change no answer:
+    the very same path as the SIPP they replaced, from a cold and from a shared interval cache; with a
+    bound, that path when it arrives in time and a proven None otherwise."""
+    rng = random.Random(seed)
+    grid = _grid(width, height, density, rng)
+    free = [c for c in range(grid.n_cells) if grid.free[c]]
+    if len(free) < 2:
+        return
+    table = Reservations(grid.n_cells)
+    starts = rng.sample(free, 2)
+    for _ in range(others):
+        run = _walk(grid, rng, free, rng.randint(0, 10))
+        t0 = rng.randint(0, 3)
+        if t0 == 0 and run[0] in starts:
+            t0 = 1
+        table.add_run(t0, run, arrives=run[-1] not in starts and rng.random() < 0.5)
+    max_len = 3 * grid.n_cells + 12
+    for start, goal in (starts, starts[::-1]):
+        old = reference_sipp_path(grid, start, goal, table.copy(), max_len, expansions=10**7)
+        assert sipp_path(grid, start, goal, table, max_len, expansions=10**7) == old
+        assert sipp_path(grid, start, goal, table, max_len, expansions=10**7) == old  # warm cache
+        if grid.distances(goal)[start] == UNREACHABLE:
+            continue
+        bound = grid.distances(goal)[start] + slack
+        got, proof = sipp_search(grid, start, goal, table, max_len, expansions=10**7, bound=bound)
+        assert proof
+        assert got == (old if old is not None and cost(old) <= bound else None)

@@ -21,6 +21,8 @@ class Grid:
     free: tuple[bool, ...]
     name: str = "grid"
     _moves: list[tuple[int, ...]] = field(default_factory=list, repr=False)
+    _steps: list[tuple[int, ...]] = field(default_factory=list, repr=False)
+    """``_moves`` without the wait: the neighbours SIPP steps to (it waits inside an interval)."""
     _dist: dict[int, list[int]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -39,6 +41,7 @@ class Grid:
                     out.append(ny * w + nx)
             moves.append(tuple(out))
         self._moves = moves
+        self._steps = [m[1:] for m in moves]
 
     @classmethod
     def from_rows(cls, rows: list[str], name: str = "grid") -> Grid:

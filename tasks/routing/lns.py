@@ -43,9 +43,15 @@ class RoutingProposer(Proposer):
         neighbourhood: int,
         max_len: int,
         seed: int = 0,
+        stop_after: int = 0,
     ) -> None:
         self.grid = grid
         self.time_budget = time_budget
+        self.stop_after = stop_after
+        """LNS steps in a row without a lower sum of costs that end a collision-free block's proposal
+        early (0: never). A block whose neighbourhoods stopped paying is at a local optimum against the
+        fixed rest of the plan; the rest of its budget held the round (the agents' turns on one core, or
+        the others waiting for it) instead of letting the other blocks move it on."""
         self.neighbourhood = neighbourhood
         self.max_len = max_len
         self.rng = random.Random(seed)
@@ -149,8 +155,12 @@ class RoutingProposer(Proposer):
             collisions = [fixed.accepted[0], fixed.accepted[-1]]
             iterations += fixed.iterations
         best_value = search.soc + weight * search.collisions
+        idle = 0  # steps since the sum of costs last went down
         while time.perf_counter() < deadline and current and not search.collisions:
+            if self.stop_after and idle >= self.stop_after:
+                break
             iterations += 1
+            idle += 1
             group, generator = self._neighbourhood(search.paths, [], starts, goals)
             self.rng.shuffle(group)
             _kept, trial_collisions, trial_soc = search.try_group(group, deadline)
@@ -158,6 +168,8 @@ class RoutingProposer(Proposer):
             value = trial_soc + weight * trial_collisions
             if generator in self.wheel.weights:
                 self.wheel.reward(generator, (best_value - value) / len(group))
+            if search.soc + weight * search.collisions < best_value:
+                idle = 0
             best_value = search.soc + weight * search.collisions
         best = search.paths
         if best_value >= initial:

@@ -32,7 +32,7 @@ from tasks.routing.astar import plan_path
 from tasks.routing.grid import UNREACHABLE, Grid
 from tasks.routing.occupancy import OccupancyIndex, Path, change_in_conflicts, cost
 from tasks.routing.reservations import Reservations
-from tasks.routing.sipp import sipp_path
+from tasks.routing.sipp import sipp_path, sipp_search
 
 
 def soft_path(
@@ -51,6 +51,21 @@ def soft_path(
     path = sipp_path(grid, start, goal, table, max_len, deadline, expansions=expansions // 4)
     if path is not None:
         return path, 0
+    return fewest_collisions_path(grid, start, goal, table, max_len, deadline, penalty, expansions)
+
+
+def fewest_collisions_path(
+    grid: Grid,
+    start: int,
+    goal: int,
+    table: Reservations,
+    max_len: int,
+    deadline: float | None = None,
+    penalty: int = 4,
+    expansions: int = 30_000,
+) -> tuple[Path, int]:
+    """``soft_path`` once SIPP found nothing: the penalized space-time A*, or past its budget the plain
+    shortest path (the goal must be reachable)."""
     found = plan_path(grid, start, goal, table, max_len, deadline, expansions, penalty)
     if found is not None:
         return found
@@ -200,6 +215,10 @@ def count_collisions(grid: Grid, paths: Sequence[Path], table: Reservations) -> 
     return inside + sum(ext), ext
 
 
+SOFT_EXPANSIONS = 30_000
+"""``soft_path``'s default budget of A* pops (SIPP gets a quarter)."""
+
+
 class BlockSearch:
     """A block's paths against a fixed external table, changed one re-planned neighbourhood at a time.
 
@@ -239,11 +258,18 @@ class BlockSearch:
         return graph, sorted(set(graph) | {i for i, e in enumerate(self.ext) if e})
 
     def try_group(self, group: Sequence[int], deadline: float | None) -> tuple[bool, int, int]:
-        """Re-plan ``group`` one by one; (kept, the trial's collisions, the trial's sum of costs)."""
+        """Re-plan ``group`` one by one; (kept, the trial's collisions, the trial's sum of costs).
+
+        On a collision-free block only a collision-free group whose sum of costs does not grow can be
+        kept, so there each robot's search is bounded by the slack the robots before it left (``_clean``):
+        a trial that cannot be kept stops at its first robot without such a path."""
         full, paths = self.full, self.paths
         old = {i: paths[i] for i in group}
+        full.checkpoint()
         for p in old.values():
             full.remove_path(p)
+        if self.collisions == 0:
+            return self._clean(group, old, deadline)
         new: dict[int, Path] = {}
         for i in group:
             found = soft_path(self.grid, self.starts[i], self.goals[i], full, self.max_len, deadline)
@@ -254,18 +280,70 @@ class BlockSearch:
         collisions = self.collisions + d_inside + sum(ext.values()) - sum(self.ext[i] for i in group)
         soc = self.soc + sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
         if (collisions, soc) > (self.collisions, self.soc):
-            for i in group:
-                full.remove_path(new[i])
-                full.add_path(old[i])
+            self._restore(old, new)
             return False, collisions, soc
-        for i in group:
+        self._commit(old, new, ext, d_inside, soc)
+        return True, collisions, soc
+
+    def _clean(
+        self, group: Sequence[int], old: dict[int, Path], deadline: float | None
+    ) -> tuple[bool, int, int]:
+        """``try_group`` on a collision-free block: the same trials kept, the others cut short.
+
+        Robot i may arrive by its BFS distance plus the slack left (the group's old sum of costs minus
+        the new costs so far minus the BFS distances of the robots still to plan): any later arrival
+        makes the group's sum of costs grow. SIPP with that bound either finds the very path the
+        unbounded SIPP would (it arrives in time) or proves there is none, and then the trial is
+        turned down at once. Only when SIPP runs out of budget is the penalized A* asked, as before. A
+        trial that goes through has no collision (each path was collision-free against everything
+        placed at its turn), so nothing needs counting. A trial cut short reports 0 collisions and the
+        current sum of costs plus one: worse than the plan, as the finished trial would have been."""
+        grid, full = self.grid, self.full
+        dist = [grid.distances(self.goals[i])[self.starts[i]] for i in group]
+        slack = sum(cost(p) for p in old.values()) - sum(dist)
+        new: dict[int, Path] = {}
+        for i, d in zip(group, dist, strict=True):
+            s, g = self.starts[i], self.goals[i]
+            path, proof = sipp_search(
+                grid, s, g, full, self.max_len, deadline, SOFT_EXPANSIONS // 4, bound=d + slack
+            )
+            if path is None and not proof:
+                path, conflicts = fewest_collisions_path(grid, s, g, full, self.max_len, deadline)
+                if conflicts or cost(path) > d + slack:
+                    path = None
+            if path is None:
+                self._restore(old, new)
+                return False, 0, self.soc + 1
+            new[i] = path
+            full.add_path(path)
+            slack -= cost(path) - d
+        soc = self.soc + sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
+        self._commit(old, new, dict.fromkeys(new, 0), 0, soc)
+        return True, 0, soc
+
+    def _restore(self, old: dict[int, Path], new: dict[int, Path]) -> None:
+        """Take a turned-down trial's paths out of ``full`` and put the group's old ones back (with the
+        safe intervals cached before the trial)."""
+        full = self.full
+        for p in new.values():
+            full.remove_path(p)
+        for p in old.values():
+            full.add_path(p)
+        full.rollback()
+
+    def _commit(
+        self, old: dict[int, Path], new: dict[int, Path], ext: dict[int, int], d_inside: int, soc: int
+    ) -> None:
+        """Make a kept trial the block's plan (``full`` already holds its paths)."""
+        self.full.release()
+        paths = self.paths
+        for i, p in new.items():
             self.index.remove(i, old[i])
-            self.index.add(i, new[i])
-            paths[i] = new[i]
+            self.index.add(i, p)
+            paths[i] = p
             self.ext[i] = ext[i]
         self.inside += d_inside
         self.soc = soc
-        return True, collisions, soc
 
 
 def repair(

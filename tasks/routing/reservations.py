@@ -28,6 +28,26 @@ class Reservations:
     intervals: dict[int, tuple[list[tuple[int, int]], list[int]]] = field(default_factory=dict)
     """cell -> its safe intervals and their ends, filled by SIPP and dropped for the cells a path change
     touches, so successive searches against a slowly changing table (prioritized planning, LNS) share them."""
+    saved: dict[int, tuple[list[tuple[int, int]], list[int]] | None] | None = None
+    """Since ``checkpoint``: each changed cell's cached intervals as they were before its first change."""
+
+    def checkpoint(self) -> None:
+        """Start a trial whose changes may all be undone: ``rollback`` then keeps the cached intervals that
+        were valid before it (an LNS step turned down would otherwise flush the cache along its paths)."""
+        self.saved = {}
+
+    def rollback(self) -> None:
+        """End a trial whose changes were undone (the caller took out what it added and put back what it
+        took out): the cells it changed get their intervals from before it back. An interval cached since
+        a cell's last change is valid as it is: the undo touched the same cells, dropping the others."""
+        saved, self.saved = self.saved, None
+        for c, entry in (saved or {}).items():
+            if entry is not None:
+                self.intervals[c] = entry
+
+    def release(self) -> None:
+        """End a trial whose changes stay."""
+        self.saved = None
 
     def add_run(self, t0: int, cells: list[int], arrives: bool = False) -> None:
         """Occupy ``cells`` at times t0, t0+1, ... (a clipped piece of another robot's path).
@@ -82,7 +102,26 @@ class Reservations:
                 del self.park[goal]
 
     def add_path(self, path: Path) -> None:
-        self.add_run(0, list(path), arrives=True)
+        """``add_run(0, path, arrives=True)`` without its copy and branches (one call per LNS re-plan)."""
+        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        self._forget(path)
+        last = len(path) - 1
+        for t in range(last):
+            c = path[t]
+            k = t * n + c
+            vert[k] = vert.get(k, 0) + 1
+            seen = visits.get(c)
+            if seen is None:
+                visits[c] = [t]
+            else:
+                seen.append(t)
+            b = path[t + 1]
+            if b != c:
+                ek = k * n + b
+                edge[ek] = edge.get(ek, 0) + 1
+        if last > self.t_static:
+            self.t_static = last
+        self.park[path[last]] = last
 
     def copy(self) -> Reservations:
         """An independent table with the same reservations (the interval cache starts empty)."""
@@ -96,7 +135,15 @@ class Reservations:
         )
 
     def _forget(self, cells: Path | list[int]) -> None:
-        if self.intervals:
+        saved = self.saved
+        if saved is not None:
+            drop = self.intervals.pop
+            for c in cells:
+                if c in saved:
+                    drop(c, None)
+                else:
+                    saved[c] = drop(c, None)
+        elif self.intervals:
             drop = self.intervals.pop
             for c in cells:
                 drop(c, None)

@@ -52,96 +52,126 @@ def sipp_path(
     max_len: int,
     deadline: float | None = None,
     expansions: int = 200_000,
+    bound: int | None = None,
 ) -> Path | None:
-    """The earliest-arriving conflict-free path from start to goal, or None (none within max_len / budget)."""
+    """The earliest-arriving conflict-free path from start to goal, or None (none within max_len / budget).
+
+    With ``bound``, only arrivals at or before ``bound`` count (the LNS keeps a re-planned group only
+    if its sum of costs does not grow): nodes that cannot reach the goal by then are never pushed, so a
+    search that would only find a longer path fails fast; a path it does find is the same one."""
+    return sipp_search(grid, start, goal, table, max_len, deadline, expansions, bound)[0]
+
+
+def sipp_search(
+    grid: Grid,
+    start: int,
+    goal: int,
+    table: Reservations,
+    max_len: int,
+    deadline: float | None = None,
+    expansions: int = 200_000,
+    bound: int | None = None,
+) -> tuple[Path | None, bool]:
+    """``sipp_path``'s answer and whether it is a proof: False when the expansion budget or the
+    deadline cut the search short (a path may exist), True when the answer is exact.
+
+    Search nodes are ints ``cell * SLOT + interval index`` (ordered as the (cell, interval) pairs
+    they stand for, so ties break the same way), and a popped node needs no closed set: the BFS
+    heuristic is consistent, so a node's first pop has its least arrival and any later push of it is
+    turned down by ``best``. A swap can only block the step into a neighbour's interval at its first
+    time: at any later departure the neighbour is inside its own safe interval, so nobody stands there
+    to step across."""
     h = grid.distances(goal)
     if h[start] == UNREACHABLE:
-        return None
+        return None, True
     n = grid.n_cells
-    moves = grid._moves
+    steps = grid._steps
     edge = table.edge
-    cache: dict[int, list[tuple[int, int]]] = {}
-    ends: dict[int, list[int]] = {}
-
+    cache: dict[int, tuple[list[tuple[int, int]], list[int]]] = {}
     shared = table.intervals
+    cap = max_len if bound is None else min(max_len, bound)
 
-    def intervals(c: int) -> list[tuple[int, int]]:
-        iv = cache.get(c)
-        if iv is None:
-            if c == start:
-                iv = safe_intervals(table, c, ignore_t0=True)
-                e = [b for _, b in iv]
-            else:
-                got = shared.get(c)
-                if got is None:
-                    fresh = safe_intervals(table, c)
-                    got = shared[c] = (fresh, [b for _, b in fresh])
-                iv, e = got
-            cache[c] = iv
-            ends[c] = e
-        return iv
+    def fetch(c: int) -> tuple[list[tuple[int, int]], list[int]]:
+        """The cell's safe intervals and their ends (the start's own, ignoring t=0; others shared)."""
+        got: tuple[list[tuple[int, int]], list[int]] | None
+        if c == start:
+            iv = safe_intervals(table, c, ignore_t0=True)
+            got = (iv, [b for _, b in iv])
+        else:
+            got = shared.get(c)
+            if got is None:
+                fresh = safe_intervals(table, c)
+                got = shared[c] = (fresh, [b for _, b in fresh])
+        cache[c] = got
+        return got
 
-    first = intervals(start)
+    first = fetch(start)[0]
     if not first or first[0][0] != 0:
-        return None
-    # node = (cell, interval index); g = earliest arrival time in that interval
-    heap: list[tuple[int, int, int, int, int]] = [(h[start], 0, start, 0, 0)]  # (f, -g, cell, iv, seq)
-    best: dict[tuple[int, int], int] = {(start, 0): 0}
-    parent: dict[tuple[int, int], tuple[int, int] | None] = {(start, 0): None}
-    closed: set[tuple[int, int]] = set()
-    seq = pops = 0
+        return None, True
+    if h[start] > cap:
+        return None, True
+    root = start * SLOT
+    # (f, -g, node): g = earliest arrival in the node's interval; (f, -g, node) is unique per push
+    heap: list[tuple[int, int, int]] = [(h[start], 0, root)]
+    best: dict[int, int] = {root: 0}
+    parent: dict[int, int] = {root: -1}
+    pop, push, bisect_left = heapq.heappop, heapq.heappush, bisect.bisect_left
+    pops = 0
     while heap:
-        _f, negg, cell, iv, _ = heapq.heappop(heap)
+        _f, negg, node = pop(heap)
         g = -negg
-        node = (cell, iv)
-        if node in closed or best.get(node, INF) < g:
-            continue
-        closed.add(node)
+        if best[node] < g:
+            continue  # a stale entry: the node was reached earlier since
         pops += 1
         if pops % 1024 == 0 and (
             pops > expansions or (deadline is not None and time.perf_counter() > deadline)
         ):
-            return None
-        lo, hi = intervals(cell)[iv]
+            return None, False
+        cell, iv = divmod(node, SLOT)
+        got = cache.get(cell)
+        lo, hi = (got if got is not None else fetch(cell))[0][iv]
         if cell == goal and hi == INF:
-            return _unwind(parent, best, node)
-        for nb in moves[cell]:
-            if nb == cell:
-                continue
-            ivs = intervals(nb)
+            return _unwind(parent, best, node), True
+        for nb in steps[cell]:
+            got = cache.get(nb)
+            ivs, ends = got if got is not None else fetch(nb)
+            hnb = h[nb]
+            base = nb * SLOT
             # skip the intervals that end before we could arrive (busy cells have many)
-            for j in range(bisect.bisect_left(ends[nb], g + 1), len(ivs)):
+            for j in range(bisect_left(ends, g + 1), len(ivs)):
                 lo2, hi2 = ivs[j]
-                # depart at d (g <= d <= hi), arrive at d + 1 inside [lo2, hi2]
-                d = max(g, lo2 - 1)
-                last = min(hi, hi2 - 1 if hi2 < INF else INF)
                 if lo2 - 1 > hi:
                     break
-                while d <= last and edge.get((d * n + nb) * n + cell, 0):
-                    d += 1  # someone steps nb -> cell between d and d+1: a swap
-                if d > last or d + 1 > max_len:
-                    continue
-                key = (nb, j)
+                # depart at d (g <= d <= hi), arrive at d + 1 inside [lo2, hi2]
+                d = g if g >= lo2 - 1 else lo2 - 1
+                if d < lo2:  # nb is taken at d: whoever leaves it may be stepping onto our cell
+                    last = hi if hi < hi2 else hi2 - 1
+                    while d <= last and edge.get((d * n + nb) * n + cell, 0):
+                        d += 1  # someone steps nb -> cell between d and d+1: a swap
+                    if d > last:
+                        continue
                 arr = d + 1
-                if key in closed or best.get(key, INF) <= arr:
+                if arr + hnb > cap:
+                    break  # later intervals arrive later still
+                key = base + j
+                if best.get(key, INF) <= arr:
                     continue
                 best[key] = arr
                 parent[key] = node
-                seq += 1
-                heapq.heappush(heap, (arr + h[nb], -arr, nb, j, seq))
-    return None
+                push(heap, (arr + hnb, -arr, key))
+    return None, True
 
 
-def _unwind(
-    parent: dict[tuple[int, int], tuple[int, int] | None],
-    arrival: dict[tuple[int, int], int],
-    node: tuple[int, int],
-) -> Path:
+SLOT = 1 << 32
+"""Search node = cell * SLOT + interval index: more intervals than any cell can have."""
+
+
+def _unwind(parent: dict[int, int], arrival: dict[int, int], node: int) -> Path:
     """Cells per time step: each cell is held from its arrival until the step to the next one."""
     chain: list[tuple[int, int]] = []
-    cur: tuple[int, int] | None = node
-    while cur is not None:
-        chain.append((arrival[cur], cur[0]))
+    cur = node
+    while cur >= 0:
+        chain.append((arrival[cur], cur // SLOT))
         cur = parent[cur]
     chain.reverse()
     path: list[int] = []

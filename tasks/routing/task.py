@@ -45,6 +45,13 @@ class RoutingProposerParams(BaseModel):
 
     time_budget: float = Field(0.5, gt=0.0, le=600.0, description="seconds of LNS per proposal")
     neighbourhood: int = Field(8, ge=1, le=1000, description="robots re-planned together in one LNS step")
+    stop_after: int = Field(
+        100,
+        ge=0,
+        le=1_000_000,
+        description="LNS steps in a row without a lower sum of costs after which a collision-free block's"
+        " proposal ends before its budget (0: always the whole budget)",
+    )
     patience: int = Field(
         3,
         ge=0,
@@ -411,5 +418,6 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             time_budget=k.time_budget,
             neighbourhood=k.neighbourhood,
             max_len=self.inst.max_len,
+            stop_after=k.stop_after,
             seed=seed,
         )
