@@ -52,6 +52,8 @@ def test_llm_team_reaches_a_collision_free_plan_through_faults(server: ServerThr
         "3",
         "--exact-limit",
         "0",
+        "--initial",
+        "shortest",  # 8 collisions to resolve: the prioritized start is already collision-free
         "--proposer",
         "llm",
         "--llm-base-url",
@@ -75,8 +77,12 @@ def test_llm_team_reaches_a_collision_free_plan_through_faults(server: ServerThr
         f"proposals {report['proposals']}"
     )
     assert faults and served["none"] > 0  # the mix really injected faults among sound answers
-    assert report["feasible"] is True  # collision-free
-    assert report["status"] == "budget_exhausted"  # routing has no proven optimum: it runs to the time limit
+    assert report["objective"]["initial"] > 8 * 10_000  # the first plan collides (W per conflict) ...
+    assert report["feasible"] is True  # ... and the team's plan does not
+    assert report["proposals"]["accepted"] >= 1
+    # no proven optimum (--exact-limit 0): the run ends at the time limit, or stalls once the agents
+    # decline to change a plan they cannot improve; never failed, never still running
+    assert report["status"] in {"budget_exhausted", "stalled"}
     usage = report["usage"]
     assert usage["tokens"] > 0 and usage["calls"] > 0
     assert usage["by_model"].keys() == {"openai/gpt-oss-120b"}
