@@ -8,11 +8,15 @@ reason in the output. Every plan, theirs and ours, goes through our independent 
 (``tasks/routing/validator.py``), and rows are written raw as JSON.
 
 The instances are the first k robots of each map's ``random-1`` scenario; every solver gets the same
-wall-clock limit and one core (LNS2 is single-threaded; LaCAM3 runs with ``--no-multi-thread``; our
-team runs in-process, its agents taking turns on one core). Instances run one after the other.
+wall-clock limit (LNS2 is single-threaded; LaCAM3 runs with ``--no-multi-thread``). Our team runs
+in-process by default, its agents taking turns on one core (``--teams inproc``); ``--teams rounds`` and
+``--teams async`` run it as the product runs it instead, ``blockopt run routing`` with an embedded
+coordinator and one worker process per agent over HTTP (rounds mode, or merge on arrival), so the agents
+share the machine's cores. Instances run one after the other.
 
     .venv/bin/python benchmarks/mapf_sota.py --quick --lns2-src /work/ext/lns2 --lacam3-src /work/ext/lacam3
     .venv/bin/python benchmarks/mapf_sota.py --limit 30 --lns2-src ... --lacam3-src ... --json out.json
+    .venv/bin/python benchmarks/mapf_sota.py --teams inproc async --only room-32-32-4:100 --lns2-src ...
 """
 
 from __future__ import annotations
@@ -204,6 +208,34 @@ def run_external(
         return {"paths": parse(out.read_text()), "seconds": seconds}
 
 
+def run_service_team(
+    map_name: str, scen: str, k: int, agents: int, blocks: int, limit: float, seed: int, mode: str
+) -> dict[str, Any]:
+    """``blockopt run routing`` through the embedded coordinator, one worker process per agent; the paths
+    come from the report's solution. ``seconds`` is the whole command, task creation included."""
+    with tempfile.TemporaryDirectory(prefix="sota-blockopt-") as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [
+            sys.executable, "-m", "blockopt", "run", "routing", "--map", map_name, "--scen", scen,
+            "--robots", str(k), "--blocks", str(blocks), "--agents", str(agents),
+            "--processes", str(agents), "--mode", mode, "--time-limit", str(limit), "--seed", str(seed),
+            "--quiet", "--report", str(report),
+        ]  # fmt: skip
+        env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 300, env=env)
+        except subprocess.TimeoutExpired:
+            return {"error": f"no answer within {limit + 300:.0f} s", "seconds": time.monotonic() - t0}
+        seconds = time.monotonic() - t0
+        if proc.returncode != 0 or not report.is_file():
+            return {"error": f"blockopt run failed (rc {proc.returncode}): {proc.stderr.strip()[-300:]}",
+                    "seconds": seconds}  # fmt: skip
+        data = json.loads(report.read_text())
+    paths = [[(int(x), int(y)) for x, y in p] for p in data["solution"]["paths"]]
+    return {"paths": paths, "seconds": seconds, "rounds": data["rounds"], "run_wall_s": data["wall_s"]}
+
+
 def _row(task: RoutingTask, solver: str, raw: dict[str, Any]) -> dict[str, Any]:
     lb = task.lower_bound()
     row: dict[str, Any] = {"solver": solver, "seconds": round(raw["seconds"], 2), "lower_bound": lb}
@@ -229,6 +261,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--limit", type=float, default=30.0, help="wall-clock seconds per solver and instance")
     ap.add_argument("--agents", type=int, default=3)
+    ap.add_argument(
+        "--teams",
+        nargs="+",
+        choices=("inproc", "rounds", "async"),
+        default=["inproc"],
+        help="how our team runs: in-process on one core (inproc), or `blockopt run` with a worker process"
+        " per agent, in rounds mode or merging on arrival (async)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help=f"only {', '.join(f'{m} k={k}' for m, k in QUICK)}")
     ap.add_argument("--only", nargs="*", metavar="MAP:K", help="instances to run, e.g. room-32-32-4:50")
@@ -239,7 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.table_from:
         saved = json.loads(Path(args.table_from).read_text())
-        _table(saved["rows"], [*saved["meta"]["solvers"], f"blockopt-{saved['meta']['agents']}"])
+        teams = saved["meta"].get("teams", ["inproc"])
+        _table(
+            saved["rows"],
+            [*saved["meta"]["solvers"], *(_team_name(saved["meta"]["agents"], t) for t in teams)],
+        )
         return 0
 
     cases = QUICK if args.quick else FULL
@@ -270,26 +314,38 @@ def main(argv: list[str] | None = None) -> int:
             row.update(instance=inst, commit=s.commit)
             rows.append(row)
             print(json.dumps(row), flush=True)
-        team = run_team(task, args.agents, time_limit=args.limit, seed=args.seed)
-        ours = {
-            "instance": inst,
-            "solver": f"blockopt-{args.agents}",
-            "seconds": round(team.seconds, 2),
-            "lower_bound": team.lower_bound,
-            "valid": team.feasible,
-            "soc": team.soc,
-            "ratio": round(team.soc / team.lower_bound, 4),
-            "rounds": team.rounds,
-            "conflicts": team.verdict.conflicts if team.verdict else None,
-            "first_feasible_s": team.first_feasible_s,
-        }
-        rows.append(ours)
-        print(json.dumps(ours), flush=True)
-    _table(rows, [s.name for s in solvers] + [f"blockopt-{args.agents}"])
+        for team_kind in args.teams:
+            name = _team_name(args.agents, team_kind)
+            if team_kind != "inproc":
+                raw = run_service_team(
+                    map_name, scen, k, args.agents, args.agents * 2, args.limit, args.seed, team_kind
+                )
+                ours = {**_row(task, name, raw), "instance": inst}
+                ours.update({key: raw[key] for key in ("rounds", "run_wall_s") if key in raw})
+                rows.append(ours)
+                print(json.dumps(ours), flush=True)
+                continue
+            team = run_team(task, args.agents, time_limit=args.limit, seed=args.seed)
+            ours = {
+                "instance": inst,
+                "solver": name,
+                "seconds": round(team.seconds, 2),
+                "lower_bound": team.lower_bound,
+                "valid": team.feasible,
+                "soc": team.soc,
+                "ratio": round(team.soc / team.lower_bound, 4),
+                "rounds": team.rounds,
+                "conflicts": team.verdict.conflicts if team.verdict else None,
+                "first_feasible_s": team.first_feasible_s,
+            }
+            rows.append(ours)
+            print(json.dumps(ours), flush=True)
+    _table(rows, [s.name for s in solvers] + [_team_name(args.agents, t) for t in args.teams])
     if args.json:
         meta = {
             "limit": args.limit,
             "agents": args.agents,
+            "teams": args.teams,
             "seed": args.seed,
             "solvers": {s.name: {"commit": s.commit, "skipped": s.skipped} for s in solvers},
             "cpus": os.cpu_count(),
@@ -301,10 +357,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _team_name(agents: int, team: str) -> str:
+    """``blockopt-3`` for the in-process team (the name earlier rows carry), ``blockopt-3-async`` etc."""
+    return f"blockopt-{agents}" if team == "inproc" else f"blockopt-{agents}-{team}"
+
+
 def _table(rows: list[dict[str, Any]], names: list[str]) -> None:
-    """SOC/LB per instance and solver ('x' = not collision-free, '-' = skipped), and ours over LNS2's SOC."""
-    print("\n| instance | " + " | ".join(names) + " | blockopt SOC / LNS2 SOC |")
-    print("|---|" + "---|" * (len(names) + 1))
+    """SOC/LB per instance and solver ('x' = not collision-free, '-' = skipped), and ours over LNS2's SOC
+    (one column per team of ours: the solvers after the first two)."""
+    ours_names = [n for n in names if n.startswith("blockopt-")]
+    print(
+        "\n| instance | "
+        + " | ".join(names)
+        + " | "
+        + " | ".join(f"{n} / LNS2 SOC" for n in ours_names)
+        + " |"
+    )
+    print("|---|" + "---|" * (len(names) + len(ours_names)))
     for inst in dict.fromkeys(r["instance"] for r in rows):
         by = {r["solver"]: r for r in rows if r["instance"] == inst}
         cells = []
@@ -316,13 +385,13 @@ def _table(rows: list[dict[str, Any]], names: list[str]) -> None:
                 cells.append(f"x ({r.get('conflicts', r.get('error', '?'))})")
             else:
                 cells.append(f"{r['ratio']:.4f}")
-        lns, ours = by.get("lns2"), by.get(names[-1])
-        vs = (
-            f"{ours['soc'] / lns['soc']:.4f}"
-            if lns and ours and lns.get("valid") and ours.get("valid")
-            else "-"
-        )
-        print(f"| {inst} | " + " | ".join(cells) + f" | {vs} |")
+        lns = by.get("lns2")
+        vs = []
+        for n in ours_names:
+            ours = by.get(n)
+            ok = lns and ours and lns.get("valid") and ours.get("valid")
+            vs.append(f"{ours['soc'] / lns['soc']:.4f}" if ok else "-")  # type: ignore[index]
+        print(f"| {inst} | " + " | ".join(cells) + " | " + " | ".join(vs) + " |")
 
 
 if __name__ == "__main__":
