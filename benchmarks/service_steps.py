@@ -25,11 +25,11 @@ from typing import Any
 STEPS: list[tuple[str, tuple[str, ...]]] = [
     # (step, substrings of a frame that put a sample in it); the innermost frame that matches decides
     ("engine: objective and interactions (task)", ("tasks/",)),
-    (  # before selection: the plain-dict graph's methods live in selection.py (networkx's counted here too)
-        "engine: interference graph",
-        ("coordinator/engine/interference.py", "networkx", "_interference_graph", "InterferenceGraph."),
-    ),
     ("engine: selection (enumeration, CP-SAT)", ("coordinator/engine/selection.py", "ortools")),
+    (
+        "engine: interference graph",
+        ("coordinator/engine/interference.py", "networkx", "_interference_graph"),
+    ),
     ("engine: other (admission, records, constants)", ("coordinator/engine/",)),
     (
         "round bookkeeping (ledger, metrics)",

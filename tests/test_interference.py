@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.engine.interference import candidate_pairs
-from coordinator.engine.selection import InterferenceGraph, _local_search
-from coordinator.engine.selection import pairwise_model_value as dict_model_value
+from coordinator.engine.selection import _local_search, pairwise_model_value
 from tasks.quadratic import QuadraticParams, QuadraticTask, coupling_graph
 
 footprints = st.lists(
@@ -74,19 +73,6 @@ def weighted_graphs(draw: st.DrawFn, max_nodes: int = 12) -> nx.Graph:
     return graph
 
 
-def plain(graph: nx.Graph) -> InterferenceGraph:
-    """The engine's graph for a networkx one (the definitions here are written against networkx)."""
-    return InterferenceGraph(
-        list(graph.nodes),
-        {n: graph.nodes[n]["gain"] for n in graph.nodes},
-        {u: {v: None if d.get("exclusive") else d["c"] for v, d in graph.adj[u].items()} for u in graph.nodes},
-    )
-
-
-def pairwise_model_value(graph: nx.Graph, subset: set[int]) -> float:
-    return dict_model_value(plain(graph), subset)
-
-
 def view_model_value(graph: nx.Graph, subset: set[int]) -> float:
     gain = sum(graph.nodes[n]["gain"] for n in subset)
     for _, _, data in graph.subgraph(subset).edges(data=True):
@@ -108,7 +94,7 @@ def test_model_value_matches_its_definition(graph: nx.Graph, data: st.DataObject
 @settings(max_examples=100, deadline=None)
 @given(weighted_graphs())
 def test_local_search_ends_at_a_feasible_local_optimum_no_worse_than_the_best_single(graph: nx.Graph) -> None:
-    chosen = _local_search(plain(graph))
+    chosen = _local_search(graph)
     value = pairwise_model_value(graph, chosen)
     assert chosen and value > float("-inf")  # never two proposals of one block
     assert value >= max(graph.nodes[n]["gain"] for n in graph.nodes) - 1e-9
@@ -161,8 +147,8 @@ def test_enumeration_finds_the_best_pairwise_combination(graph: nx.Graph) -> Non
     nodes = list(graph.nodes)
     subsets = [set(c) for r in range(1, len(nodes) + 1) for c in itertools.combinations(nodes, r)]
     best = max(view_model_value(graph, s) for s in subsets)
-    assert np.isclose(pairwise_model_value(graph, best_pairwise_combination(plain(graph))), best)
-    chosen = max_weight_independent_set(plain(graph))
+    assert np.isclose(pairwise_model_value(graph, best_pairwise_combination(graph)), best)
+    chosen = max_weight_independent_set(graph)
     assert not any(graph.has_edge(u, v) for u, v in itertools.combinations(chosen, 2))
     independent = [
         s for s in subsets if not any(graph.has_edge(u, v) for u, v in itertools.combinations(s, 2))

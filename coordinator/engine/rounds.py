@@ -17,6 +17,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import networkx as nx
+
 from coordinator import errors
 from coordinator.engine import screened
 from coordinator.engine.convergence import (
@@ -30,7 +32,6 @@ from coordinator.engine.convergence import (
 from coordinator.engine.interference import candidate_pairs
 from coordinator.engine.records import MergeKind, MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.engine.selection import (
-    InterferenceGraph,
     best_pairwise_combination,
     max_weight_independent_set,
     pairwise_model_value,
@@ -291,7 +292,7 @@ class RoundEngine:
         merged_set = chosen if committed else set()
         merge_kind: MergeKind = "none"
         if merged_set:
-            interfering_merged = graph.has_edge_within(merged_set)
+            interfering_merged = graph.subgraph(merged_set).number_of_edges() > 0
             merge_kind = "checked_combination" if interfering_merged or verified else "independent"
         problems = check_accounting(
             consts.gap_before,
@@ -382,27 +383,33 @@ class RoundEngine:
         )
 
     # -- interference ---------------------------------------------------------
-    def _interference_graph(
-        self, state: Any, f0: float, scored: list[_Scored], meter: _Meter
-    ) -> InterferenceGraph:
+    def _interference_graph(self, state: Any, f0: float, scored: list[_Scored], meter: _Meter) -> nx.Graph:
+        graph = nx.Graph()
+        for i, s in enumerate(scored):
+            graph.add_node(i, gain=s.gain)
         same_block, overlapping = candidate_pairs(
             [s.proposal.block for s in scored], [s.footprint for s in scored]
         )
-        values: Sequence[float] = ()
+        graph.add_edges_from((i, j, {"exclusive": True, "c": float("inf")}) for i, j in same_block)
         if overlapping and meter.screen:  # c_pq = Δ_p + Δ_q − Δ_pq, all three screened
             values = [
                 scored[i].gain + scored[j].gain - self._exact_gain(state, f0, scored, {i, j}, meter)
                 for i, j in overlapping
             ]
+            graph.add_edges_from(
+                (i, j, {"c": c})
+                for (i, j), c in zip(overlapping, values, strict=True)
+                if abs(c) > self.tolerance
+            )
         elif overlapping:  # all pairs in one call: a kind with a closed form batches them
             items = [(s.proposal.block, s.value) for s in scored]
             values = meter(self.task.interactions, state, items, overlapping, f0)
-        tolerance = self.tolerance
-        return InterferenceGraph.build(
-            [s.gain for s in scored],
-            same_block,
-            ((i, j, c) for (i, j), c in zip(overlapping, values, strict=True) if abs(c) > tolerance),
-        )
+            graph.add_edges_from(
+                (i, j, {"c": c})
+                for (i, j), c in zip(overlapping, values, strict=True)
+                if abs(c) > self.tolerance
+            )
+        return graph
 
     # -- selection --------------------------------------------------------------
     def _exact_gain(
@@ -443,7 +450,7 @@ class RoundEngine:
         return chosen, best, checks
 
     def _select(
-        self, state: Any, f0: float, scored: list[_Scored], graph: InterferenceGraph, meter: _Meter
+        self, state: Any, f0: float, scored: list[_Scored], graph: nx.Graph, meter: _Meter
     ) -> tuple[set[int], int]:
         if not scored:
             return set(), 0
@@ -454,8 +461,9 @@ class RoundEngine:
             gains = [scored[i].gain for i in chosen]
         else:
             groups, gains = [], []
-            for comp in graph.components():
-                sub = graph.component(comp, copy=True)
+            for comp in nx.connected_components(graph):
+                # a copy, not a view: every pass over a view's edges filters them again
+                sub = graph if len(comp) == len(graph) else graph.subgraph(comp).copy()
                 group, gain, used = self._checked_component(state, f0, scored, sub, meter)
                 groups.append(group)
                 gains.append(gain)
@@ -471,7 +479,7 @@ class RoundEngine:
         return chosen, checks + used
 
     def _checked_component(
-        self, state: Any, f0: float, scored: list[_Scored], sub: InterferenceGraph, meter: _Meter
+        self, state: Any, f0: float, scored: list[_Scored], sub: nx.Graph, meter: _Meter
     ) -> tuple[set[int], float, int]:
         """The component's best combination under the pairwise model, checked exactly."""
         nodes = list(sub.nodes)

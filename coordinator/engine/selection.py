@@ -1,21 +1,14 @@
 """Choosing which improving proposals to merge, on the interference graph (DESIGN §5).
 
-Nodes are proposal indices with weight ``gain`` (Δ_p); an edge carries the measured interaction
-c_pq = Δ_p + Δ_q − Δ_pq, or ``EXCLUSIVE`` (None) when the two can never be merged together (same
-block). These functions only pick sets; the engine checks every combination against the exact objective.
-
-The graph is plain dicts (``InterferenceGraph``), built once per round from ``candidate_pairs``: networkx
-cost 1.9 ms per 64-proposal round to build and walk (2,016 edges added one by one, views filtered on every
-pass). Nodes, neighbours, components and component subgraphs iterate in the order networkx 3 gave them,
-so every choice is unchanged, ties, CP-SAT model order and float summation order included
-(tests/test_selection_equivalence.py runs both on random graphs).
+Nodes are proposal indices with weight ``"gain"`` (Δ_p); an edge carries the
+measured interaction ``"c"`` (c_pq = Δ_p + Δ_q − Δ_pq), or ``"exclusive"`` when
+the two can never be merged together (same block). These functions only pick
+sets; the engine checks every combination against the exact objective.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-
+import networkx as nx
 import numpy as np
 from ortools.sat.python import cp_model
 
@@ -46,145 +39,41 @@ def _solve(model: cp_model.CpModel, seconds: float = SOLVER_SECONDS) -> cp_model
     return None
 
 
-EXCLUSIVE = None
-"""An edge's interaction when the two proposals are for one block: never merged together."""
-
-
-@dataclass
-class InterferenceGraph:
-    """Proposals (nodes) and their interactions (edges), as adjacency dicts.
-
-    ``adj[u][v]`` is c_uv, or ``EXCLUSIVE``; each node's neighbours are in the order their edges were added
-    (as networkx keeps them), and ``nodes`` in the order they were added.
-    """
-
-    nodes: list[int]
-    gain: dict[int, float]
-    adj: dict[int, dict[int, float | None]]
-
-    @classmethod
-    def build(
-        cls,
-        gains: list[float],
-        exclusive: Iterable[tuple[int, int]],
-        interactions: Iterable[tuple[int, int, float]],
-    ) -> InterferenceGraph:
-        """Nodes 0..m-1; exclusive edges first, then the interactions, each in the order given."""
-        nodes = list(range(len(gains)))
-        adj: dict[int, dict[int, float | None]] = {n: {} for n in nodes}
-        for i, j in exclusive:
-            adj[i][j] = adj[j][i] = EXCLUSIVE
-        for i, j, c in interactions:
-            adj[i][j] = adj[j][i] = c
-        return cls(nodes, dict(enumerate(gains)), adj)
-
-    def __len__(self) -> int:
-        return len(self.nodes)
-
-    def number_of_edges(self) -> int:
-        return sum(len(nbrs) for nbrs in self.adj.values()) // 2
-
-    def has_edge_within(self, subset: set[int]) -> bool:
-        """Some two nodes of ``subset`` interfere."""
-        adj = self.adj
-        return any(v in subset for u in subset for v in adj[u])
-
-    def edges(self) -> Iterator[tuple[int, int, float | None]]:
-        """Each edge once, (u, v, c) with u before v in node order (networkx's ``edges(data=True)`` order)."""
-        seen: set[int] = set()
-        adj = self.adj
-        for u in self.nodes:
-            for v, c in adj[u].items():
-                if v not in seen:
-                    yield u, v, c
-            seen.add(u)
-
-    def components(self) -> Iterator[set[int]]:
-        """Connected components: breadth first from the first node not yet seen (``nx.connected_components``).
-
-        Each is the set filled in visiting order, as networkx fills it: its iteration order is what a
-        component subgraph's node order follows (``component``)."""
-        seen: set[int] = set()
-        adj = self.adj
-        for source in self.nodes:
-            if source in seen:
-                continue
-            found = {source}
-            level = [source]
-            while level:
-                following = []
-                for v in level:
-                    for w in adj[v]:
-                        if w not in found:
-                            found.add(w)
-                            following.append(w)
-                level = following
-            seen.update(found)
-            yield found
-
-    def component(self, comp: set[int], copy: bool = False) -> InterferenceGraph:
-        """The subgraph of one connected component (closed under ``adj``), nodes and neighbours in the order
-        of ``nx.Graph.subgraph(comp)``, or with ``copy`` of ``subgraph(comp).copy()``; the graph itself when
-        the component is the whole graph (the engine took the graph, not a copy, then).
-
-        networkx iterates a subgraph of fewer than half the nodes in the order of a set filled from ``comp``
-        one node at a time, otherwise in the graph's node order; a copy re-adds every edge from each node in
-        that order, so a node's earlier neighbours come first."""
-        if len(comp) == len(self.nodes):
-            return self
-        shown: set[int] = set()
-        if 2 * len(comp) < len(self.nodes):
-            for n in comp:  # one at a time, not set(comp): a set copied whole can iterate in another order
-                shown.add(n)
-            order = list(shown)
-        else:
-            order = [n for n in self.nodes if n in comp]
-        gain = {n: self.gain[n] for n in order}
-        if not copy:
-            return InterferenceGraph(order, gain, {n: self.adj[n] for n in order})
-        adj: dict[int, dict[int, float | None]] = {n: {} for n in order}
-        for u in order:
-            for v, c in self.adj[u].items():
-                adj[u][v] = adj[v][u] = c
-        return InterferenceGraph(order, gain, adj)
-
-
-def greedy_independent_set(graph: InterferenceGraph) -> set[int]:
+def greedy_independent_set(graph: nx.Graph) -> set[int]:
     """Heaviest first, skipping neighbours of what was taken."""
     chosen: set[int] = set()
     blocked: set[int] = set()
-    gain = graph.gain
-    for node in sorted(graph.nodes, key=lambda n: (-gain[n], n)):
+    for node in sorted(graph.nodes, key=lambda n: (-graph.nodes[n]["gain"], n)):
         if node not in blocked:
             chosen.add(node)
-            blocked.update(graph.adj[node])
+            blocked.update(graph.neighbors(node))
     return chosen
 
 
-def _best_subset(graph: InterferenceGraph, independent: bool) -> set[int]:
+def _best_subset(graph: nx.Graph, independent: bool) -> set[int]:
     """The exact best nonempty subset of a small graph by enumeration: the heaviest independent set, or the best
     pairwise-model value Σ Δ_p − Σ c_pq (never two ends of an exclusive edge)."""
     nodes = list(graph.nodes)
     index = {n: k for k, n in enumerate(nodes)}
     m = len(nodes)
     subsets = ((np.arange(1, 1 << m)[:, None] >> np.arange(m)) & 1).astype(bool)  # every nonempty subset
-    value = subsets.astype(float) @ np.array([graph.gain[n] for n in nodes], dtype=float)
-    for u, v, c in graph.edges():
+    value = subsets.astype(float) @ np.array([graph.nodes[n]["gain"] for n in nodes], dtype=float)
+    for u, v, data in graph.edges(data=True):
         both = subsets[:, index[u]] & subsets[:, index[v]]
-        if independent or c is EXCLUSIVE:
+        if independent or data.get("exclusive"):
             value[both] = -np.inf
         else:
-            value[both] -= c
+            value[both] -= data["c"]
     best = subsets[int(np.argmax(value))]
     return {nodes[k] for k in np.flatnonzero(best)}
 
 
-def max_weight_independent_set(graph: InterferenceGraph) -> set[int]:
+def max_weight_independent_set(graph: nx.Graph) -> set[int]:
     """Exact per connected component of at most EXACT_LIMIT nodes (enumeration up to ENUMERATE_LIMIT, CP-SAT
     above); greedy beyond."""
     chosen: set[int] = set()
-    for comp in graph.components():
-        sub = graph.component(comp)
+    for comp in nx.connected_components(graph):
+        sub = graph.subgraph(comp)
         if len(comp) == 1:
             chosen |= set(comp)
         elif len(comp) <= ENUMERATE_LIMIT:
@@ -196,37 +85,37 @@ def max_weight_independent_set(graph: InterferenceGraph) -> set[int]:
     return chosen
 
 
-def _mwis_cpsat(graph: InterferenceGraph) -> set[int]:
+def _mwis_cpsat(graph: nx.Graph) -> set[int]:
     nodes = list(graph.nodes)
-    factor = _scaled([graph.gain[n] for n in nodes])
+    factor = _scaled([graph.nodes[n]["gain"] for n in nodes])
     model = cp_model.CpModel()
     x = {n: model.new_bool_var(f"x{n}") for n in nodes}
-    for u, v, _ in graph.edges():
+    for u, v in graph.edges:
         model.add(x[u] + x[v] <= 1)
     greedy = greedy_independent_set(graph)
     for n in nodes:
         model.add_hint(x[n], n in greedy)
-    model.maximize(sum(round(graph.gain[n] * factor) * x[n] for n in nodes))
+    model.maximize(sum(round(graph.nodes[n]["gain"] * factor) * x[n] for n in nodes))
     solver = _solve(model)
     if solver is None:
         return greedy
     return {n for n in nodes if solver.boolean_value(x[n])}
 
 
-def pairwise_model_value(graph: InterferenceGraph, subset: set[int]) -> float:
+def pairwise_model_value(graph: nx.Graph, subset: set[int]) -> float:
     """Predicted combined improvement Σ Δ_p − Σ c_pq over the subset."""
-    gain = sum(graph.gain[n] for n in subset)
+    gain = sum(graph.nodes[n]["gain"] for n in subset)
     adjacency = graph.adj
-    for u in subset:  # each edge inside the subset once (u < v): the subset's degrees
-        for v, c in adjacency[u].items():
+    for u in subset:  # each edge inside the subset once (u < v): the subset's degrees, not a filtered view
+        for v, data in adjacency[u].items():
             if v in subset and u < v:
-                if c is EXCLUSIVE:
+                if data.get("exclusive"):
                     return float("-inf")
-                gain -= c
+                gain -= data["c"]
     return gain
 
 
-def _local_search(graph: InterferenceGraph) -> set[int]:
+def _local_search(graph: nx.Graph) -> set[int]:
     """Best single, then flip single proposals while the pairwise model improves.
 
     Each node's marginal value Δ_n − Σ_{chosen q} c_nq is kept up to date along the flipped node's edges, so
@@ -235,17 +124,17 @@ def _local_search(graph: InterferenceGraph) -> set[int]:
     """
     nodes = list(graph.nodes)
     index = {n: k for k, n in enumerate(nodes)}
-    gain = np.array([graph.gain[n] for n in nodes], dtype=float)
+    gain = np.array([graph.nodes[n]["gain"] for n in nodes], dtype=float)
     adjacent: list[list[tuple[int, float]]] = [[] for _ in nodes]
     exclusive: list[list[int]] = [[] for _ in nodes]
-    for u, v, c in graph.edges():
+    for u, v, data in graph.edges(data=True):
         a, b = index[u], index[v]
-        if c is EXCLUSIVE:
+        if data.get("exclusive"):
             exclusive[a].append(b)
             exclusive[b].append(a)
         else:
-            adjacent[a].append((b, c))
-            adjacent[b].append((a, c))
+            adjacent[a].append((b, data["c"]))
+            adjacent[b].append((a, data["c"]))
     marginal = gain.copy()
     blocked = np.zeros(len(nodes), dtype=np.intp)
     chosen = np.zeros(len(nodes), dtype=bool)
@@ -270,7 +159,7 @@ def _local_search(graph: InterferenceGraph) -> set[int]:
     return {nodes[k] for k in np.flatnonzero(chosen)}
 
 
-def best_pairwise_combination(graph: InterferenceGraph) -> set[int]:
+def best_pairwise_combination(graph: nx.Graph) -> set[int]:
     """Maximize Σ Δ_p x_p − Σ c_pq x_p x_q over one component (a small pairwise selection).
 
     Products are linearized: y_pq ≥ x_p + x_q − 1 where c_pq > 0 (a penalty the
@@ -281,17 +170,17 @@ def best_pairwise_combination(graph: InterferenceGraph) -> set[int]:
         return set(nodes)
     if len(nodes) <= ENUMERATE_LIMIT:
         return _best_subset(graph, independent=False)
-    values = [graph.gain[n] for n in nodes]
-    values += [c for _, _, c in graph.edges() if c is not EXCLUSIVE]
+    values = [graph.nodes[n]["gain"] for n in nodes]
+    values += [d["c"] for _, _, d in graph.edges(data=True) if not d.get("exclusive")]
     factor = _scaled(values)
     model = cp_model.CpModel()
     x = {n: model.new_bool_var(f"x{n}") for n in nodes}
-    terms = [round(graph.gain[n] * factor) * x[n] for n in nodes]
-    for u, v, interaction in graph.edges():
-        if interaction is EXCLUSIVE:
+    terms = [round(graph.nodes[n]["gain"] * factor) * x[n] for n in nodes]
+    for u, v, data in graph.edges(data=True):
+        if data.get("exclusive"):
             model.add(x[u] + x[v] <= 1)
             continue
-        c = round(interaction * factor)
+        c = round(data["c"] * factor)
         if c == 0:
             continue
         y = model.new_bool_var(f"y{u}_{v}")
