@@ -392,26 +392,30 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
 class QuadraticProposer(Proposer):
     """Minimizes the block surrogate exactly: y = A_ii⁻¹(b_i − correction).
 
-    ``noise`` perturbs the correction; ``staleness`` k replaces it by the one
-    this agent received k leases of the block ago (k versions ago when every
-    round commits; the oldest it has when it has fewer), modelling an agent
-    that reads the other blocks late. Such an agent legitimately proposes
-    nothing for up to k rounds while its view catches up (``QuadraticTask.lag_rounds``).
+    ``noise`` perturbs the correction; ``staleness`` k replaces it by the oldest
+    one this agent received for the block during its own last k leases (of any
+    block; the current one when it saw none), modelling an agent that reads the
+    other blocks k rounds late (an agent takes about one lease a round). The
+    window is the agent's lease clock, not its leases of that block: an agent
+    that gets a block back only every few rounds, as agents do when blocks
+    rotate among them, would otherwise keep a correction many rounds old, and
+    the lag would outgrow the k rounds the stall rule waits (``QuadraticTask.lag_rounds``).
     """
 
     def __init__(self, noise: float = 0.0, staleness: int = 0, seed: int = 0) -> None:
         self.noise = noise
         self.staleness = staleness
         self.rng = np.random.default_rng(seed)
-        self._seen: dict[int, list[np.ndarray]] = {}
+        self._leases = 0
+        self._seen: dict[int, list[tuple[int, np.ndarray]]] = {}
 
     def _correction(self, block: int, exact: np.ndarray) -> np.ndarray:
+        self._leases += 1
         if self.staleness == 0:
             return exact
-        seen = self._seen.setdefault(block, [])
-        seen.append(exact)
-        del seen[: max(0, len(seen) - self.staleness - 1)]
-        return seen[0]
+        recent = [(t, c) for t, c in self._seen.get(block, []) if t >= self._leases - self.staleness]
+        self._seen[block] = [*recent, (self._leases, exact)]
+        return self._seen[block][0][1]
 
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         data = contract["data"]

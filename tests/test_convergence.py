@@ -241,8 +241,9 @@ def test_correction_error_grows_with_noise_and_a_vacuous_bound_says_so() -> None
 
 
 def test_stale_corrections_are_measured_as_correction_error() -> None:
-    """4 agents rotate over 16 blocks, so other blocks move between two leases of one block."""
-    result = run(staleness=2, agents=4)
+    """4 agents rotate over 16 blocks, so a block comes back every 4 versions and other blocks move between
+    two leases of it; an agent up to 4 versions late then uses the correction of the block's previous lease."""
+    result = run(staleness=4, agents=4)
     assert result.status in ("optimal", "stalled")
     c = result.ledger.constants()
     assert c.delta_max is not None and c.delta_max > 0

@@ -104,12 +104,35 @@ def test_noisy_and_stale_proposers_mispredict() -> None:
     assert abs(draft.predicted_improvement - actual) > 1e-6
 
     stale = QuadraticProposer(staleness=1)
-    old = Snapshot(1, snap.objective, snap.block_versions, task.initial_state())
+    old = Snapshot(2, snap.objective, snap.block_versions, task.initial_state())
     stale.propose(contract_envelope(task, old, 2))
     late = stale.propose(contract_envelope(task, snap, 2))
     fresh = QuadraticProposer().propose(contract_envelope(task, snap, 2))
     assert late is not None and fresh is not None
     assert not np.allclose(late.value, fresh.value)
+
+
+def test_a_stale_proposer_lags_by_its_lease_clock_not_by_its_leases_of_the_block() -> None:
+    """An agent that gets a block back after more than k leases of other blocks uses its current correction:
+    its lag stays within the k rounds the stall rule waits, however the blocks rotate among agents."""
+    task = make(blocks=6, dim=3, coupling=0.7)
+    state = random_state(task, 5)
+    snap = Snapshot(5, task.objective(state), (0,) * 6, state)
+    old = Snapshot(2, snap.objective, snap.block_versions, task.initial_state())
+
+    def after(others: int) -> list[float]:
+        stale = QuadraticProposer(staleness=2)
+        stale.propose(contract_envelope(task, old, 2))
+        for _ in range(others):
+            stale.propose(contract_envelope(task, old, 4))
+        draft = stale.propose(contract_envelope(task, snap, 2))
+        assert draft is not None
+        return list(draft.value)
+
+    fresh = QuadraticProposer().propose(contract_envelope(task, snap, 2))
+    assert fresh is not None
+    assert not np.allclose(after(1), fresh.value)  # 2 leases ago: within the window, still late
+    assert np.allclose(after(2), fresh.value)  # 3 leases ago: caught up
 
 
 @pytest.mark.parametrize(
