@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.conftest import ADMIN, Coordinator
 
@@ -374,6 +375,28 @@ def test_429_budget_exceeded(coordinator: Coordinator) -> None:
     assert coordinator.admin.get(f"/v1/tasks/{tid}").json()["status"] == "budget_exhausted"
 
 
+def test_the_time_limit_counts_the_first_plan(
+    coordinator: Coordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kind that takes a while to make its first plan spends that time of the task's seconds budget, as a
+    solver's initial solution counts against its own time limit (the embedded server shares this process)."""
+    from tasks.quadratic import QuadraticTask
+
+    slow = QuadraticTask.initial_state
+
+    def initial_state(self: QuadraticTask) -> Any:
+        time.sleep(0.5)
+        return slow(self)
+
+    monkeypatch.setattr(QuadraticTask, "initial_state", initial_state)
+    asked = time.time()
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2}, budgets={"seconds": 10})
+    agent, _ = coordinator.join(task)
+    grant = lease(agent, task["id"])
+    assert coordinator.admin.get(f"/v1/tasks/{task['id']}").json()["created_at"] <= asked + 0.1
+    assert grant["contract"]["budget"]["seconds"] <= 9.5
+
+
 def test_rounds_budget(coordinator: Coordinator) -> None:
     task = coordinator.create_task(params={"blocks": 2, "dim": 2, "coupling": 0.9}, budgets={"rounds": 1})
     tid = task["id"]
@@ -410,8 +433,15 @@ def _idle_rounds(coordinator: Coordinator, task: dict[str, Any], rounds: int) ->
     ends or ``rounds`` rounds have closed."""
     agents = [coordinator.join(task, name=f"idle-{k}")[0] for k in range(2)]
     tid = task["id"]
+
+    def post(client: httpx.Client, url: str, **kw: Any) -> httpx.Response:
+        """As an agent does: a 429 is waited out for its ``retry_after`` (quick rounds outpace the limit)."""
+        while (r := client.post(url, **kw)).status_code == 429:
+            time.sleep(float(r.json()["error"]["retry_after"]))
+        return r
+
     for n in range(rounds):
-        leases = [(client, client.post(f"/v1/tasks/{tid}/leases")) for client in agents]
+        leases = [(client, post(client, f"/v1/tasks/{tid}/leases")) for client in agents]
         if any(r.status_code != 201 for _, r in leases):
             break  # the task has ended: no more leases
         for client, r in leases:
@@ -423,7 +453,7 @@ def _idle_rounds(coordinator: Coordinator, task: dict[str, Any], rounds: int) ->
                 "outcome": "declined",
                 "reason": "no improving move",
             }
-            r = client.post(f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body)
+            r = post(client, f"/v1/tasks/{tid}/leases/{lease['lease_id']}/abandon", json=body)
             assert r.status_code == 200, r.text
         coordinator.wait_for(tid, lambda v, n=n: v["round"] > n or v["status"] != "running", timeout=20)
 

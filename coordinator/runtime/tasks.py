@@ -28,7 +28,12 @@ class TaskBook(Proposing):
     """Tasks (create, view, report, stop) and agents (join, authenticate)."""
 
     async def create(self, req: CreateTask) -> tuple[TaskSpec, str, str]:
-        """The stored spec, the join token and the read token (both shown once, stored as digests)."""
+        """The stored spec, the join token and the read token (both shown once, stored as digests).
+
+        The task's clock (``created_at``: its seconds budget, elapsed time, stall seconds) starts when the
+        request arrives, so the first plan, which a kind may take seconds to make, counts against the
+        time limit as a solver's initial solution counts against its own."""
+        requested = self.clock()
         if self.settings.kinds and req.kind not in self.settings.kinds:
             raise errors.InvalidRequest(
                 f"this coordinator serves only {', '.join(self.settings.kinds)}; not '{req.kind}'",
@@ -88,7 +93,7 @@ class TaskBook(Proposing):
             neighbourhoods=arms,
             join_token_hash=auth.token_hash(join_token),
             read_token_hash=auth.token_hash(read_token),
-            created_at=self.clock(),
+            created_at=requested,
         )
         head = head_of(snap, task.dump_state(snap.state), version=0)
         await self.store.create_task(spec, head)
