@@ -12,7 +12,8 @@ wall-clock limit (LNS2 is single-threaded; LaCAM3 runs with ``--no-multi-thread`
 in-process by default, its agents taking turns on one core (``--teams inproc``); ``--teams rounds`` and
 ``--teams async`` run it as the product runs it instead, ``blockopt run routing`` with an embedded
 coordinator and one worker process per agent over HTTP (rounds mode, or merge on arrival), so the agents
-share the machine's cores. Instances run one after the other.
+share the machine's cores; ``--teams hold`` is rounds mode with adaptive selection (``--selection ucb1
+--hold``: the blocks that did not pay are formed anew after every round). Instances run one after the other.
 
     .venv/bin/python benchmarks/mapf_sota.py --quick --lns2-src /work/ext/lns2 --lacam3-src /work/ext/lacam3
     .venv/bin/python benchmarks/mapf_sota.py --limit 30 --lns2-src ... --lacam3-src ... --json out.json
@@ -227,7 +228,8 @@ def run_service_team(
         cmd = [
             sys.executable, "-m", "blockopt", "run", "routing", "--map", map_name, "--scen", scen,
             "--robots", str(k), "--blocks", str(blocks), "--agents", str(agents),
-            "--processes", str(agents), "--mode", mode, "--time-limit", str(limit), "--seed", str(seed),
+            "--processes", str(agents), "--time-limit", str(limit), "--seed", str(seed),
+            *(["--mode", "rounds", "--selection", "ucb1", "--hold"] if mode == "hold" else ["--mode", mode]),
             "--quiet", "--report", str(report), *(["--stall-seconds", str(limit)] if no_stall else []),
         ]  # fmt: skip
         env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
@@ -280,10 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--teams",
         nargs="+",
-        choices=("inproc", "rounds", "async"),
+        choices=("inproc", "rounds", "async", "hold"),
         default=["inproc"],
         help="how our team runs: in-process on one core (inproc), or `blockopt run` with a worker process"
-        " per agent, in rounds mode or merging on arrival (async)",
+        " per agent, in rounds mode, merging on arrival (async) or in rounds with --selection ucb1 --hold",
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(

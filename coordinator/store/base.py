@@ -44,7 +44,9 @@ class Budgets(BaseModel):
     model_config = ConfigDict(strict=True)  # part of a request body: false is not 0
 
     rounds: int | None = Field(None, ge=1)
-    seconds: float | None = Field(None, gt=0)
+    seconds: float | None = Field(
+        None, gt=0, description="wall time from the create request, the kind's first plan included"
+    )
     tokens: int | None = Field(None, ge=0)
     calls: int | None = Field(None, ge=0)
     agent_tokens: int | None = Field(None, ge=0, description="per agent")
