@@ -23,6 +23,7 @@ share the machine's cores; ``--teams hold`` is rounds mode with adaptive selecti
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -86,6 +87,16 @@ def tree_commit(src: Path) -> str | None:
     return out.stdout.strip() or None
 
 
+def tree_digest(src: Path) -> str:
+    """A content hash of a tree with no commit to name it: two different exports must not share one cached
+    build (the key was once the word "unversioned" alone). Write ``git rev-parse HEAD`` into ``TREE/COMMIT``
+    when exporting, so the raw rows record which solver ran."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in src.rglob("*") if p.is_file() and ".git" not in p.parts):
+        digest.update(str(path.relative_to(src)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def build(name: str, src: str | None, target: str, binary: str) -> Solver:
     """cmake-build ``target`` of the tree at ``src`` into the cache; skip (with the reason) on any failure."""
     if not src:
@@ -97,7 +108,7 @@ def build(name: str, src: str | None, target: str, binary: str) -> Solver:
     if not (tree / "CMakeLists.txt").is_file():
         return Solver(name, None, None, f"{tree} has no CMakeLists.txt (missing or not a source tree)")
     commit = tree_commit(tree)
-    out = cache_root() / f"{name}-{(commit or 'unversioned')[:12]}"
+    out = cache_root() / f"{name}-{commit[:12] if commit else 'unversioned-' + tree_digest(tree)}"
     exe = out / binary
     if exe.is_file():
         return Solver(name, exe, commit, None)

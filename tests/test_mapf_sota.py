@@ -55,3 +55,19 @@ def test_parsed_plans_are_judged_by_our_validator() -> None:
     short = mapf_sota._row(task, "lns2", {"paths": [a], "seconds": 1.0})
     assert short["valid"] is False and "1 paths for 2 robots" in short["error"]
     assert (sx, sy) == a[0] and (gx, gy) == a[-1]
+
+
+def test_two_unversioned_trees_do_not_share_a_cached_build(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Exported trees without a COMMIT marker are told apart by content, so a stale binary is never reused."""
+    monkeypatch.setenv("BLOCKOPT_CACHE", str(tmp_path / "cache"))
+    built: list[Path] = []
+    for n, body in enumerate(("one", "two")):
+        tree = tmp_path / f"tree{n}"
+        tree.mkdir()
+        (tree / "CMakeLists.txt").write_text(f"# {body}\n")
+        out = mapf_sota.cache_root() / f"lns2-unversioned-{mapf_sota.tree_digest(tree)}"
+        (out).mkdir(parents=True)
+        (out / "lns").write_text(body)
+        built.append(mapf_sota.build("lns2", str(tree), "lns", "lns").binary)  # type: ignore[arg-type]
+    assert built[0] != built[1]
+    assert [p.read_text() for p in built] == ["one", "two"]
