@@ -78,6 +78,8 @@ class Worker:
         self.next_lease: dict[str, Any] | None = None
         """A lease that came with the last verdict (``?next_lease=true``): the next step skips ``POST /leases``."""
         self.proposer: Proposer | None = None
+        self.model = model_label(config.proposer, config.proposer_options)
+        """The model this agent's usage is booked under, also when a lease cost no model call."""
         self.interruptible = False
         """True while the proposer runs: a stop signal may then raise Shutdown (see ``interrupt``)."""
         self._base = f"/v1/tasks/{config.task}"
@@ -91,7 +93,7 @@ class Worker:
             json={
                 "name": self.config.name,
                 "proposer": self.config.proposer,
-                "model": model_label(self.config.proposer, self.config.proposer_options),
+                "model": self.model,
             },
         )
         joined = r.json()
@@ -128,7 +130,7 @@ class Worker:
             log.info("%s: release failed (%s); the lease will expire", self.config.name, exc)
 
     def _usage(self, info: dict[str, Any], seconds: float) -> dict[str, Any]:
-        usage = dict(info.get("usage") or {"calls": 1, "model": self.config.proposer})
+        usage = dict(info.get("usage") or {"calls": 1, "model": self.model})
         usage["seconds"] = max(float(usage.get("seconds") or 0.0), seconds)
         for size in ("prompt_chars", "response_chars"):  # sizes for the trajectory export
             if isinstance(info.get(size), int):
@@ -146,7 +148,7 @@ class Worker:
         spent = getattr(self.proposer, "last_usage", None)
         outcome = getattr(self.proposer, "last_outcome", None)
         if spent is None or not (getattr(spent, "calls", 0) or getattr(spent, "tokens", 0)):
-            usage: dict[str, Any] = {"calls": 1, "model": self.config.proposer, "seconds": seconds}
+            usage: dict[str, Any] = {"calls": 1, "model": self.model, "seconds": seconds}
         else:
             usage = {**spent.as_dict(), "seconds": max(float(spent.seconds), seconds)}
         for size in ("prompt_chars", "response_chars"):

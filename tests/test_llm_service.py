@@ -186,3 +186,17 @@ def test_llm_flags_on_run_and_their_errors() -> None:
         )
     with pytest.raises(SystemExit):
         parser.parse_args(["run", "quadratic", "--reasoning-effort", "extreme"])
+
+
+def test_a_lease_that_cost_no_model_call_is_booked_under_the_model(coordinator: Coordinator) -> None:
+    """A rate-limited or declined lease with zero model calls: its usage row names the LLM, never "llm"."""
+    task = coordinator.create_task()
+    worker = llm_worker(coordinator, task, "http://127.0.0.1:9/v1")  # never called: no lease is proposed on
+    worker.join()
+    lease = worker.api.call("POST", f"/v1/tasks/{task['id']}/leases").json()
+    worker.lease_id = lease["lease_id"]
+    assert isinstance(worker.proposer, LLMProposer) and worker.proposer.last_usage.calls == 0
+    worker.abandon(lease, seconds=0.01)
+    assert worker.stats.abandoned == 1
+    report = coordinator.admin.get(f"/v1/tasks/{task['id']}/report").json()
+    assert set(report["usage"]["by_model"]) == {worker.proposer.settings.model}
