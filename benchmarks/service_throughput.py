@@ -213,14 +213,17 @@ def gen_process(
     )
 
 
+def py_spy() -> str:
+    return shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+
+
 def profiler(pid: int, seconds: float, out: str | None) -> subprocess.Popen[bytes] | None:
     """py-spy attached to a server for the measured seconds (``--profile DIR``); None when not asked."""
     if not out:
         return None
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     return subprocess.Popen(
         [
-            spy,
+            py_spy(),
             "record",
             "-p",
             str(pid),
@@ -535,6 +538,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, metavar="PATH", help="write the rows and ratios here")
     args = ap.parse_args()
     if args.profile:
+        if not Path(py_spy()).exists():
+            ap.error(f"--profile needs py-spy, not found at {py_spy()} (pip install -e '.[bench]')")
         Path(args.profile).mkdir(parents=True, exist_ok=True)
     if args.pairs:
         paired(args)

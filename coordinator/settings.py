@@ -100,6 +100,13 @@ class ServiceSettings(BaseModel):
         description="kinds that screen (Task.screen_change): exact evaluations per round at most (the merge "
         "the screen selected, then a best-first fallback)",
     )
+    inline_step_ms: float = Field(
+        1.0,
+        ge=0,
+        description="a task's engine step (a round, an arrival's score) whose last run took less than this "
+        "runs on the event loop instead of a worker thread: the thread hop and the two threads' contention "
+        "for the interpreter lock cost more than such a step; 0 always hops",
+    )
     tick: float = Field(0.05, gt=0, description="scheduler period: lease expiry, deadlines, time budgets")
     max_body_bytes: int = Field(1 << 20, gt=0, description="request bodies above this get 413")
     rate_per_agent: float = Field(50.0, gt=0, description="sustained requests per second per agent")

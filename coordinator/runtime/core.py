@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coordinator import errors
 from coordinator.engine import adaptive
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from coordinator.store.bus import Bus
 
 log = logging.getLogger("blockopt.service")
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -43,6 +44,8 @@ class BuiltTask:
     task: Task[Any]
     engine: RoundEngine
     snapshot: Snapshot
+    step_seconds: float | None = None
+    """Wall time of this task's last engine step (None: never run, so the first one goes to a thread)."""
 
 
 def new_id(prefix: str) -> str:
@@ -184,6 +187,22 @@ class ServiceCore:
             elif built.snapshot.version != head.version:
                 built.snapshot = await asyncio.to_thread(self._snapshot_of, built.task, head)
         return built
+
+    async def _engine_step(self, built: BuiltTask, step: Callable[..., _T], *args: Any) -> _T:
+        """Run one engine step of ``built``'s task: on the loop when its last run was cheap, else in a thread.
+
+        A quadratic round of 64 proposals takes ~3 ms and an arrival ~0.1 ms: a worker thread then costs
+        more in handoff and lock contention than it saves the loop; a routing round takes seconds and must
+        not block it. The last run's time decides, so a task whose steps grow moves back to the thread.
+        """
+        started = time.perf_counter()
+        last = built.step_seconds
+        if last is not None and last * 1000.0 < self.settings.inline_step_ms:
+            result = step(*args)
+        else:
+            result = await asyncio.to_thread(step, *args)
+        built.step_seconds = time.perf_counter() - started
+        return result
 
     async def _bandit(self, spec: TaskSpec) -> adaptive.Bandit | None:
         """The task's adaptive selection (None: lease order), brought up to date with its stored rounds."""

@@ -8,7 +8,6 @@ a worker thread, never on the event loop.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
@@ -125,8 +124,8 @@ class RoundsMode(RoundLocking):
             if bandit is not None:
                 args = (built.task, bandit, task_id, runtime.round, head.objective, spent, formed)
                 former = adaptive.former_of(*args)
-            outcome, state_json = await asyncio.to_thread(
-                self._engine_round, built, proposals, runtime.round, not busy, predicted, former
+            outcome, state_json = await self._engine_step(
+                built, self._engine_round, built, proposals, runtime.round, not busy, predicted, former
             )
             rec = outcome.record
             if bandit is not None:  # what the bandit learns from this round, kept in its record

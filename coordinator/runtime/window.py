@@ -7,7 +7,6 @@ the same deadline as a round (``engine.arrival.window_record``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
@@ -55,8 +54,8 @@ class AsyncWindow(RoundsMode):
                 head = await self.store.get_head(task_id)
                 built = await self._build(spec, head)
                 started = time.perf_counter()
-                arrival, state_json = await asyncio.to_thread(
-                    self._score_arrival, built, queued.proposal, runtime.round
+                arrival, state_json = await self._engine_step(
+                    built, self._score_arrival, built, queued.proposal, runtime.round
                 )
                 window = runtime.window.model_copy(update={"merged": list(runtime.window.merged)})  # tuples
                 if (
