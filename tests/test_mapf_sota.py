@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -58,16 +59,29 @@ def test_parsed_plans_are_judged_by_our_validator() -> None:
 
 
 def test_two_unversioned_trees_do_not_share_a_cached_build(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Exported trees without a COMMIT marker are told apart by content, so a stale binary is never reused."""
+    """Exported trees without a COMMIT marker are told apart by content, so a stale binary is never reused.
+
+    A stand-in ``cmake`` on PATH "builds" a binary holding its source tree's CMakeLists.txt; the second
+    tree must get its own build, not the first tree's cached binary (which the key "unversioned" gave it).
+    """
     monkeypatch.setenv("BLOCKOPT_CACHE", str(tmp_path / "cache"))
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    cmake = tools / "cmake"
+    cmake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "-S" ]; then cp "$2/CMakeLists.txt" "$4/source.txt"; exit 0; fi\n'
+        'cp "$2/source.txt" "$2/lns"\n'
+    )
+    cmake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
     built: list[Path] = []
     for n, body in enumerate(("one", "two")):
         tree = tmp_path / f"tree{n}"
         tree.mkdir()
-        (tree / "CMakeLists.txt").write_text(f"# {body}\n")
-        out = mapf_sota.cache_root() / f"lns2-unversioned-{mapf_sota.tree_digest(tree)}"
-        (out).mkdir(parents=True)
-        (out / "lns").write_text(body)
-        built.append(mapf_sota.build("lns2", str(tree), "lns", "lns").binary)  # type: ignore[arg-type]
+        (tree / "CMakeLists.txt").write_text(body)
+        solver = mapf_sota.build("lns2", str(tree), "lns", "lns")
+        assert solver.binary is not None, solver.skipped
+        built.append(solver.binary)
     assert built[0] != built[1]
     assert [p.read_text() for p in built] == ["one", "two"]
