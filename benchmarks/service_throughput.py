@@ -217,6 +217,13 @@ def py_spy() -> str:
     return shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
 
 
+def profile_dir(ap: argparse.ArgumentParser, out: str) -> str:
+    """``--profile``'s directory, or a one-line usage error (exit 2) when py-spy is not installed."""
+    if not Path(py_spy()).exists():
+        ap.error(f"--profile needs py-spy, not found at {py_spy()} (pip install -e '.[bench]')")
+    return out
+
+
 def profiler(pid: int, seconds: float, out: str | None) -> subprocess.Popen[bytes] | None:
     """py-spy attached to a server for the measured seconds (``--profile DIR``); None when not asked."""
     if not out:
@@ -538,9 +545,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, metavar="PATH", help="write the rows and ratios here")
     args = ap.parse_args()
     if args.profile:
-        if not Path(py_spy()).exists():
-            ap.error(f"--profile needs py-spy, not found at {py_spy()} (pip install -e '.[bench]')")
-        Path(args.profile).mkdir(parents=True, exist_ok=True)
+        Path(profile_dir(ap, args.profile)).mkdir(parents=True, exist_ok=True)
     if args.pairs:
         paired(args)
         return

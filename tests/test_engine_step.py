@@ -1,4 +1,4 @@
-"""Where an engine step runs: cheap steps on the event loop, expensive (or unknown) ones in a worker thread."""
+"""Where an engine step runs: cheap ones on the event loop, expensive (or unknown) ones in a worker thread."""
 
 from __future__ import annotations
 

@@ -40,6 +40,7 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "quorum": (["0.5"], 0.5),
     "tick": (["0.2"], 0.2),
     "screen_exact_checks": (["2"], 2),
+    "inline_step_ms": (["0"], 0.0),
     "max_body_bytes": (["2048"], 2048),
     "rate_per_agent": (["0.01"], 0.01),
     "rate_burst": (["3"], 3.0),

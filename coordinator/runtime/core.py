@@ -191,9 +191,9 @@ class ServiceCore:
     async def _engine_step(self, built: BuiltTask, step: Callable[..., _T], *args: Any) -> _T:
         """Run one engine step of ``built``'s task: on the loop when its last run was cheap, else in a thread.
 
-        A quadratic round of 64 proposals takes ~3 ms and an arrival ~0.1 ms: a worker thread then costs
-        more in handoff and lock contention than it saves the loop; a routing round takes seconds and must
-        not block it. The last run's time decides, so a task whose steps grow moves back to the thread.
+        An arrival of a cheap kind scores in ~0.1 ms: a worker thread then costs more in handoff and lock
+        contention than it saves the loop; a round that takes seconds must not block it. The last run's
+        time decides, so a task whose steps grow moves back to the thread.
         """
         started = time.perf_counter()
         last = built.step_seconds
