@@ -58,6 +58,8 @@ def candidate_pairs(
     so the interference graph, and every choice made on it, is the same as with the all-pairs loop.
     ``dense``: force the matrix path (True) or the index (False); by default the cheaper one is taken.
     """
+    if len(blocks) < 2:  # an async arrival scores alone: indexing its footprint would find nothing
+        return [], []
     by_block: dict[Hashable, list[int]] = defaultdict(list)
     by_item: dict[Hashable, list[int]] = defaultdict(list)
     for i, (block, footprint) in enumerate(zip(blocks, footprints, strict=True)):
