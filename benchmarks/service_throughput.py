@@ -28,6 +28,7 @@ import http.client
 import json
 import multiprocessing as mp
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -409,7 +410,9 @@ def run_case(
     ``--tree``, else this tree)."""
     mode, policy, *rest = case.split("/")
     port = free_port()
-    serve = start_serve(port, root=root or (args.tree.resolve() if args.tree else ROOT))
+    serve = start_serve(
+        port, *shlex.split(args.serve_args), root=root or (args.tree.resolve() if args.tree else ROOT)
+    )
     try:
         task = create_task(port, mode, policy, args.blocks)
         wait = 5.0 if rest in (["wait"], ["next"]) else 0.0
@@ -541,6 +544,12 @@ def main() -> None:
         type=Path,
         metavar="DIR",
         help="with --pairs: serve the coordinator from this checkout (e.g. `git archive` of main)",
+    )
+    ap.add_argument(
+        "--serve-args",
+        default="",
+        metavar="ARGS",
+        help="more `blockopt serve` options for the coordinator side, e.g. '--quorum 0.75'",
     )
     ap.add_argument("--json", type=Path, metavar="PATH", help="write the rows and ratios here")
     args = ap.parse_args()
