@@ -1,0 +1,11 @@
+#!/bin/sh
+# 1 agent against 3 agents, the product's team (blockopt run, worker processes), per instance alternated
+cd "$(dirname "$0")/../../.."
+for inst in random-32-32-10:200 warehouse-10-20-10-2-1:200 random-32-32-10:300; do
+  for a in 1 3; do
+    tag=$(echo $inst | tr ':' '-')-a$a
+    .venv/bin/python benchmarks/mapf_sota.py --agents $a --limit 30 --teams async hold --no-stall \
+      --only $inst --json benchmarks/results/team_pays/$tag.json > /tmp/team-$tag.txt 2>&1
+    echo "$tag done $(date +%T) load $(cut -d' ' -f1 /proc/loadavg)"
+  done
+done
