@@ -3,7 +3,8 @@
 A quorum is ``settings.quorum`` of queued + still-leased blocks; ``round_deadline`` runs from the round's
 first proposal. Idle reports (leases that ended with nothing to propose) count toward the quorum, so a
 task whose agents can no longer improve it closes empty rounds and converges. Heavy engine work runs in
-a worker thread, never on the event loop.
+a worker thread; a step whose last run took under ``inline_step_ms`` runs on the loop
+(``ServiceCore._engine_step``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ log = logging.getLogger("blockopt.service")
 
 
 class RoundsMode(RoundLocking):
-    """Rounds mode: close a round on quorum or deadline, run it in a worker thread, commit it."""
+    """Rounds mode: close a round on quorum or deadline, run it (``_engine_step``), commit it."""
 
     async def _round_due(self, task_id: str) -> bool:
         now = self.clock()

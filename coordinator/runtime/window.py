@@ -145,7 +145,7 @@ class AsyncWindow(RoundsMode):
 
     @staticmethod
     def _score_arrival(built: BuiltTask, p: Proposal, index: int) -> tuple[Arrival, Any]:
-        """``score_arrival`` in a worker thread, with the new state dumped for the store when it merged."""
+        """``score_arrival`` (one engine step), with the new state dumped for the store when it merged."""
         arrival = score_arrival(built.engine, built.snapshot, p, index)
         return arrival, built.task.dump_state(arrival.snapshot.state) if arrival.committed else None
 
