@@ -67,14 +67,7 @@ async def measure(mode: str, seconds: float) -> dict[str, Any]:
             started = time.process_time()
             draft = proposer.propose(grant.contract)
             assert draft is not None
-            body = ProposalIn(
-                lease_id=grant.lease_id,
-                block=draft.block,
-                base_version=grant.version,
-                value=draft.value,
-                predicted_improvement=draft.predicted_improvement,
-                usage={"calls": 1, "model": "heuristic"},
-            )
+            body = ProposalIn.answering(grant, draft, usage={"calls": 1, "model": "heuristic"})
             agent_cpu += time.process_time() - started
             view, _ = await svc.submit(spec.id, me, body, 5.0, next_lease=True)
             proposals += 1

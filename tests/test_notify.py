@@ -185,13 +185,7 @@ async def test_an_engine_process_runs_a_round_when_told_not_at_its_tick(
         proposer = task.make_proposer(task.ProposerParams())
         draft = proposer.propose(grant.contract)
         assert draft is not None
-        proposal = ProposalIn(
-            lease_id=grant.lease_id,
-            block=draft.block,
-            base_version=grant.version,
-            value=draft.value,
-            predicted_improvement=draft.predicted_improvement,
-        )
+        proposal = ProposalIn.answering(grant, draft)
         view, decided = await service.submit(spec.id, agent, proposal, wait=8.0 if told else 1.5)
         if told:
             assert decided and view.status == "accepted", view

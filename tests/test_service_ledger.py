@@ -42,13 +42,7 @@ async def test_ledger_reads_each_round_once_even_when_called_concurrently() -> N
         grant = await service.lease(spec.id, me)
         draft = proposer.propose(grant.contract)
         assert draft is not None
-        body = ProposalIn(
-            lease_id=grant.lease_id,
-            block=draft.block,
-            base_version=grant.version,
-            value=draft.value,
-            predicted_improvement=draft.predicted_improvement,
-        )
+        body = ProposalIn.answering(grant, draft)
         view, decided = await service.submit(spec.id, me, body, 5.0)
         assert decided, view
     rounds = len(await MemoryStore.rounds(store, spec.id))
@@ -79,13 +73,7 @@ async def test_round_forecast_from_the_gaps_is_the_full_ledgers() -> None:
         draft = proposer.propose(grant.contract)
         if draft is None:
             break
-        body = ProposalIn(
-            lease_id=grant.lease_id,
-            block=draft.block,
-            base_version=grant.version,
-            value=draft.value,
-            predicted_improvement=draft.predicted_improvement,
-        )
+        body = ProposalIn.answering(grant, draft)
         await service.submit(spec.id, me, body, 5.0)
         full = (await service._ledger(spec.id)).predict_next()
         assert await service._predict_next(spec.id) == full

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,6 +11,9 @@ from coordinator.engine.forecast import Forecast, StopWhen
 from coordinator.engine.records import MergePolicy, Usage, Verdict
 from coordinator.status import TaskStatus
 from coordinator.store.base import Budgets, TaskMode
+
+if TYPE_CHECKING:
+    from tasks.base import Draft
 
 
 def _example(example: dict[str, Any], forbid: bool = False) -> ConfigDict:
@@ -243,6 +246,12 @@ class ProposalIn(BaseModel):
         description="the value exactly minimizes the block's local objective plus "
         "correction on base_version (precondition of the kind's a priori bound)",
     )
+
+    @classmethod
+    def answering(cls, grant: LeaseGrant, draft: Draft, **fields: Any) -> ProposalIn:
+        """What an agent in this process submits for ``draft``, proposed on ``grant`` (tests, benchmarks)."""
+        base = {"lease_id": grant.lease_id, "base_version": grant.version, "block": draft.block}
+        return cls(**base, value=draft.value, predicted_improvement=draft.predicted_improvement, **fields)
 
 
 class ProposalView(BaseModel):
