@@ -7,7 +7,14 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.routing.destroy import GENERATORS, AdaptiveWeights, delays, random_walk_from_delayed
+from tasks.routing.destroy import (
+    GENERATORS,
+    AdaptiveWeights,
+    GainRates,
+    Occupants,
+    delays,
+    random_walk_from_delayed,
+)
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import canonical
 
@@ -42,6 +49,19 @@ def test_generators_return_distinct_robots_at_most_k(seed: int, robots: int, k: 
     assert all(0 <= i < robots for i in group)
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), robots=st.integers(1, 12))
+def test_occupants_name_every_robot_in_a_cell_at_a_time(seed: int, robots: int) -> None:
+    """Against the definition: robot i is at path[min(t, T_i)] at time t (parked from T_i on)."""
+    grid, paths, _starts, _goals = _plan(seed, robots)
+    occ = Occupants(grid.n_cells, paths)
+    horizon = max(len(p) for p in paths) + 3
+    for t in range(horizon):
+        for c in range(grid.n_cells):
+            expected = [i for i, p in enumerate(paths) if p[min(t, len(p) - 1)] == c]
+            assert occ.at(c, t) == expected
+
+
 def test_random_walk_starts_from_the_most_delayed_robot_and_rotates_through_tabu() -> None:
     grid, paths, starts, goals = _plan(3, 8)
     d = delays(grid, paths, starts, goals)
@@ -66,3 +86,34 @@ def test_wheel_rewards_gain_and_decays_losers() -> None:
     assert wheel.weights["b"] == wheel.floor
     picks = [wheel.choose(random.Random(i)) for i in range(200)]
     assert picks.count("a") > 150
+
+
+def test_gain_rates_try_every_arm_then_draw_by_gain_per_second() -> None:
+    rates = GainRates(["slow", "fast", "idle"], memory=1.0, explore=0.1)
+    rng = random.Random(0)
+    assert [rates.choose(rng) for _ in range(1)] == ["slow"]
+    rates.reward("slow", 10.0, 1.0)  # 10 per second
+    assert rates.choose(rng) == "fast"
+    rates.reward("fast", 10.0, 0.1)  # 100 per second
+    rates.reward("fast", -5.0, 0.1)  # a worse trial gains nothing and still costs its time: 50 per second
+    assert rates.choose(rng) == "idle"
+    rates.reward("idle", 0.0, 1.0)
+    assert rates.weights == {"slow": 10.0, "fast": 50.0, "idle": 0.0}
+    draws = [rates.choose(random.Random(i)) for i in range(600)]
+    # weights 10 : 50 : 5 (the idle arm keeps a tenth of the best rate)
+    assert 60 <= draws.count("slow") <= 130 and draws.count("fast") > 400 and 20 <= draws.count("idle") <= 80
+
+
+def test_gain_rates_forget_old_gains_with_memory() -> None:
+    rates = GainRates(["a"], memory=0.5)
+    rates.reward("a", 8.0, 1.0)
+    for _ in range(6):
+        rates.reward("a", 0.0, 1.0)
+    assert rates.weights["a"] < 0.1  # 8 * 0.5**6 / (about 2 s of remembered time)
+
+
+def test_size_arms_surround_the_configured_neighbourhood() -> None:
+    from tasks.routing.lns import size_arms
+
+    assert size_arms(8) == [2, 4, 8, 16, 32]
+    assert size_arms(1) == [1, 2, 4]
