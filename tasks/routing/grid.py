@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 UNREACHABLE = -1
 
 
@@ -24,6 +26,9 @@ class Grid:
     _steps: list[tuple[int, ...]] = field(default_factory=list, repr=False)
     """``_moves`` without the wait: the neighbours SIPP steps to (it waits inside an interval)."""
     _dist: dict[int, list[int]] = field(default_factory=dict, repr=False)
+    _dist_arrays: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    step_array: np.ndarray = field(default_factory=lambda: np.empty((0, 4), np.int64), repr=False)
+    """``_steps`` as a [cell, 4] array padded with -1, for the compiled SIPP."""
 
     def __post_init__(self) -> None:
         if len(self.free) != self.width * self.height:
@@ -42,6 +47,9 @@ class Grid:
             moves.append(tuple(out))
         self._moves = moves
         self._steps = [m[1:] for m in moves]
+        self.step_array = np.full((w * h, 4), -1, np.int64)
+        for c, steps in enumerate(self._steps):
+            self.step_array[c, : len(steps)] = steps
 
     @classmethod
     def from_rows(cls, rows: list[str], name: str = "grid") -> Grid:
@@ -89,6 +97,13 @@ class Grid:
                     queue.append(n)
         self._dist[goal] = dist
         return dist
+
+    def distance_array(self, goal: int) -> np.ndarray:
+        """``distances(goal)`` as an int64 array (cached per goal), for the compiled SIPP."""
+        cached = self._dist_arrays.get(goal)
+        if cached is None:
+            cached = self._dist_arrays[goal] = np.asarray(self.distances(goal), np.int64)
+        return cached
 
     def shortest_path(self, start: int, goal: int) -> list[int]:
         """One shortest path (following the BFS gradient), or [] when the goal is unreachable."""

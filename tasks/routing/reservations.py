@@ -9,7 +9,65 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tasks.routing.occupancy import Path
+from tasks.routing.sipp_jit import apply_run, direction
+
+
+@dataclass
+class TableArrays:
+    """The table as arrays for the compiled SIPP (``sipp_jit``): kept in step with the dicts once made."""
+
+    width: int
+    occupied: np.ndarray
+    """[cell, t] -> robots moving through the cell at time t."""
+    stepping: np.ndarray
+    """[cell, t, direction] -> robots stepping out of the cell that way between t and t+1."""
+    parked: np.ndarray
+    """[cell] -> time from which a robot is parked there for good, or -1."""
+    latest: np.ndarray
+    """[cell] -> no robot moves through the cell after this time (-1: none ever did); SIPP reads a cell's
+    timeline up to there instead of up to the table's last time."""
+
+    @classmethod
+    def of(cls, table: Reservations, width: int) -> TableArrays:
+        n = table.n
+        horizon = max(64, table.t_static + 2)
+        arrays = cls(width, np.zeros((n, horizon), np.int16), np.zeros((n, horizon, 4), np.int16),
+                     np.full(n, -1, np.int64), np.full(n, -1, np.int64))  # fmt: skip
+        if table.vert:
+            keys = np.fromiter(table.vert, np.int64, len(table.vert))
+            cells, times = keys % n, keys // n
+            arrays.occupied[cells, times] = np.fromiter(table.vert.values(), np.int64, len(table.vert))
+            np.maximum.at(arrays.latest, cells, times)
+        for key, count in table.edge.items():
+            tk, b = divmod(key, n)
+            t, a = divmod(tk, n)
+            arrays.stepping[a, t, direction(a, b, width)] = count
+        for cell, t in table.park.items():
+            arrays.parked[cell] = t
+        return arrays
+
+    def copy(self) -> TableArrays:
+        return TableArrays(
+            self.width, self.occupied.copy(), self.stepping.copy(), self.parked.copy(), self.latest.copy()
+        )
+
+    def apply(self, t0: int, cells: Path | list[int], arrives: bool, sign: int) -> None:
+        end = t0 + len(cells)
+        if end > self.occupied.shape[1]:
+            self._widen(2 * end)
+        cells_array = np.asarray(cells, np.int64)
+        apply_run(self.occupied, self.stepping, self.latest, t0, cells_array, arrives, self.width, sign)
+
+    def _widen(self, horizon: int) -> None:
+        n, old = self.occupied.shape
+        occupied = np.zeros((n, horizon), np.int16)
+        occupied[:, :old] = self.occupied
+        stepping = np.zeros((n, horizon, 4), np.int16)
+        stepping[:, :old] = self.stepping
+        self.occupied, self.stepping = occupied, stepping
 
 
 @dataclass
@@ -30,6 +88,14 @@ class Reservations:
     touches, so successive searches against a slowly changing table (prioritized planning, LNS) share them."""
     saved: dict[int, tuple[list[tuple[int, int]], list[int]] | None] | None = None
     """Since ``checkpoint``: each changed cell's cached intervals as they were before its first change."""
+    mirror: TableArrays | None = None
+    """The table as arrays, made by the first compiled SIPP search against it (``arrays``)."""
+
+    def arrays(self, width: int) -> TableArrays:
+        """The array mirror of this table (made now if it has none yet, then kept up to date)."""
+        if self.mirror is None:
+            self.mirror = TableArrays.of(self, width)
+        return self.mirror
 
     def checkpoint(self) -> None:
         """Start a trial whose changes may all be undone: ``rollback`` then keeps the cached intervals that
@@ -57,6 +123,8 @@ class Reservations:
         """
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
         self._forget(cells)
+        if self.mirror is not None:
+            self.mirror.apply(t0, cells, arrives, 1)
         moving = cells[:-1] if arrives else cells
         prev = -1
         t = t0 - 1
@@ -77,6 +145,8 @@ class Reservations:
                 ek = ((arrival - 1) * n + prev) * n + goal
                 edge[ek] = edge.get(ek, 0) + 1
             self.park[goal] = arrival
+            if self.mirror is not None:
+                self.mirror.parked[goal] = arrival
             if arrival > self.t_static:
                 self.t_static = arrival
 
@@ -84,6 +154,8 @@ class Reservations:
         """Undo ``add_run`` with the same arguments (``t_static`` stays: an upper bound is still right)."""
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
         self._forget(cells)
+        if self.mirror is not None:
+            self.mirror.apply(t0, cells, arrives, -1)
         moving = cells[:-1] if arrives else cells
         prev = -1
         for t, c in enumerate(moving, t0):
@@ -100,12 +172,18 @@ class Reservations:
                 _decrement(edge, ((arrival - 1) * n + prev) * n + goal)
             if self.park.get(goal) == arrival:
                 del self.park[goal]
+                if self.mirror is not None:
+                    self.mirror.parked[goal] = -1
 
     def add_path(self, path: Path) -> None:
         """``add_run(0, path, arrives=True)`` without its copy and branches (one call per LNS re-plan)."""
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
         self._forget(path)
         last = len(path) - 1
+        mirror = self.mirror
+        if mirror is not None:
+            mirror.apply(0, path, True, 1)
+            mirror.parked[path[last]] = last
         for t in range(last):
             c = path[t]
             k = t * n + c
@@ -132,6 +210,7 @@ class Reservations:
             dict(self.park),
             {c: list(v) for c, v in self.visits.items()},
             self.t_static,
+            mirror=None if self.mirror is None else self.mirror.copy(),
         )
 
     def _forget(self, cells: Path | list[int]) -> None:
@@ -152,6 +231,9 @@ class Reservations:
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
         self._forget(path)
         last = len(path) - 1
+        mirror = self.mirror
+        if mirror is not None:
+            mirror.apply(0, path, True, -1)
         for t in range(last):
             c = path[t]
             k = t * n + c
@@ -162,6 +244,8 @@ class Reservations:
                 _decrement(edge, k * n + b)
         if self.park.get(path[last]) == last:
             del self.park[path[last]]
+            if mirror is not None:
+                mirror.parked[path[last]] = -1
 
     def path_conflicts(self, path: Path) -> int:
         """Conflicts of one path (not in the table) with everything in the table."""
