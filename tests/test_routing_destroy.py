@@ -11,12 +11,12 @@ from tasks.routing.destroy import (
     GENERATORS,
     AdaptiveWeights,
     GainRates,
-    Occupants,
     delays,
+    occupants,
     random_walk_from_delayed,
 )
 from tasks.routing.grid import Grid
-from tasks.routing.occupancy import canonical
+from tasks.routing.occupancy import OccupancyIndex, canonical
 
 ROWS = ["........", "..@@....", "........", "....@@..", "........", "........"]
 
@@ -43,7 +43,8 @@ def _plan(seed: int, robots: int) -> tuple[Grid, list[tuple[int, ...]], list[int
 )
 def test_generators_return_distinct_robots_at_most_k(seed: int, robots: int, k: int, name: str) -> None:
     grid, paths, starts, goals = _plan(seed, robots)
-    group = GENERATORS[name](grid, paths, starts, goals, k, random.Random(seed), set())
+    index = OccupancyIndex.build(grid.n_cells, dict(enumerate(paths)))
+    group = GENERATORS[name](grid, paths, starts, goals, k, random.Random(seed), set(), index)
     assert len(group) <= k
     assert len(set(group)) == len(group)
     assert all(0 <= i < robots for i in group)
@@ -54,12 +55,12 @@ def test_generators_return_distinct_robots_at_most_k(seed: int, robots: int, k: 
 def test_occupants_name_every_robot_in_a_cell_at_a_time(seed: int, robots: int) -> None:
     """Against the definition: robot i is at path[min(t, T_i)] at time t (parked from T_i on)."""
     grid, paths, _starts, _goals = _plan(seed, robots)
-    occ = Occupants(grid.n_cells, paths)
+    index = OccupancyIndex.build(grid.n_cells, dict(enumerate(paths)))
     horizon = max(len(p) for p in paths) + 3
     for t in range(horizon):
         for c in range(grid.n_cells):
             expected = [i for i, p in enumerate(paths) if p[min(t, len(p) - 1)] == c]
-            assert occ.at(c, t) == expected
+            assert occupants(index, c, t) == expected
 
 
 def test_random_walk_starts_from_the_most_delayed_robot_and_rotates_through_tabu() -> None:
@@ -68,9 +69,10 @@ def test_random_walk_starts_from_the_most_delayed_robot_and_rotates_through_tabu
     worst = max(range(8), key=lambda i: d[i])
     assert d[worst] > 0
     tabu: set[int] = set()
-    first = random_walk_from_delayed(grid, paths, starts, goals, 4, random.Random(0), tabu)
+    index = OccupancyIndex.build(grid.n_cells, dict(enumerate(paths)))
+    first = random_walk_from_delayed(grid, paths, starts, goals, 4, random.Random(0), tabu, index)
     assert first[0] == worst and worst in tabu
-    second = random_walk_from_delayed(grid, paths, starts, goals, 4, random.Random(0), tabu)
+    second = random_walk_from_delayed(grid, paths, starts, goals, 4, random.Random(0), tabu, index)
     assert second and second[0] != worst
 
 

@@ -7,7 +7,8 @@
   neighbouring intersections until the neighbourhood is full. Robots that cross there interact.
 - ``random``: a uniform sample.
 
-Each takes the block's current paths and returns at most ``k`` robot indices. ``AdaptiveWeights`` is
+Each takes the block's current paths with their occupancy index (robots by position in ``paths``) and
+returns at most ``k`` robot indices. ``AdaptiveWeights`` is
 the ALNS roulette wheel that MAPF-LNS uses to choose among them: a generator whose neighbourhood
 improved the plan gains weight, w ← (1 − r)·w + r·gain.
 """
@@ -20,10 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tasks.routing.grid import Grid
-from tasks.routing.occupancy import Path
+from tasks.routing.occupancy import OccupancyIndex, Path
 
 Generator = Callable[
-    [Grid, Sequence[Path], Sequence[int], Sequence[int], int, random.Random, set[int]], list[int]
+    [Grid, Sequence[Path], Sequence[int], Sequence[int], int, random.Random, set[int], OccupancyIndex],
+    list[int],
 ]
 
 
@@ -31,27 +33,14 @@ def delays(grid: Grid, paths: Sequence[Path], starts: Sequence[int], goals: Sequ
     return [len(p) - 1 - grid.distances(g)[s] for p, s, g in zip(paths, starts, goals, strict=True)]
 
 
-class Occupants:
-    """Who is at (cell, t): moving robots by ``t * n + cell``, parked robots by cell.
-
-    Building it costs the paths' length; the dict of every (cell, t) up to the longest path that it
-    replaced cost robots x horizon (68 ms a call at 300 robots, a quarter of an LNS agent's time)."""
-
-    def __init__(self, n_cells: int, paths: Sequence[Path]) -> None:
-        self.n = n_cells
-        self.moving: dict[int, list[int]] = {}
-        self.parked: dict[int, list[tuple[int, int]]] = {}
-        for i, p in enumerate(paths):
-            last = len(p) - 1
-            for t in range(last):
-                self.moving.setdefault(t * n_cells + p[t], []).append(i)
-            self.parked.setdefault(p[last], []).append((last, i))
-
-    def at(self, cell: int, t: int) -> list[int]:
-        """The robots in ``cell`` at time ``t``, by index (a parked robot from its arrival on)."""
-        here = self.moving.get(t * self.n + cell, [])
-        parked = [i for arrival, i in self.parked.get(cell, ()) if arrival <= t]
-        return sorted(here + parked) if parked else here
+def occupants(index: OccupancyIndex, cell: int, t: int) -> list[int]:
+    """The robots in ``cell`` at time ``t``, by index (a parked robot from its arrival on), read off the
+    plan's occupancy index: the LNS keeps one up to date, so a destroy step costs no pass over the plan."""
+    here = index.vert.get(t * index.n + cell, ())
+    parked = index.park.get(cell)
+    if parked is not None and parked[1] <= t:
+        return sorted((*here, parked[0]))
+    return list(here)
 
 
 def random_walk_from_delayed(
@@ -62,6 +51,7 @@ def random_walk_from_delayed(
     k: int,
     rng: random.Random,
     tabu: set[int],
+    index: OccupancyIndex,
 ) -> list[int]:
     """The most-delayed robot not recently chosen, and the robots met on random walks along its way."""
     d = delays(grid, paths, starts, goals)
@@ -73,7 +63,6 @@ def random_walk_from_delayed(
     if pick is None:
         return []
     tabu.add(pick)
-    occ = Occupants(grid.n_cells, paths)
     chosen = [pick]
     seen = {pick}
     dist = grid.distances(goals[pick])
@@ -92,7 +81,7 @@ def random_walk_from_delayed(
             c = rng.choice(options)
             t += 1
             budget -= 1
-            for j in occ.at(c, t):
+            for j in occupants(index, c, t):
                 if j not in seen:
                     seen.add(j)
                     chosen.append(j)
@@ -107,13 +96,17 @@ def intersection(
     k: int,
     rng: random.Random,
     tabu: set[int],
+    index: OccupancyIndex,
 ) -> list[int]:
     """Robots visiting an intersection vertex, growing over nearby intersections (BFS) until k."""
-    visits: dict[int, list[int]] = {}
-    for i, p in enumerate(paths):
-        for c in set(p):
-            visits.setdefault(c, []).append(i)
-    hubs = [c for c in visits if len(grid.moves(c)) - 1 >= 3]
+
+    def visitors(c: int) -> list[int]:
+        robots = {r for _t, r in index.visits.get(c, ())}
+        if c in index.park:
+            robots.add(index.park[c][0])
+        return sorted(robots)
+
+    hubs = sorted(c for c in {*index.visits, *index.park} if len(grid.moves(c)) - 1 >= 3)
     if not hubs:
         return []
     root = rng.choice(hubs)
@@ -124,7 +117,7 @@ def intersection(
     while queue and len(chosen) < k:
         c = queue.popleft()
         if len(grid.moves(c)) - 1 >= 3:
-            robots = [r for r in visits.get(c, ()) if r not in seen_robots]
+            robots = [r for r in visitors(c) if r not in seen_robots]
             rng.shuffle(robots)
             for r in robots[: k - len(chosen)]:
                 seen_robots.add(r)
@@ -144,6 +137,7 @@ def uniform(
     k: int,
     rng: random.Random,
     tabu: set[int],
+    index: OccupancyIndex,
 ) -> list[int]:
     return rng.sample(range(len(paths)), min(k, len(paths)))
 

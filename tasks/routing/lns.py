@@ -93,10 +93,11 @@ class RoutingProposer(Proposer):
         return table
 
     def _neighbourhood(
-        self, paths: list[Path], conflicted: list[int], starts: list[int], goals: list[int], size: int
+        self, search: BlockSearch, conflicted: list[int], starts: list[int], goals: list[int], size: int
     ) -> tuple[list[int], str]:
         """Robots in conflict first; otherwise a destroy heuristic drawn from the ALNS wheel
         (random walk from the most-delayed robot, intersection, random, spatial), padded at random to k."""
+        paths = search.paths
         k = min(size, len(paths))
         rng = self.rng
         if conflicted:
@@ -106,7 +107,7 @@ class RoutingProposer(Proposer):
             group = self._spatial(paths, k)
         else:
             group = list(
-                dict.fromkeys(GENERATORS[name](self.grid, paths, starts, goals, k, rng, self._tabu))
+                dict.fromkeys(GENERATORS[name](self.grid, paths, starts, goals, k, rng, self._tabu, search.index))
             )[:k]
         if len(group) < k:
             rest = [j for j in range(len(paths)) if j not in set(group)]
@@ -173,7 +174,7 @@ class RoutingProposer(Proposer):
             iterations += 1
             idle += 1
             size = int(self.sizes.choose(self.rng)) if self.sizes else self.neighbourhood
-            group, generator = self._neighbourhood(search.paths, [], starts, goals, size)
+            group, generator = self._neighbourhood(search, [], starts, goals, size)
             self.rng.shuffle(group)
             trial_started = time.perf_counter()
             _kept, trial_collisions, trial_soc = search.try_group(group, deadline)

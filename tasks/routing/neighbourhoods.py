@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tasks.routing.destroy import GENERATORS
+from tasks.routing.occupancy import OccupancyIndex
 from tasks.routing.regroup import Blocks, holding_up, regroup
 
 if TYPE_CHECKING:
@@ -72,13 +73,14 @@ def form_blocks(
     paths = [state.paths[r] for r in robots]
     starts = [inst.starts[r] for r in robots]
     goals = [inst.goals[r] for r in robots]
+    index = OccupancyIndex.build(task.grid.n_cells, dict(enumerate(paths)))
     tabu: set[int] = set()
     taken: set[int] = set()
     cores: list[list[int]] = [list(block) for block in state.blocks]
     for b in free:
         block = state.blocks[b]
         k = max(1, min(len(block), round(size * len(block))))
-        picked = heuristic(task.grid, paths, starts, goals, k, rng, tabu)
+        picked = heuristic(task.grid, paths, starts, goals, k, rng, tabu, index)
         core = [robots[i] for i in dict.fromkeys(picked) if robots[i] not in taken][:k]
         taken.update(core)
         cores[b] = core
