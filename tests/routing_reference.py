@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from tasks.routing.grid import UNREACHABLE, Grid
 from tasks.routing.occupancy import Path, change_in_conflicts, cost
 from tasks.routing.repair import BlockSearch, soft_path
-from tasks.routing.reservations import Reservations
+from tasks.routing.reservations import Reservations, TableArrays
 from tasks.routing.sipp import INF, safe_intervals
 
 
@@ -35,7 +35,7 @@ def reference_sipp_path(  # noqa: C901 (verbatim)
     cache: dict[int, list[tuple[int, int]]] = {}
     ends: dict[int, list[int]] = {}
 
-    shared = table.intervals
+    shared: dict[int, tuple[list[tuple[int, int]], list[int]]] = {}  # (the table's cache is gone)
 
     def intervals(c: int) -> list[tuple[int, int]]:
         iv = cache.get(c)
@@ -153,3 +153,22 @@ def reference_try_group(
     search.inside += d_inside
     search.soc = soc
     return True, collisions, soc
+
+
+def mirror_matches(table: Reservations, width: int) -> bool:
+    """The table's array mirror holds what one made afresh from its dicts would (its ``latest`` may only be
+    later: an upper bound that removals leave)."""
+    import numpy as np
+
+    if table.mirror is None:
+        return False
+    a, b = table.mirror, TableArrays.of(table, width)
+    t = min(a.occupied.shape[1], b.occupied.shape[1])
+    return (
+        np.array_equal(a.parked, b.parked)
+        and bool((a.latest >= b.latest).all())
+        and np.array_equal(a.occupied[:, :t], b.occupied[:, :t])
+        and not a.occupied[:, t:].any() and not b.occupied[:, t:].any()
+        and np.array_equal(a.stepping[:, :t], b.stepping[:, :t])
+        and not a.stepping[:, t:].any() and not b.stepping[:, t:].any()
+    )  # fmt: skip

@@ -11,13 +11,13 @@ from __future__ import annotations
 import random
 import time
 
-import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks.routing.grid import UNREACHABLE, Grid
-from tasks.routing.reservations import Reservations, TableArrays
+from tasks.routing.reservations import Reservations
 from tasks.routing.sipp import sipp_search, sipp_search_python
+from tests.routing_reference import mirror_matches
 
 
 def _grid(width: int, height: int, density: float, rng: random.Random) -> Grid:
@@ -32,19 +32,6 @@ def _walk(grid: Grid, rng: random.Random, free: list[int], length: int) -> list[
         c = rng.choice(grid.moves(c))
         path.append(c)
     return path
-
-
-def _same(a: TableArrays, b: TableArrays) -> bool:
-    """The kept mirror ``a`` holds what a fresh one ``b`` does (its ``latest`` may only be later: a bound)."""
-    t = min(a.occupied.shape[1], b.occupied.shape[1])
-    return (
-        np.array_equal(a.parked, b.parked)
-        and bool((a.latest >= b.latest).all())
-        and np.array_equal(a.occupied[:, :t], b.occupied[:, :t])
-        and not a.occupied[:, t:].any() and not b.occupied[:, t:].any()
-        and np.array_equal(a.stepping[:, :t], b.stepping[:, :t])
-        and not a.stepping[:, t:].any() and not b.stepping[:, t:].any()
-    )  # fmt: skip
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -82,8 +69,7 @@ def test_the_compiled_search_follows_every_change_of_the_table(
             arrives = run[-1] != goal and rng.random() < 0.5
             table.add_run(t0, run, arrives)
             added.append((t0, run, arrives))
-    assert table.mirror is not None
-    assert _same(table.mirror, TableArrays.of(table, grid.width)), "the mirror drifted from the dicts"
+    assert mirror_matches(table, grid.width), "the mirror drifted from the dicts"
     if grid.distances(goal)[start] == UNREACHABLE:
         return
     max_len = 3 * grid.n_cells + 100

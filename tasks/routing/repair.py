@@ -265,7 +265,6 @@ class BlockSearch:
         a trial that cannot be kept stops at its first robot without such a path."""
         full, paths = self.full, self.paths
         old = {i: paths[i] for i in group}
-        full.checkpoint()
         for p in old.values():
             full.remove_path(p)
         if self.collisions == 0:
@@ -322,20 +321,17 @@ class BlockSearch:
         return True, 0, soc
 
     def _restore(self, old: dict[int, Path], new: dict[int, Path]) -> None:
-        """Take a turned-down trial's paths out of ``full`` and put the group's old ones back (with the
-        safe intervals cached before the trial)."""
+        """Take a turned-down trial's paths out of ``full`` and put the group's old ones back."""
         full = self.full
         for p in new.values():
             full.remove_path(p)
         for p in old.values():
             full.add_path(p)
-        full.rollback()
 
     def _commit(
         self, old: dict[int, Path], new: dict[int, Path], ext: dict[int, int], d_inside: int, soc: int
     ) -> None:
         """Make a kept trial the block's plan (``full`` already holds its paths)."""
-        self.full.release()
         paths = self.paths
         for i, p in new.items():
             self.index.remove(i, old[i])

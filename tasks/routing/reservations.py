@@ -83,11 +83,6 @@ class Reservations:
     """cell -> times of moving visits (conflicts with a robot that parks there later)."""
     t_static: int = 0
     """No moving reservation at or after t_static + 1: the table is time-invariant from there."""
-    intervals: dict[int, tuple[list[tuple[int, int]], list[int]]] = field(default_factory=dict)
-    """cell -> its safe intervals and their ends, filled by SIPP and dropped for the cells a path change
-    touches, so successive searches against a slowly changing table (prioritized planning, LNS) share them."""
-    saved: dict[int, tuple[list[tuple[int, int]], list[int]] | None] | None = None
-    """Since ``checkpoint``: each changed cell's cached intervals as they were before its first change."""
     mirror: TableArrays | None = None
     """The table as arrays, made by the first compiled SIPP search against it (``arrays``)."""
 
@@ -97,24 +92,6 @@ class Reservations:
             self.mirror = TableArrays.of(self, width)
         return self.mirror
 
-    def checkpoint(self) -> None:
-        """Start a trial whose changes may all be undone: ``rollback`` then keeps the cached intervals that
-        were valid before it (an LNS step turned down would otherwise flush the cache along its paths)."""
-        self.saved = {}
-
-    def rollback(self) -> None:
-        """End a trial whose changes were undone (the caller took out what it added and put back what it
-        took out): the cells it changed get their intervals from before it back. An interval cached since
-        a cell's last change is valid as it is: the undo touched the same cells, dropping the others."""
-        saved, self.saved = self.saved, None
-        for c, entry in (saved or {}).items():
-            if entry is not None:
-                self.intervals[c] = entry
-
-    def release(self) -> None:
-        """End a trial whose changes stay."""
-        self.saved = None
-
     def add_run(self, t0: int, cells: list[int], arrives: bool = False) -> None:
         """Occupy ``cells`` at times t0, t0+1, ... (a clipped piece of another robot's path).
 
@@ -122,7 +99,6 @@ class Reservations:
         and occupied for good from then on.
         """
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
-        self._forget(cells)
         if self.mirror is not None:
             self.mirror.apply(t0, cells, arrives, 1)
         moving = cells[:-1] if arrives else cells
@@ -153,7 +129,6 @@ class Reservations:
     def remove_run(self, t0: int, cells: list[int], arrives: bool = False) -> None:
         """Undo ``add_run`` with the same arguments (``t_static`` stays: an upper bound is still right)."""
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
-        self._forget(cells)
         if self.mirror is not None:
             self.mirror.apply(t0, cells, arrives, -1)
         moving = cells[:-1] if arrives else cells
@@ -178,7 +153,6 @@ class Reservations:
     def add_path(self, path: Path) -> None:
         """``add_run(0, path, arrives=True)`` without its copy and branches (one call per LNS re-plan)."""
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
-        self._forget(path)
         last = len(path) - 1
         mirror = self.mirror
         if mirror is not None:
@@ -202,7 +176,7 @@ class Reservations:
         self.park[path[last]] = last
 
     def copy(self) -> Reservations:
-        """An independent table with the same reservations (the interval cache starts empty)."""
+        """An independent table with the same reservations (and its own array mirror, if this has one)."""
         return Reservations(
             self.n,
             dict(self.vert),
@@ -213,35 +187,29 @@ class Reservations:
             mirror=None if self.mirror is None else self.mirror.copy(),
         )
 
-    def _forget(self, cells: Path | list[int]) -> None:
-        saved = self.saved
-        if saved is not None:
-            drop = self.intervals.pop
-            for c in cells:
-                if c in saved:
-                    drop(c, None)
-                else:
-                    saved[c] = drop(c, None)
-        elif self.intervals:
-            drop = self.intervals.pop
-            for c in cells:
-                drop(c, None)
-
     def remove_path(self, path: Path) -> None:
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
-        self._forget(path)
         last = len(path) - 1
         mirror = self.mirror
         if mirror is not None:
             mirror.apply(0, path, True, -1)
-        for t in range(last):
+        for t in range(last):  # _decrement inlined: one call per step of every path the LNS moves
             c = path[t]
             k = t * n + c
-            _decrement(vert, k)
+            left = vert[k] - 1
+            if left:
+                vert[k] = left
+            else:
+                del vert[k]
             visits[c].remove(t)
             b = path[t + 1]
             if b != c:
-                _decrement(edge, k * n + b)
+                ek = k * n + b
+                left = edge[ek] - 1
+                if left:
+                    edge[ek] = left
+                else:
+                    del edge[ek]
         if self.park.get(path[last]) == last:
             del self.park[path[last]]
             if mirror is not None:

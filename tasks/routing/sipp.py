@@ -122,21 +122,12 @@ def sipp_search_python(
     steps = grid._steps
     edge = table.edge
     cache: dict[int, tuple[list[tuple[int, int]], list[int]]] = {}
-    shared = table.intervals
     cap = max_len if bound is None else min(max_len, bound)
 
     def fetch(c: int) -> tuple[list[tuple[int, int]], list[int]]:
-        """The cell's safe intervals and their ends (the start's own, ignoring t=0; others shared)."""
-        got: tuple[list[tuple[int, int]], list[int]] | None
-        if c == start:
-            iv = safe_intervals(table, c, ignore_t0=True)
-            got = (iv, [b for _, b in iv])
-        else:
-            got = shared.get(c)
-            if got is None:
-                fresh = safe_intervals(table, c)
-                got = shared[c] = (fresh, [b for _, b in fresh])
-        cache[c] = got
+        """The cell's safe intervals and their ends (the start's own ignore its t=0 visit)."""
+        iv = safe_intervals(table, c, ignore_t0=c == start)
+        got = cache[c] = (iv, [b for _, b in iv])
         return got
 
     first = fetch(start)[0]
