@@ -27,6 +27,15 @@ os.environ.setdefault("BLOCKOPT_STRICT_ACCOUNTING", "1")
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_routing_kernels() -> None:
+    """Compile routing's SIPP once, before any test starts worker processes: on a fresh clone each of them
+    would otherwise compile it anew (about 6 s each) inside a timed run."""
+    from tasks.routing.sipp_jit import warm
+
+    warm()
+
+
 @dataclass
 class Coordinator:
     """A running coordinator and an admin client for it."""

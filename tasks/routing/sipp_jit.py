@@ -215,3 +215,15 @@ def _unwind(parent: np.ndarray, arrival: np.ndarray, cell_of: np.ndarray, node: 
             path[s] = cell_of[prev]
         cur = prev
     return path
+
+
+def warm() -> None:
+    """Compile every kernel now, or load it from numba's on-disk cache (about 6 s cold, 0.2 s warm), so that
+    worker processes started later find the cache filled and no search pays for compiling."""
+    occupied = np.zeros((2, 4), np.int16)
+    stepping = np.zeros((2, 4, 4), np.int16)
+    latest = np.full(2, -1, np.int64)
+    parked = np.full(2, -1, np.int64)
+    apply_run(occupied, stepping, latest, 0, np.array([0, 1], np.int64), True, 2, 1)
+    steps = np.array([[1, -1, -1, -1], [0, -1, -1, -1]], np.int64)
+    search(steps, np.array([1, 0], np.int64), occupied, stepping, latest, parked, 3, 2, 0, 1, 10, 100)
