@@ -416,31 +416,3 @@ def test_a_block_at_its_optimum_stops_after_stop_after_idle_steps(monkeypatch: p
         made.append(len(steps))
     assert made == [5, 5, 5]
 
-
-def test_adaptive_size_tries_every_neighbourhood_size_and_learns(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With ``adaptive_size`` the LNS steps re-plan groups of ¼ to 4x ``neighbourhood`` robots (a fixed size
-    otherwise), and the sizes' weights say which paid."""
-    from tasks.routing import repair
-
-    task = routing({"map": "random-32-32-10", "robots": 40, "blocks": 1, "exact_limit": 0})
-    state = task.initial_state()
-    assert state.conflicts == 0 and state.soc > task.lower_bound()  # collision-free, room to improve
-    sizes: list[int] = []
-    original = repair.BlockSearch.try_group
-
-    def recorded(self: repair.BlockSearch, group: list[int], deadline: float | None) -> tuple[bool, int, int]:
-        sizes.append(len(group))
-        return original(self, group, deadline)
-
-    monkeypatch.setattr(repair.BlockSearch, "try_group", recorded)
-    snap = Snapshot(0, task.objective(state), (0,), state)
-    fixed = task.make_proposer(task.ProposerParams(time_budget=0.5, stop_after=0, neighbourhood=4), seed=1)
-    fixed.propose(contract_envelope(task, snap, 0))
-    assert set(sizes) == {4}
-    sizes.clear()
-    knobs = task.ProposerParams(time_budget=0.5, stop_after=0, neighbourhood=4, adaptive_size=True)
-    adaptive = task.make_proposer(knobs, seed=1)
-    draft = adaptive.propose(contract_envelope(task, snap, 0))
-    assert set(sizes) == {1, 2, 4, 8, 16}
-    assert draft is not None and set(draft.info["size_weights"]) == {"1", "2", "4", "8", "16"}
-    assert max(draft.info["size_weights"].values()) > 0  # gain per second: some size's steps gained

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from tasks.routing.destroy import (
     GENERATORS,
     AdaptiveWeights,
-    GainRates,
     delays,
     occupants,
     random_walk_from_delayed,
@@ -88,34 +87,3 @@ def test_wheel_rewards_gain_and_decays_losers() -> None:
     assert wheel.weights["b"] == wheel.floor
     picks = [wheel.choose(random.Random(i)) for i in range(200)]
     assert picks.count("a") > 150
-
-
-def test_gain_rates_try_every_arm_then_draw_by_gain_per_second() -> None:
-    rates = GainRates(["slow", "fast", "idle"], memory=1.0, explore=0.1)
-    rng = random.Random(0)
-    assert [rates.choose(rng) for _ in range(1)] == ["slow"]
-    rates.reward("slow", 10.0, 1.0)  # 10 per second
-    assert rates.choose(rng) == "fast"
-    rates.reward("fast", 10.0, 0.1)  # 100 per second
-    rates.reward("fast", -5.0, 0.1)  # a worse trial gains nothing and still costs its time: 50 per second
-    assert rates.choose(rng) == "idle"
-    rates.reward("idle", 0.0, 1.0)
-    assert rates.weights == {"slow": 10.0, "fast": 50.0, "idle": 0.0}
-    draws = [rates.choose(random.Random(i)) for i in range(600)]
-    # weights 10 : 50 : 5 (the idle arm keeps a tenth of the best rate)
-    assert 60 <= draws.count("slow") <= 130 and draws.count("fast") > 400 and 20 <= draws.count("idle") <= 80
-
-
-def test_gain_rates_forget_old_gains_with_memory() -> None:
-    rates = GainRates(["a"], memory=0.5)
-    rates.reward("a", 8.0, 1.0)
-    for _ in range(6):
-        rates.reward("a", 0.0, 1.0)
-    assert rates.weights["a"] < 0.1  # 8 * 0.5**6 / (about 2 s of remembered time)
-
-
-def test_size_arms_surround_the_configured_neighbourhood() -> None:
-    from tasks.routing.lns import size_arms
-
-    assert size_arms(8) == [2, 4, 8, 16, 32]
-    assert size_arms(1) == [1, 2, 4]

@@ -18,16 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from tasks.base import Draft, Proposer
-from tasks.routing.destroy import GENERATORS, AdaptiveWeights, GainRates
+from tasks.routing.destroy import GENERATORS, AdaptiveWeights
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import Path
 from tasks.routing.repair import BlockSearch, repair
 from tasks.routing.reservations import Reservations
-
-
-def size_arms(neighbourhood: int) -> list[int]:
-    """Neighbourhood sizes around the configured one: ¼, ½, 1, 2 and 4 times it (at least 1, no repeats)."""
-    return sorted({max(1, round(neighbourhood * f)) for f in (0.25, 0.5, 1, 2, 4)})
 
 
 def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
@@ -49,7 +44,6 @@ class RoutingProposer(Proposer):
         max_len: int,
         seed: int = 0,
         stop_after: int = 0,
-        adaptive_size: bool = False,
     ) -> None:
         self.grid = grid
         self.time_budget = time_budget
@@ -65,11 +59,6 @@ class RoutingProposer(Proposer):
         self._members: dict[int, tuple[int, ...]] = {}
         """The robots of each block at its last contract: a block formed anew starts without misses."""
         self.wheel = AdaptiveWeights([*GENERATORS, "spatial"])
-        self.sizes = GainRates([str(s) for s in size_arms(neighbourhood)]) if adaptive_size else None
-        """With ``adaptive_size``, neighbourhood sizes (¼ to 4x ``neighbourhood``) drawn by their gain per
-        second (after BALANCE, Phan et al. AAAI 2024): at density a large neighbourhood frees robots that
-        a small one cannot, and a bounded trial that cannot be kept stops at its first robot, so trying
-        large ones costs little."""
         self._tabu: set[int] = set()
         self._tables: dict[int, tuple[dict[int, list[tuple[int, Any, bool]]], Reservations]] = {}
 
@@ -93,12 +82,12 @@ class RoutingProposer(Proposer):
         return table
 
     def _neighbourhood(
-        self, search: BlockSearch, conflicted: list[int], starts: list[int], goals: list[int], size: int
+        self, search: BlockSearch, conflicted: list[int], starts: list[int], goals: list[int]
     ) -> tuple[list[int], str]:
         """Robots in conflict first; otherwise a destroy heuristic drawn from the ALNS wheel
         (random walk from the most-delayed robot, intersection, random, spatial), padded at random to k."""
         paths = search.paths
-        k = min(size, len(paths))
+        k = min(self.neighbourhood, len(paths))
         rng = self.rng
         if conflicted:
             return rng.sample(conflicted, min(k, len(conflicted))), "conflicts"
@@ -107,7 +96,9 @@ class RoutingProposer(Proposer):
             group = self._spatial(paths, k)
         else:
             group = list(
-                dict.fromkeys(GENERATORS[name](self.grid, paths, starts, goals, k, rng, self._tabu, search.index))
+                dict.fromkeys(
+                    GENERATORS[name](self.grid, paths, starts, goals, k, rng, self._tabu, search.index)
+                )
             )[:k]
         if len(group) < k:
             rest = [j for j in range(len(paths)) if j not in set(group)]
@@ -173,17 +164,13 @@ class RoutingProposer(Proposer):
                 break
             iterations += 1
             idle += 1
-            size = int(self.sizes.choose(self.rng)) if self.sizes else self.neighbourhood
-            group, generator = self._neighbourhood(search, [], starts, goals, size)
+            group, generator = self._neighbourhood(search, [], starts, goals)
             self.rng.shuffle(group)
-            trial_started = time.perf_counter()
             _kept, trial_collisions, trial_soc = search.try_group(group, deadline)
             replans += len(group)
             value = trial_soc + weight * trial_collisions
             if generator in self.wheel.weights:
                 self.wheel.reward(generator, (best_value - value) / len(group))
-            if self.sizes:
-                self.sizes.reward(str(size), best_value - value, time.perf_counter() - trial_started)
             if search.soc + weight * search.collisions < best_value:
                 idle = 0
             best_value = search.soc + weight * search.collisions
@@ -202,7 +189,6 @@ class RoutingProposer(Proposer):
                 "seconds": time.perf_counter() - started,
                 "table_seconds": t_table,
                 "destroy_weights": {k: round(v, 4) for k, v in self.wheel.weights.items()},
-                **({"size_weights": {k: round(v, 4) for k, v in self.sizes.weights.items()}} if self.sizes else {}),
                 **({"collisions": collisions} if collisions is not None else {}),
             },
         )

@@ -52,11 +52,6 @@ class RoutingProposerParams(BaseModel):
         description="LNS steps in a row without a lower sum of costs after which a collision-free block's"
         " proposal ends before its budget (0: always the whole budget)",
     )
-    adaptive_size: bool = Field(
-        False,
-        description="choose each LNS step's neighbourhood size (1/4 to 4x neighbourhood) by a wheel rewarded"
-        " with gain per second, instead of always neighbourhood",
-    )
     patience: int = Field(
         3,
         ge=0,
@@ -424,6 +419,5 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             neighbourhood=k.neighbourhood,
             max_len=self.inst.max_len,
             stop_after=k.stop_after,
-            adaptive_size=k.adaptive_size,
             seed=seed,
         )
