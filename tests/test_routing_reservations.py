@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tasks.routing.grid import Grid
 from tasks.routing.reservations import Reservations
+from tests.routing_reference import mirror_matches
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -72,3 +73,35 @@ def test_remove_path_leaves_the_table_of_the_paths_that_stay(
         if p not in gone:
             expected.add_run(0, list(p), arrives=True)
     assert _state(table)[:4] == _state(expected)[:4]  # t_static is an upper bound: removals leave it
+
+
+@FAST
+@given(width=st.integers(1, 6), height=st.integers(1, 6), count=st.integers(1, 8), seed=st.integers(0, 10**6))
+def test_deferred_path_changes_leave_the_dicts_of_eager_ones(
+    width: int, height: int, count: int, seed: int
+) -> None:
+    """With a mirror, path changes reach the dicts only when they are read (an LNS step turned down is
+    undone before anyone looks). Robots switch between two paths to one goal (as a re-plan does), leave
+    and come back; at random moments the dicts are read; they must always be the eager table's."""
+    rng = random.Random(seed)
+    grid = Grid.from_rows(["." * width] * height)
+    # a path, the same waiting first, and waiting one step later: the last two park at the same time
+    variants = [(p, (p[0], *p), (*p[:2], *p[1:])) for p in _paths(grid, rng, count)]
+    lazy, eager = Reservations(grid.n_cells), Reservations(grid.n_cells)
+    lazy.arrays(grid.width)
+    placed: dict[int, tuple[int, ...]] = {}
+    for _ in range(40):
+        robot = rng.randrange(len(variants))
+        now = placed.pop(robot, None)
+        if now is not None:
+            lazy.remove_path(now)
+            eager.remove_path(now)
+        if now is None or rng.random() < 0.7:
+            new = rng.choice(variants[robot])
+            lazy.add_path(new)
+            eager.add_path(new)
+            placed[robot] = new
+        if rng.random() < 0.15:
+            assert _state(lazy) == _state(eager)
+    assert _state(lazy) == _state(eager)
+    assert mirror_matches(lazy, grid.width)

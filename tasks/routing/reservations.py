@@ -72,19 +72,69 @@ class TableArrays:
 
 @dataclass
 class Reservations:
+    """Once a compiled search made the array mirror, ``add_path`` and ``remove_path`` change only the mirror
+    and defer the dicts: an LNS step moves a dozen paths out and in, and most steps are turned down and
+    moved back, so the dicts get the net change when something reads them (``vert``, ``edge``, ``park``,
+    ``visits``, ``path_conflicts``, ``copy``), or never."""
+
     n: int
-    vert: dict[int, int] = field(default_factory=dict)
-    """t*n + cell -> robots moving through the cell at time t."""
-    edge: dict[int, int] = field(default_factory=dict)
-    """(t*n + a)*n + b -> robots stepping a -> b between t and t+1."""
-    park: dict[int, int] = field(default_factory=dict)
-    """cell -> time from which a robot is parked there for good."""
-    visits: dict[int, list[int]] = field(default_factory=dict)
-    """cell -> times of moving visits (conflicts with a robot that parks there later)."""
+    _vert: dict[int, int] = field(default_factory=dict)
+    _edge: dict[int, int] = field(default_factory=dict)
+    _park: dict[int, int] = field(default_factory=dict)
+    _visits: dict[int, list[int]] = field(default_factory=dict)
     t_static: int = 0
     """No moving reservation at or after t_static + 1: the table is time-invariant from there."""
     mirror: TableArrays | None = None
     """The table as arrays, made by the first compiled SIPP search against it (``arrays``)."""
+    deferred: dict[Path, int] = field(default_factory=dict)
+    """Whole paths added (count > 0) or removed (< 0) since the dicts were last brought up to date."""
+
+    @property
+    def vert(self) -> dict[int, int]:
+        """t*n + cell -> robots moving through the cell at time t."""
+        if self.deferred:
+            self._settle()
+        return self._vert
+
+    @property
+    def edge(self) -> dict[int, int]:
+        """(t*n + a)*n + b -> robots stepping a -> b between t and t+1."""
+        if self.deferred:
+            self._settle()
+        return self._edge
+
+    @property
+    def park(self) -> dict[int, int]:
+        """cell -> time from which a robot is parked there for good."""
+        if self.deferred:
+            self._settle()
+        return self._park
+
+    @property
+    def visits(self) -> dict[int, list[int]]:
+        """cell -> times of moving visits (conflicts with a robot that parks there later)."""
+        if self.deferred:
+            self._settle()
+        return self._visits
+
+    def _settle(self) -> None:
+        """Bring the dicts up to date: the paths gone first, then those that came (a goal's parking time is
+        the last writer's, and a path gone was there before any path that came)."""
+        deferred, self.deferred = self.deferred, {}
+        for path, count in deferred.items():
+            for _ in range(-count):
+                self._remove_from_dicts(path)
+        for path, count in deferred.items():
+            for _ in range(count):
+                self._add_to_dicts(path)
+
+    def _defer(self, path: Path, change: int) -> None:
+        key = path if isinstance(path, tuple) else tuple(path)
+        left = self.deferred.get(key, 0) + change
+        if left:
+            self.deferred[key] = left
+        else:
+            del self.deferred[key]
 
     def arrays(self, width: int) -> TableArrays:
         """The array mirror of this table (made now if it has none yet, then kept up to date)."""
@@ -152,12 +202,31 @@ class Reservations:
 
     def add_path(self, path: Path) -> None:
         """``add_run(0, path, arrives=True)`` without its copy and branches (one call per LNS re-plan)."""
-        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        last = len(path) - 1
+        if last > self.t_static:
+            self.t_static = last
+        mirror = self.mirror
+        if mirror is None:
+            self._add_to_dicts(path)
+            return
+        mirror.apply(0, path, True, 1)
+        mirror.parked[path[last]] = last
+        self._defer(path, 1)
+
+    def remove_path(self, path: Path) -> None:
         last = len(path) - 1
         mirror = self.mirror
-        if mirror is not None:
-            mirror.apply(0, path, True, 1)
-            mirror.parked[path[last]] = last
+        if mirror is None:
+            self._remove_from_dicts(path)
+            return
+        mirror.apply(0, path, True, -1)
+        if mirror.parked[path[last]] == last:
+            mirror.parked[path[last]] = -1
+        self._defer(path, -1)
+
+    def _add_to_dicts(self, path: Path) -> None:
+        n, vert, edge, visits = self.n, self._vert, self._edge, self._visits
+        last = len(path) - 1
         for t in range(last):
             c = path[t]
             k = t * n + c
@@ -171,9 +240,7 @@ class Reservations:
             if b != c:
                 ek = k * n + b
                 edge[ek] = edge.get(ek, 0) + 1
-        if last > self.t_static:
-            self.t_static = last
-        self.park[path[last]] = last
+        self._park[path[last]] = last
 
     def copy(self) -> Reservations:
         """An independent table with the same reservations (and its own array mirror, if this has one)."""
@@ -187,12 +254,9 @@ class Reservations:
             mirror=None if self.mirror is None else self.mirror.copy(),
         )
 
-    def remove_path(self, path: Path) -> None:
-        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+    def _remove_from_dicts(self, path: Path) -> None:
+        n, vert, edge, visits = self.n, self._vert, self._edge, self._visits
         last = len(path) - 1
-        mirror = self.mirror
-        if mirror is not None:
-            mirror.apply(0, path, True, -1)
         for t in range(last):  # _decrement inlined: one call per step of every path the LNS moves
             c = path[t]
             k = t * n + c
@@ -210,10 +274,8 @@ class Reservations:
                     edge[ek] = left
                 else:
                     del edge[ek]
-        if self.park.get(path[last]) == last:
-            del self.park[path[last]]
-            if mirror is not None:
-                mirror.parked[path[last]] = -1
+        if self._park.get(path[last]) == last:
+            del self._park[path[last]]
 
     def path_conflicts(self, path: Path) -> int:
         """Conflicts of one path (not in the table) with everything in the table."""
