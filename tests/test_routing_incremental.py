@@ -100,3 +100,36 @@ def test_the_table_check_can_fail() -> None:
     value = tuple(p + p[-2:-1] + p[-1:] if len(p) > 1 else p for p in value)  # a wait-and-return at the end
     after = task.apply(state, {moved: value})
     assert not _same_table(stale, table_from_contract(task.grid, task.contract(after, 0)))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(robots=st.integers(1, 10), seed=st.integers(0, 10**6))
+def test_the_occupancy_index_after_removals_is_the_index_of_the_paths_left(robots: int, seed: int) -> None:
+    """Paths that wait, revisit cells and collide (several robots in one cell, on one edge), removed in
+    any order: the index equals one built from the remaining paths alone (tuple order aside)."""
+    from tasks.routing.grid import Grid
+    from tasks.routing.occupancy import OccupancyIndex
+
+    rng = random.Random(seed)
+    grid = Grid.from_rows(["...."] * 3)
+    paths: dict[int, Path] = {}
+    for r in range(robots):
+        c = rng.randrange(grid.n_cells)
+        p = [c]
+        for _ in range(rng.randint(0, 8)):
+            c = rng.choice(grid.moves(c))
+            p.append(c)
+        if p[-1] not in {q[-1] for q in paths.values()}:  # goals are distinct, as in an instance
+            paths[r] = tuple(p)
+    index = OccupancyIndex.build(grid.n_cells, paths)
+    gone = rng.sample(sorted(paths), rng.randint(0, len(paths)))
+    for r in gone:
+        index.remove(r, paths[r])
+    fresh = OccupancyIndex.build(grid.n_cells, {r: p for r, p in paths.items() if r not in gone})
+
+    def norm(d: dict[int, Any]) -> dict[int, Any]:
+        return {k: sorted(v) for k, v in d.items()}
+
+    assert norm(index.vert) == norm(fresh.vert) and norm(index.edge) == norm(fresh.edge)
+    assert norm(index.visits) == norm(fresh.visits)
+    assert index.park == fresh.park

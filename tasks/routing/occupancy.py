@@ -78,16 +78,25 @@ class OccupancyIndex:
     def remove(self, robot: int, path: Path) -> None:
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
         last = len(path) - 1
+        alone = (robot,)
         for t in range(last):
             c = path[t]
             k = t * n + c
-            _drop(vert, k, tuple(r for r in vert[k] if r != robot))
-            if c in visits:
-                _drop(visits, c, tuple(v for v in visits[c] if v[1] != robot))
+            here = vert[k]
+            if here == alone:  # the usual case in a plan without conflicts: no tuple to rebuild
+                del vert[k]
+            else:
+                _drop(vert, k, tuple(r for r in here if r != robot))
             b = path[t + 1]
             if b != c:
                 ek = k * n + b
-                _drop(edge, ek, tuple(r for r in edge[ek] if r != robot))
+                out = edge[ek]
+                if out == alone:
+                    del edge[ek]
+                else:
+                    _drop(edge, ek, tuple(r for r in out if r != robot))
+        for c in set(path[:last]):  # once per cell: a robot waiting in a cell visits it at several times
+            _drop(visits, c, tuple(v for v in visits[c] if v[1] != robot))
         if self.park.get(path[last], (None,))[0] == robot:
             del self.park[path[last]]
 
