@@ -80,7 +80,7 @@ def main() -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     rows = []
-    print("| instance | calls | paths found | Python µs / search | compiled µs / search | ratio | identical |")
+    print("| instance | calls | paths found | Python µs per search | compiled µs | ratio | identical |")
     print("|---|---|---|---|---|---|---|")
     for spec in args.only:
         r = measure(spec, args.calls, args.seed)
