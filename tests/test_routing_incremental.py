@@ -14,6 +14,7 @@ from tasks.routing.contract import region_of
 from tasks.routing.lns import table_from_contract
 from tasks.routing.occupancy import Path
 from tasks.routing.reservations import Reservations
+from tests.test_routing_reservations import _paths  # random walks with distinct goals
 
 
 def _task(robots: int, blocks: int) -> RoutingTask:
@@ -109,18 +110,9 @@ def test_the_occupancy_index_after_removals_is_the_index_of_the_paths_left(robot
     any order: the index equals one built from the remaining paths alone (tuple order aside)."""
     from tasks.routing.grid import Grid
     from tasks.routing.occupancy import OccupancyIndex
-
     rng = random.Random(seed)
     grid = Grid.from_rows(["...."] * 3)
-    paths: dict[int, Path] = {}
-    for r in range(robots):
-        c = rng.randrange(grid.n_cells)
-        p = [c]
-        for _ in range(rng.randint(0, 8)):
-            c = rng.choice(grid.moves(c))
-            p.append(c)
-        if p[-1] not in {q[-1] for q in paths.values()}:  # goals are distinct, as in an instance
-            paths[r] = tuple(p)
+    paths = dict(enumerate(_paths(grid, rng, robots)))
     index = OccupancyIndex.build(grid.n_cells, paths)
     gone = rng.sample(sorted(paths), rng.randint(0, len(paths)))
     for r in gone:

@@ -18,20 +18,7 @@ from tasks.routing.grid import UNREACHABLE, Grid
 from tasks.routing.reservations import Reservations
 from tasks.routing.sipp import sipp_search, sipp_search_python
 from tests.routing_reference import mirror_matches
-
-
-def _grid(width: int, height: int, density: float, rng: random.Random) -> Grid:
-    rows = ["".join("@" if rng.random() < density else "." for _ in range(width)) for _ in range(height)]
-    return Grid.from_rows(rows)
-
-
-def _walk(grid: Grid, rng: random.Random, free: list[int], length: int) -> list[int]:
-    c = rng.choice(free)
-    path = [c]
-    for _ in range(length):
-        c = rng.choice(grid.moves(c))
-        path.append(c)
-    return path
+from tests.test_routing_sipp import _grid, _walk  # random grids and walks, as there
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
