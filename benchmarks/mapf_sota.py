@@ -292,11 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--agents", type=int, default=3)
     ap.add_argument(
         "--teams",
-        nargs="+",
+        nargs="*",
         choices=("inproc", "rounds", "async", "hold"),
         default=["inproc"],
         help="how our team runs: in-process on one core (inproc), or `blockopt run` with a worker process"
-        " per agent, in rounds mode, merging on arrival (async) or in rounds with --selection ucb1 --hold",
+        " per agent, in rounds mode, merging on arrival (async) or in rounds with --selection ucb1 --hold;"
+        " none (--teams alone): only the reference solvers, e.g. for more of their seeds",
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(

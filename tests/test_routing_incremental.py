@@ -14,6 +14,7 @@ from tasks.routing.contract import region_of
 from tasks.routing.lns import table_from_contract
 from tasks.routing.occupancy import Path
 from tasks.routing.reservations import Reservations
+from tests.routing_reference import mirror_matches
 from tests.test_routing_reservations import _paths  # random walks with distinct goals
 
 
@@ -85,6 +86,7 @@ def test_incremental_contract_and_table_match_a_fresh_build(seed: int, margin: i
         assert data["reservations"]["moves"] == _naive_moves(task, state.paths, block)
         kept = proposer._table(block, data)  # the agent's table, updated in place from its last contract
         assert _same_table(kept, table_from_contract(task.grid, data))
+        assert mirror_matches(kept, task.grid.width)  # the compiled SIPP's view of it, kept in step too
         moved = rng.randrange(task.n_blocks)
         value = tuple(_random_walk_path(task, r, rng) for r in state.blocks[moved])
         state = task.apply(state, {moved: value})
