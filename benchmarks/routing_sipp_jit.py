@@ -2,8 +2,8 @@
 
 For each instance (the first k robots of the map's ``random-1`` scenario, planned as the task's first
 plan does), ``--calls`` robots are drawn; each is re-planned against every other robot's path, as an LNS
-step does, with no arrival bound or with one 0-10 steps above its current cost (a bounded search that
-finds nothing proves there is none: the LNS's turned-down steps). Both searches answer every call; the
+step does, with no arrival bound or with one 0-10 steps above its current cost (the bounded searches of
+an LNS step). Both searches answer every call; the
 passes alternate (Python, compiled, Python, compiled) and the second of each is reported, so the
 compiled kernels and the distance arrays are warm. Prints microseconds per search, the ratio, and how
 many of the answers were identical (path for path).
