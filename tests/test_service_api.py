@@ -385,7 +385,7 @@ def test_the_time_limit_counts_the_first_plan(
     slow = QuadraticTask.initial_state
 
     def initial_state(self: QuadraticTask) -> Any:
-        time.sleep(0.5)
+        time.sleep(2.0)
         return slow(self)
 
     monkeypatch.setattr(QuadraticTask, "initial_state", initial_state)
@@ -394,8 +394,10 @@ def test_the_time_limit_counts_the_first_plan(
     agent, _ = coordinator.join(task)
     grant = lease(agent, task["id"])
     created_at = coordinator.admin.get(f"/v1/tasks/{task['id']}").json()["created_at"]
-    assert created_at < asked + 0.4  # the old clock started after the first plan: >= asked + 0.5
-    assert grant["contract"]["budget"]["seconds"] <= 9.5
+    # the old clock started after the first plan: >= asked + 2.0; a loaded machine took up to 0.7 s to
+    # stamp the request (a fresh clone's full run), so the margin is wide
+    assert created_at < asked + 1.5
+    assert grant["contract"]["budget"]["seconds"] <= 8.5
 
 
 def test_rounds_budget(coordinator: Coordinator) -> None:

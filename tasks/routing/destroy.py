@@ -168,4 +168,3 @@ class AdaptiveWeights:
     def reward(self, name: str, gain: float) -> None:
         w = self.weights[name]
         self.weights[name] = max(self.floor, (1 - self.reaction) * w + self.reaction * max(0.0, gain))
-

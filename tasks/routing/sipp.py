@@ -7,6 +7,9 @@ arrival (no vertex, swap or parked-robot conflict with anything in the table, an
 no later visit to the goal once parked), which is what space-time A* returns
 whenever a conflict-free path exists; when none does, it returns None and the
 caller falls back to the conflict-minimizing space-time A*.
+
+``sipp_search`` runs the search compiled (``sipp_jit.py``); ``sipp_search_python`` is the same search in
+plain Python, kept as the statement of the algorithm and the oracle of the compiled one.
 """
 
 from __future__ import annotations
@@ -77,8 +80,8 @@ def sipp_search(
     deadline cut the search short (a path may exist), True when the answer is exact.
 
     Runs compiled (``sipp_jit``) over the table's array mirror: the same path as
-    ``sipp_search_python`` in a tenth of the time. The deadline is checked before the search, which
-    the expansion budget bounds (200,000 expansions take about 30 ms compiled)."""
+    ``sipp_search_python`` in an eighth to a tenth of the time (benchmarks/routing_sipp_jit.py). The
+    deadline is checked before the search starts; the expansion budget bounds the search itself."""
     if deadline is not None and time.perf_counter() > deadline:
         return None, False
     h = grid.distance_array(goal)
