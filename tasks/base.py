@@ -241,7 +241,7 @@ class Task(abc.ABC, Generic[State, P]):
         """The kind's a priori bound, if its problem data give one (most kinds: None)."""
         return None
 
-    def regroup(self, state: State, attempt: int) -> State | None:
+    def regroup(self, state: State, attempt: int, keep: frozenset[int] = frozenset()) -> State | None:
         """The same solution with its variables grouped into blocks differently, or None to keep the grouping.
 
         The coordinator asks after a round that merged nothing: a block's agent can
@@ -249,6 +249,19 @@ class Task(abc.ABC, Generic[State, P]):
         together is out of every agent's reach until they share a block. ``attempt``
         varies the answer between calls on the same state. The objective must not
         change, and every block keeps its size, so a stateless ``validate`` still holds.
+        The blocks in ``keep`` are leased (an agent is working on them): they must stay as
+        they are, and the others are regrouped among their own variables; a kind that
+        cannot do that returns None when ``keep`` is not empty.
+        """
+        return None
+
+    def rebase(self, state: State, block: int, value: Value) -> Value | None:
+        """``value``, computed on an older version, adapted to ``state``; None to score it as it came.
+
+        The coordinator asks when a proposal does not improve the head although blocks merged since
+        its base: their new values may be in its way (routing: a path that now collides with one that
+        merged). A kind that can repair that cheaply returns the repaired block value; it is scored like
+        any proposal, and merged only if it improves the head.
         """
         return None
 
@@ -271,10 +284,10 @@ class Task(abc.ABC, Generic[State, P]):
         objective does not change and every block keeps its size. ``attempt`` varies the answer. The blocks
         in ``keep`` must stay as they are: a kind that cannot form only the others returns None.
         """
-        if generator == "partition" or keep:
+        if generator == "partition":
             return None
         if generator == "regroup":
-            return self.regroup(state, attempt)
+            return self.regroup(state, attempt, keep)
         raise ValueError(f"{self.kind} has no neighbourhood generator '{generator}'")
 
     @abc.abstractmethod

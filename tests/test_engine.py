@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.engine.contract import contract_envelope
-from coordinator.engine.records import Proposal
+from coordinator.engine.records import Proposal, Snapshot
 from coordinator.engine.rounds import EngineSettings, RoundEngine
 from coordinator.runtime.inproc import RunSettings, run_inproc
 from tasks.quadratic import QuadraticParams, QuadraticProposer, QuadraticProposerParams, QuadraticTask
@@ -90,6 +90,44 @@ def test_stale_proposals_are_rejected_and_unchanged_blocks_are_rebased() -> None
     by_block = {v.block: v for v in out.verdicts}
     assert by_block[0].code == "stale_base"
     assert by_block[5].status == "accepted" and "rebased" in by_block[5].reason
+
+
+class RepairingTask(QuadraticTask):
+    """Repairs a late proposal by the exact minimizer of its block on the head (``Task.rebase``)."""
+
+    def rebase(self, state: Any, block: int, value: Any) -> Any:
+        head = Snapshot(0, self.objective(state), (0,) * self.n_blocks, state)
+        draft = QuadraticProposer().propose(contract_envelope(self, head, block))
+        return None if draft is None else self.validate(block, draft.value)
+
+
+def test_a_late_proposal_that_no_longer_improves_is_merged_only_as_the_kinds_repair() -> None:
+    """A proposal computed before another block merged can lose its gain on the head (the merge moved
+    what it counted on). The kind's ``rebase`` may repair it; the repair is scored on the head and merged
+    with its measured gain, and the verdict says it was repaired. Without a repair it is rejected."""
+    stale_value = None
+    for kind, merged in ((QuadraticTask, False), (RepairingTask, True)):
+        task = kind(STRONG)
+        engine = RoundEngine(task, EngineSettings(merge_policy="independent"))
+        snap0 = engine.initial_snapshot()
+        head = engine.run_round(snap0, exact_proposals(task, snap0, [0]), 0).snapshot
+        # Block 1's current value, sent as computed on version 0: no gain on the head.
+        stale_value = task.encode_value(task.block_value(head.state, 1))
+        out = engine.run_round(head, [proposal(1, stale_value, base=0)], 1)
+        verdict = out.verdicts[0]
+        if not merged:
+            assert verdict.code == "not_improving" and not out.committed
+            continue
+        assert verdict.status == "accepted" and "repaired against the head" in verdict.reason
+        assert out.committed and verdict.delta == pytest.approx(head.objective - out.snapshot.objective)
+        assert verdict.delta is not None and verdict.delta > 0
+    # Computed on the head itself, the same value is just not improving: nothing to rebase.
+    task = RepairingTask(STRONG)
+    engine = RoundEngine(task)
+    snap0 = engine.initial_snapshot()
+    head = engine.run_round(snap0, exact_proposals(task, snap0, [0]), 0).snapshot
+    on_head = engine.run_round(head, [proposal(1, stale_value, base=head.version)], 1)
+    assert on_head.verdicts[0].code == "not_improving"
 
 
 def test_independent_never_merges_interfering_proposals() -> None:

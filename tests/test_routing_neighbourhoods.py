@@ -122,7 +122,7 @@ def test_a_kind_that_regroups_offers_its_regrouping_by_default() -> None:
     from tasks.quadratic import QuadraticTask
 
     class Regrouping(QuadraticTask):
-        def regroup(self, state: Any, attempt: int) -> Any:
+        def regroup(self, state: Any, attempt: int, keep: frozenset[int] = frozenset()) -> Any:
             return ("regrouped", attempt)
 
     quad = create_task("quadratic", {"blocks": 4, "dim": 2})

@@ -324,3 +324,28 @@ def test_bounded_steps_keep_the_plans_of_the_unbounded_ones(
         assert new.inside == new.index.total_conflicts()
         assert (new.full.vert, new.full.edge, new.full.park) == (ref.full.vert, ref.full.edge, ref.full.park)
         assert mirror_matches(new.full, grid.width)  # the compiled SIPP's view of ``full`` kept in step
+
+
+def test_rebase_repairs_a_block_that_collides_with_the_rest_of_the_plan() -> None:
+    """``RoutingTask.rebase`` (the coordinator's repair of a late proposal): the block's robots are
+    re-planned against every other block's paths until none of them collides; it declines a block with
+    nothing to repair, and when its time is 0."""
+    from tasks.registry import create_task
+
+    params = {"map": "random-32-32-10", "robots": 40, "blocks": 2, "exact_limit": 0, "initial": "shortest"}
+    task = create_task("routing", {**params, "rebase_repair": 5.0})
+    state = task.initial_state()  # every robot on its own shortest path: the blocks collide
+    mine = state.blocks[0]
+    others = Reservations(task.grid.n_cells)
+    for r, p in enumerate(state.paths):
+        if r not in mine:
+            others.add_path(p)
+    value = task.block_value(state, 0)
+    assert count_collisions(task.grid, value, others)[0] > 0
+    fixed = task.rebase(state, 0, value)
+    assert fixed is not None and count_collisions(task.grid, fixed, others)[0] == 0
+    assert task.validate(0, task.encode_value(fixed)) == fixed
+    assert [(p[0], p[-1]) for p in fixed] == [(task.inst.starts[r], task.inst.goals[r]) for r in mine]
+    assert task.rebase(state, 0, fixed) is None  # nothing collides: nothing to repair
+    off = create_task("routing", {**params, "rebase_repair": 0.0})
+    assert off.rebase(off.initial_state(), 0, value) is None

@@ -478,20 +478,19 @@ def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(
     assert len(rows) == 3 and all(r["accepted"] == 0 and r["proposals"] == 0 for r in rows)
 
 
-def test_blocks_regroup_only_once_every_leased_block_has_answered(coordinator: Coordinator) -> None:
-    """Regrouping makes every open lease stale. A round that closes on its deadline while another agent is
-    still working must not throw that work away; once every leased block has answered, an empty round
-    regroups the robots (a new version, the same objective)."""
+def test_a_regrouping_keeps_the_blocks_agents_are_working_on(coordinator: Coordinator) -> None:
+    """An empty round regroups the robots (a new version, the same objective), but a block an agent holds
+    a lease on keeps its robots and its version: the work under way is not thrown away as stale."""
     from tasks.registry import create_task
 
-    params = {"map": "random-32-32-10", "robots": 40, "blocks": 2, "exact_limit": 0, "initial": "shortest"}
+    params = {"map": "random-32-32-10", "robots": 60, "blocks": 3, "exact_limit": 0, "initial": "shortest"}
     task = coordinator.create_task(kind="routing", params=params, stop={"stall_rounds": 50})
     tid = task["id"]
     a, b = (coordinator.join(task, name=n)[0] for n in ("a", "b"))
     local = create_task("routing", params)
     heuristic = local.make_proposer(local.ProposerParams(time_budget=2.0), seed=1)
 
-    def submit(agent: httpx.Client, grant: dict[str, Any], value: Any) -> None:
+    def submit(agent: httpx.Client, grant: dict[str, Any], value: Any, wait: float = 0) -> dict[str, Any]:
         body = {
             "lease_id": grant["lease_id"],
             "block": grant["block"],
@@ -499,14 +498,16 @@ def test_blocks_regroup_only_once_every_leased_block_has_answered(coordinator: C
             "value": value,
             "predicted_improvement": 1.0,
         }
-        assert agent.post(f"/v1/tasks/{tid}/proposals", json=body, params={"wait": 0}).status_code in (
-            200,
-            202,
-        )
+        r = agent.post(f"/v1/tasks/{tid}/proposals", json=body, params={"wait": wait})
+        assert r.status_code in (200, 202), r.text
+        return dict(r.json())
 
     def rows() -> list[dict[str, Any]]:
         got = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()
         return list(got["rounds"] if isinstance(got, dict) else got)
+
+    def current(grant: dict[str, Any]) -> list[Any]:
+        return [r["path"] for r in grant["contract"]["data"]["robots"]]
 
     # Round 0: both agents resolve their conflicts; the merged plan has robots waiting for others.
     grants = [(agent, lease(agent, tid)) for agent in (a, b)]
@@ -516,18 +517,24 @@ def test_blocks_regroup_only_once_every_leased_block_has_answered(coordinator: C
         submit(agent, grant, draft.value)
     coordinator.wait_for(tid, lambda v: v["round"] >= 1)
     assert rows()[0]["accepted"] >= 1
-    # Round 1: `a` proposes nothing new while `b` still holds its lease: the deadline closes it, no regroup.
+    # Round 1: `a` proposes nothing new while `b` holds its lease: the empty round regroups the other blocks.
     ga, gb = lease(a, tid), lease(b, tid)
-    submit(a, ga, [r["path"] for r in ga["contract"]["data"]["robots"]])
+    submit(a, ga, current(ga))
     coordinator.wait_for(tid, lambda v: v["round"] >= 2)
-    assert rows()[1]["accepted"] == 0 and rows()[1]["regrouped"] is False
-    # Round 2: `b` reports nothing found; now every leased block has answered and the empty round regroups.
-    body = {"block": gb["block"], "base_version": gb["version"], "outcome": "declined"}
-    assert b.post(f"/v1/tasks/{tid}/leases/{gb['lease_id']}/abandon", json=body).status_code == 200
-    coordinator.wait_for(tid, lambda v: v["round"] >= 3)
-    last = rows()[2]
-    assert last["regrouped"] is True and last["accepted"] == 0 and last["version"] == rows()[1]["version"] + 1
-    assert last["objective"] == rows()[1]["objective"]
+    regrouped = rows()[1]
+    assert regrouped["accepted"] == 0 and regrouped["regrouped"] is True
+    assert (
+        regrouped["version"] == rows()[0]["version"] + 1 and regrouped["objective"] == rows()[0]["objective"]
+    )
+    # `b`'s block kept its robots and its version: its answer, made on the old version, is still current.
+    draft = heuristic.propose(gb["contract"])
+    answer = submit(b, gb, draft.value if draft is not None else current(gb), wait=10)
+    assert answer["verdict"]["code"] in ("merged", "not_improving"), answer
+    # The same answer for a block the regrouping changed is refused: a's old block moved on.
+    ga2 = lease(a, tid)
+    assert ga2["version"] > ga["version"] and ga2["block"] != gb["block"]
+    moved = {**ga2, "version": ga["version"]}
+    assert submit(a, moved, current(ga2), wait=10)["verdict"]["code"] == "stale_base"
 
 
 def test_a_stall_in_seconds_keeps_quick_empty_rounds_from_ending_the_task(coordinator: Coordinator) -> None:

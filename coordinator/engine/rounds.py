@@ -76,6 +76,8 @@ class _Scored:
     value: Any
     gain: float
     footprint: frozenset[Hashable] = field(default_factory=frozenset)
+    repaired: bool = False
+    """The kind adapted the value to the head (``Task.rebase``): what merges is not what the agent sent."""
 
 
 _T = TypeVar("_T")
@@ -161,9 +163,12 @@ class RoundEngine:
         regroup: bool = False,
         predicted_gap: float | None = None,
         former: Callable[[Any, float, frozenset[int]], Any | None] | None = None,
+        keep: frozenset[int] = frozenset(),
     ) -> RoundOutcome:
         """Score, select and commit one round; with ``regroup``, a round that merges nothing asks the task
         for a new grouping of its variables (``Task.regroup``), committed as a version with the same objective.
+        The blocks in ``keep`` (leased: an agent is working on them) keep their variables and their versions,
+        so the work under way stays current.
         With ``former`` too (adaptive selection), any such round asks ``former(state, objective, merged blocks)``
         instead.
 
@@ -203,6 +208,9 @@ class RoundEngine:
                 exact_blocks.add(p.block)
             try:
                 gain = f0 - self._standalone(state, {p.block: value}, meter)
+                repaired = False
+                if gain <= self.tolerance and p.base_version < snap.version:
+                    value, gain, repaired = self._rebase(state, f0, p.block, value, gain, meter)
             except TaskInvalidProposal as exc:  # found only by running it (e.g. a plan with other rows)
                 reject(p, exc.code, exc.reason)
                 continue
@@ -218,7 +226,7 @@ class RoundEngine:
                 reject(p, "not_improving", f"standalone improvement {gain:.6g} is not positive", gain)
                 continue
             fp = self.task.footprint(state, p.block, value)
-            improving.append(_Scored(p, value, gain, fp))
+            improving.append(_Scored(p, value, gain, fp, repaired))
 
         graph = self._interference_graph(state, f0, improving, meter)
         chosen, checks = self._select(state, f0, improving, graph, meter)
@@ -251,10 +259,11 @@ class RoundEngine:
                 )
                 regrouped = True
         elif regroup and not committed:
-            grouped = self.task.regroup(state, round_index)
-            if grouped is not None:  # every block changed: proposals on older versions are stale
+            grouped = self.task.regroup(state, round_index, keep)
+            if grouped is not None:  # every other block changed: proposals on older versions are stale
                 version = snap.version + 1
-                new_snap = Snapshot(version, f0, tuple(version for _ in snap.block_versions), grouped)
+                kept = tuple(v if b in keep else version for b, v in enumerate(snap.block_versions))
+                new_snap = Snapshot(version, f0, kept, grouped)
                 regrouped = True
 
         merged_scores: list[MergedScore] = []
@@ -270,12 +279,13 @@ class RoundEngine:
             p = s.proposal
             if committed and i in chosen:
                 rebased = p.base_version < snap.version
+                how = "repaired against the head" if s.repaired else f"rebased from version {p.base_version}"
                 verdicts[p.id] = Verdict(
                     proposal_id=p.id,
                     block=p.block,
                     status="accepted",
                     code="merged",
-                    reason="merged" + (f" (rebased from version {p.base_version})" if rebased else ""),
+                    reason="merged" + (f" ({how})" if rebased or s.repaired else ""),
                     round=round_index,
                     predicted=p.predicted_improvement,
                     delta=s.gain,
@@ -353,6 +363,17 @@ class RoundEngine:
         return RoundOutcome(new_snap, record, ordered, consts, committed or regrouped)
 
     # -- screening ----------------------------------------------------------------
+    def _rebase(
+        self, state: Any, f0: float, block: int, value: Any, gain: float, meter: _Meter
+    ) -> tuple[Any, float, bool]:
+        """(value, gain, repaired): the kind's repair of a proposal that blocks merged since its base got in
+        the way of (``Task.rebase``), when the repair improves on the head; else the proposal as it came."""
+        fixed = meter(self.task.rebase, state, block, value)
+        if fixed is None:
+            return value, gain, False
+        fixed_gain = f0 - self._standalone(state, {block: fixed}, meter)
+        return (fixed, fixed_gain, True) if fixed_gain > self.tolerance else (value, gain, False)
+
     def _standalone(self, state: Any, changes: dict[int, Any], meter: _Meter) -> float:
         """F after one proposal: screened when the kind screens (decided by the round's first answer)."""
         if meter.screen is not False:

@@ -109,14 +109,13 @@ class RoundsMode(RoundLocking):
             head = await self.store.get_head(task_id)
             built = await self._build(spec, head)
             proposals = [q.proposal for q in pending]
-            # Regroup only when every leased block has answered: a slower agent's work (an LLM call, say)
-            # would otherwise turn stale because a round closed on its deadline without it.
+            # A regrouping keeps the leased blocks as they are: an agent's work under way (an LLM call, a
+            # block leased again right after it answered) stays current. Adaptive selection forms blocks
+            # only when every leased block has answered.
             answered = {p.block for p in proposals} | {a.block for a in idle}
-            busy = [
-                lease
-                for lease in await self.store.active_leases(task_id, self.clock())
-                if lease.block not in answered
-            ]
+            leased = await self.store.active_leases(task_id, self.clock())
+            busy = [lease for lease in leased if lease.block not in answered]
+            keep = frozenset(lease.block for lease in leased)
             predicted = await self._predict_next(task_id)  # from earlier rounds, before scoring
             bandit, formed = await self._bandit(spec), list[tuple[str, float]]()
             spent = [(p.block, p.usage.seconds, p.usage.tokens) for p in proposals]
@@ -125,8 +124,9 @@ class RoundsMode(RoundLocking):
             if bandit is not None:
                 args = (built.task, bandit, task_id, runtime.round, head.objective, spent, formed)
                 former = adaptive.former_of(*args)
+            regroup = not busy if former is not None else True
             outcome, state_json = await self._engine_step(
-                built, self._engine_round, built, proposals, runtime.round, not busy, predicted, former
+                built, self._engine_round, built, proposals, runtime.round, regroup, predicted, former, keep
             )
             rec = outcome.record
             if bandit is not None:  # what the bandit learns from this round, kept in its record
@@ -183,9 +183,16 @@ class RoundsMode(RoundLocking):
         regroup: bool,
         predicted: float | None,
         former: Any = None,
+        keep: frozenset[int] = frozenset(),
     ) -> tuple[RoundOutcome, Any]:
         outcome = built.engine.run_round(
-            built.snapshot, proposals, index, regroup=regroup, predicted_gap=predicted, former=former
+            built.snapshot,
+            proposals,
+            index,
+            regroup=regroup,
+            predicted_gap=predicted,
+            former=former,
+            keep=keep,
         )
         state_json = built.task.dump_state(outcome.snapshot.state) if outcome.committed else None
         return outcome, state_json

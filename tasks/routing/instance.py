@@ -68,6 +68,13 @@ class RoutingParams(BaseModel):
         description="seconds of LNS2's collision repair on the whole prioritized first plan, stopping at the"
         " first collision-free plan (0 = leave the collisions to the agents)",
     )
+    rebase_repair: float = Field(
+        0.05,
+        ge=0.0,
+        le=10.0,
+        description="seconds the coordinator may spend re-planning, against the current plan, the robots of a"
+        " proposal that collide with paths merged after its base (0 = reject such a proposal)",
+    )
     exact_limit: float = Field(
         10.0,
         ge=0.0,

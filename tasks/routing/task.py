@@ -31,7 +31,7 @@ from tasks.routing.occupancy import (
 )
 from tasks.routing.prompt import RoutingPrompt
 from tasks.routing.regroup import Blocks, holding_up, regroup
-from tasks.routing.repair import prioritized, repair
+from tasks.routing.repair import BlockSearch, prioritized, repair
 from tasks.routing.reservations import Reservations
 
 INITIAL_REPAIR_PATIENCE = 1000
@@ -243,9 +243,38 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         )
         return float(self.weight * x)
 
-    def regroup(self, state: RoutingState, attempt: int) -> RoutingState | None:
+    def rebase(self, state: RoutingState, block: int, value: tuple[Path, ...]) -> tuple[Path, ...] | None:
+        """LNS2's repair of the proposal's colliding robots against the other blocks' current paths, within
+        ``rebase_repair`` seconds: None when nothing collides (not improving for another reason) or some
+        collision is left. Agents work in parallel, so a path found on an older plan may cross one that
+        merged meanwhile; a few of its robots re-planned keep the rest of the agent's work."""
+        if self.p.rebase_repair <= 0:
+            return None
+        inst, mine = self.inst, state.blocks[block]
+        others = Reservations(self.grid.n_cells)
+        members = set(mine)
+        for r, p in enumerate(state.paths):
+            if r not in members:
+                others.add_path(p)
+        starts = [inst.starts[r] for r in mine]
+        goals = [inst.goals[r] for r in mine]
+        search = BlockSearch(self.grid, starts, goals, value, others, inst.max_len)
+        if search.collisions == 0:
+            return None
+        fixed = repair(
+            self.grid, starts, goals, value, others, inst.max_len,
+            deadline=time.perf_counter() + self.p.rebase_repair, rng=random.Random(self.p.seed + block),
+            search=search,
+        )  # fmt: skip
+        return tuple(fixed.paths) if fixed.collisions == 0 else None
+
+    def regroup(
+        self, state: RoutingState, attempt: int, keep: frozenset[int] = frozenset()
+    ) -> RoutingState | None:
         if not self.p.regroup:
             return None
+        if keep:
+            return self.form_blocks(state, "interaction", 1.0, attempt, keep)
         inst = self.inst
         weights = holding_up(self.grid, inst.starts, inst.goals, state.paths, state.index)
         blocks = regroup(state.blocks, weights, attempt)

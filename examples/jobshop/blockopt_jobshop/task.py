@@ -125,22 +125,27 @@ class JobShopTask(Task[State, JobShopParams]):
     def block_value(self, state: State, block: int) -> Value:
         return {j: state.keys[j] for j in state.groups[block]}
 
-    def regroup(self, state: State, attempt: int) -> State | None:
+    def regroup(self, state: State, attempt: int, keep: frozenset[int] = frozenset()) -> State | None:
         """Jobs met one after the other on the longest path share a block (sizes kept), every other attempt a
-        random grouping, so a change that needs two jobs to move together comes within one agent's reach."""
+        random grouping, so a change that needs two jobs to move together comes within one agent's reach.
+        The groups in ``keep`` stay; the others share out their own jobs."""
+        kept = {j for b in keep for j in state.groups[b]}
         critical = schedule.decode(self.inst, self._sequences(state)).critical
-        path = list(dict.fromkeys(j for j, _ in critical))
+        path = [j for j in dict.fromkeys(j for j, _ in critical) if j not in kept]
         if not path:
             return None
         rng = random.Random(attempt)
         shift = attempt % len(path)
-        rest = [j for j in range(self.inst.n_jobs) if j not in path]
+        rest = [j for j in range(self.inst.n_jobs) if j not in path and j not in kept]
         rng.shuffle(rest)
         order = path[shift:] + path[:shift] + rest
         if attempt % 2:
             rng.shuffle(order)
         groups, i = [], 0
-        for old in state.groups:
+        for b, old in enumerate(state.groups):
+            if b in keep:
+                groups.append(old)
+                continue
             groups.append(tuple(sorted(order[i : i + len(old)])))
             i += len(old)
         return None if tuple(groups) == state.groups else State(state.keys, tuple(groups))
