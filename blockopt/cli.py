@@ -169,12 +169,14 @@ def add_worker_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_kinds: bool = True) -> argparse.ArgumentParser:
+    """The command line; ``with_kinds=False`` leaves out ``run``'s per-kind options, which load every
+    installed kind (an agent process needs only its task's)."""
     parser = OneLineParser(prog="blockopt", description="Block-optimization coordinator for agent teams.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     run = sub.add_parser("run", help="solve one task with a team of agents and write a report")
     kind_parsers = run.add_subparsers(dest="kind", required=True, parser_class=OneLineParser)
-    for kind, cls in sorted(kinds().items()):
+    for kind, cls in sorted(kinds().items()) if with_kinds else ():
         kp = kind_parsers.add_parser(kind, help=(cls.__doc__ or kind).strip().splitlines()[0])
         kp.add_argument(
             "--agents",
@@ -526,9 +528,11 @@ def warn_broken_kinds() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command != "kinds":
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser(with_kinds=command == "run")
+    args = parser.parse_args(words)
+    if args.command in ("run", "serve"):  # an agent's kind, if broken, is named when it joins
         warn_broken_kinds()
     try:
         if args.command == "kinds":

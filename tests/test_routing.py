@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path as FsPath
+from typing import Any
 
 import pytest
 
@@ -140,6 +141,26 @@ def test_dump_and_load_state_round_trip() -> None:
     again = task.load_state(data)
     assert again.paths == state.paths
     assert task.objective(again) == task.objective(state)
+    # The report's solution ([x, y] pairs, as stores before cell numbers kept it) loads too.
+    assert task.load_state(json.loads(json.dumps(task.solution(state)))).paths == state.paths
+
+
+@pytest.mark.parametrize(
+    ("cells", "code", "words"),
+    [
+        ([[0, 1.5]], "bad_shape", "list of cell numbers"),
+        ("0 1", "bad_shape", "list of cell numbers"),
+        ([[-1]], "illegal_move", "off the map"),
+        ([[10_000]], "illegal_move", "off the map"),
+    ],
+)
+def test_a_stored_state_with_bad_cells_is_refused_with_the_reason(cells: Any, code: str, words: str) -> None:
+    task = small()
+    data = task.dump_state(task.initial_state())
+    data["cells"] = cells + data["cells"][len(cells) :] if isinstance(cells, list) else cells
+    with pytest.raises(InvalidProposal) as info:
+        task.load_state(data)
+    assert info.value.code == code and words in info.value.reason
 
 
 def test_astar_avoids_vertex_and_edge_conflicts_when_it_can() -> None:

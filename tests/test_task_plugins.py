@@ -80,6 +80,23 @@ def test_a_broken_plugin_is_named_and_the_other_kinds_still_load(plugin_site: Pa
         kind_class("broken")
 
 
+def test_an_agent_process_loads_only_its_tasks_kind() -> None:
+    """A worker joins one task: it builds that kind alone, and its command line needs no kind at all
+    (importing every installed kind cost each agent process ~1 s of CPU while the team started)."""
+    probe = textwrap.dedent("""
+        import sys
+        from blockopt.cli import build_parser
+        from tasks.registry import kind_class
+        build_parser(with_kinds=False).parse_args(["fleet", "--coordinator", "http://x", "--task", "t"])
+        assert not any(m.startswith(("tasks.quadratic", "tasks.sqlplan")) for m in sys.modules), "cli"
+        assert kind_class("quadratic").kind == "quadratic"
+        print(sorted(m for m in sys.modules if m in ("tasks.quadratic", "tasks.routing", "tasks.sqlplan")))
+    """)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["['tasks.quadratic']"]
+
+
 def test_a_parameter_named_like_a_runner_option_is_refused_at_registration(plugin_site: Path) -> None:
     clash = {s.kind: s for s in broken_kinds()}["clash"]
     assert clash.package == "clash-plugin"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from tasks.routing.destroy import GENERATORS
 from tasks.routing.occupancy import OccupancyIndex
-from tasks.routing.regroup import Blocks, holding_up, regroup
+from tasks.routing.regroup import Blocks, regroup
 
 if TYPE_CHECKING:
     from tasks.routing.task import RoutingState, RoutingTask
@@ -94,9 +94,8 @@ def _regroup_some(
     """The kind's regrouping by interaction among the ``free`` blocks only (the others stay)."""
     if not task.p.regroup:
         return None
-    inst = task.inst
     mine = {r for b in free for r in state.blocks[b]}
-    weights = holding_up(task.grid, inst.starts, inst.goals, state.paths, state.index)
+    weights = task.holding_up(state)
     weights = {pair: w for pair, w in weights.items() if pair[0] in mine and pair[1] in mine}
     some = regroup(tuple(state.blocks[b] for b in free), weights, attempt)
     if some is None:

@@ -108,6 +108,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         """W: more than any sum of path lengths, so one conflict outweighs any detour."""
         self._geometry = GeometryCache(self.grid.width)
         """Per-robot path cells and boxes for contracts, recomputed only for the paths that change."""
+        self._holding_up: tuple[tuple[Path, ...], dict[tuple[int, int], float]] | None = None
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
         """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
 
@@ -268,6 +269,15 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         )  # fmt: skip
         return tuple(fixed.paths) if fixed.collisions == 0 else None
 
+    def holding_up(self, state: RoutingState) -> dict[tuple[int, int], float]:
+        """``regroup.holding_up`` of the plan, kept for the last plan: empty rounds regroup the same plan
+        again and again (a third of the coordinator's time at 300 robots went into recomputing it)."""
+        kept = self._holding_up
+        if kept is None or kept[0] is not state.paths:
+            weights = holding_up(self.grid, self.inst.starts, self.inst.goals, state.paths, state.index)
+            kept = self._holding_up = (state.paths, weights)
+        return kept[1]
+
     def regroup(
         self, state: RoutingState, attempt: int, keep: frozenset[int] = frozenset()
     ) -> RoutingState | None:
@@ -275,8 +285,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             return None
         if keep:
             return self.form_blocks(state, "interaction", 1.0, attempt, keep)
-        inst = self.inst
-        weights = holding_up(self.grid, inst.starts, inst.goals, state.paths, state.index)
+        weights = self.holding_up(state)
         blocks = regroup(state.blocks, weights, attempt)
         return None if blocks is None else replace(state, blocks=blocks)
 
@@ -387,13 +396,17 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return state.conflicts == 0
 
     def dump_state(self, state: RoutingState) -> dict[str, Any]:
-        return {
-            "paths": [[list(self.grid.xy(c)) for c in p] for p in state.paths],
-            "blocks": [list(b) for b in state.blocks],
-        }
+        """Paths as cell numbers (y x width + x): the store keeps or sends this at every commit, and as
+        [x, y] pairs it was the coordinator's largest cost per commit at 300 robots (``solution`` keeps
+        the pairs)."""
+        return {"cells": [list(p) for p in state.paths], "blocks": [list(b) for b in state.blocks]}
 
     def load_state(self, data: Any) -> RoutingState:
-        raw = data["paths"] if isinstance(data, Mapping) else data
+        """A stored state: cell numbers (``dump_state``) or [x, y] pairs (``solution``, older stores)."""
+        if isinstance(data, Mapping) and "cells" in data:
+            raw = [self._pairs(r, p) for r, p in enumerate(data["cells"])]
+        else:
+            raw = data["paths"] if isinstance(data, Mapping) else data
         if len(raw) != self.inst.n_robots:
             raise InvalidProposal(f"state has {len(raw)} paths for {self.inst.n_robots} robots", "bad_shape")
         blocks = self._blocks(data.get("blocks") if isinstance(data, Mapping) else None)
@@ -411,9 +424,18 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             )
         return blocks
 
+    def _pairs(self, robot: int, cells: Any) -> list[Any]:
+        """A stored path of cell numbers as [x, y] pairs, for ``_path`` to check."""
+        if not isinstance(cells, list | tuple) or not all(
+            isinstance(c, int) and not isinstance(c, bool) for c in cells
+        ):
+            raise InvalidProposal(f"robot {robot}: a stored path is a list of cell numbers", "bad_shape")
+        return [list(self.grid.xy(c)) for c in cells]
+
     def solution(self, state: RoutingState) -> dict[str, Any]:
         return {
-            **self.dump_state(state),
+            "paths": [[list(self.grid.xy(c)) for c in p] for p in state.paths],
+            "blocks": [list(b) for b in state.blocks],
             "sum_of_costs": state.soc,
             "conflicts": state.conflicts,
             "lower_bound": self.lower_bound(),
