@@ -291,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=float, default=30.0, help="wall-clock seconds per solver and instance")
     ap.add_argument("--agents", type=int, default=3)
     ap.add_argument(
+        "--blocks",
+        type=int,
+        default=None,
+        help="blocks of a service team (default: the product's for --teams async, agents + 1; else 2x agents)",
+    )
+    ap.add_argument(
         "--teams",
         nargs="*",
         choices=("inproc", "rounds", "async", "hold"),
@@ -355,12 +361,17 @@ def main(argv: list[str] | None = None) -> int:
             if team_kind != "inproc":
                 # the service's clock starts when the task is asked for, so its first plan counts against
                 # the limit as LNS2's and the in-process team's do
+                blocks = args.blocks or (
+                    RoutingTask.team_defaults(args.agents, "async")["blocks"]
+                    if team_kind == "async"
+                    else args.agents * 2
+                )
                 raw = run_service_team(
-                    map_name, scen, k, args.agents, args.agents * 2, args.limit, args.seed, team_kind,
-                    args.no_stall,
-                )  # fmt: skip
+                    map_name, scen, k, args.agents, blocks, args.limit, args.seed, team_kind, args.no_stall
+                )
+                raw["blocks"] = blocks
                 ours = {**_row(task, name, raw), "instance": inst}
-                keys = ("rounds", "run_wall_s", "proposals")
+                keys = ("blocks", "rounds", "run_wall_s", "proposals")
                 ours.update({key: raw[key] for key in keys if key in raw})
                 rows.append(ours)
                 print(json.dumps(ours), flush=True)
@@ -408,14 +419,9 @@ def _table(rows: list[dict[str, Any]], names: list[str]) -> None:
     """SOC/LB per instance and solver ('x' = not collision-free, '-' = skipped), and ours over LNS2's SOC
     (one column per team of ours: the solvers after the first two)."""
     ours_names = [n for n in names if n.startswith("blockopt-")]
-    print(
-        "\n| instance | "
-        + " | ".join(names)
-        + " | "
-        + " | ".join(f"{n} / LNS2 SOC" for n in ours_names)
-        + " |"
-    )
-    print("|---|" + "---|" * (len(names) + len(ours_names)))
+    columns = ["instance", *names, *(f"{n} / LNS2 SOC" for n in ours_names)]
+    print("\n| " + " | ".join(columns) + " |")
+    print("|---|" + "---|" * (len(columns) - 1))
     for inst in dict.fromkeys(r["instance"] for r in rows):
         by = {r["solver"]: r for r in rows if r["instance"] == inst}
         cells = []
@@ -433,7 +439,7 @@ def _table(rows: list[dict[str, Any]], names: list[str]) -> None:
             ours = by.get(n)
             ok = lns and ours and lns.get("valid") and ours.get("valid")
             vs.append(f"{ours['soc'] / lns['soc']:.4f}" if ok else "-")  # type: ignore[index]
-        print(f"| {inst} | " + " | ".join(cells) + " | " + " | ".join(vs) + " |")
+        print("| " + " | ".join([inst, *cells, *vs]) + " |")
 
 
 if __name__ == "__main__":

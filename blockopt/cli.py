@@ -359,9 +359,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cls = kinds()[args.kind]
     preset = cls.presets.get(getattr(args, "preset", None) or "", {})
-    if args.agents is None and cls.team_defaults(1):
+    if args.agents is None and cls.team_defaults(1, args.mode):
         args.agents = DEFAULT_TEAM  # the partition follows the team
-    defaults = {**(cls.team_defaults(args.agents) if args.agents is not None else {}), **preset}
+    team = cls.team_defaults(args.agents, args.mode) if args.agents is not None else {}
+    defaults = {**team, **preset}
     params = model_from_args(args.kind, cls.Params, args, defaults)
     knobs = model_from_args(args.kind, cls.ProposerParams, args, defaults)
     own = os.environ.get("BLOCKOPT_ADMIN_TOKEN")  # the embedded coordinator of a service run uses it when set

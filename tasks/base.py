@@ -155,8 +155,9 @@ class Task(abc.ABC, Generic[State, P]):
         self.params: P = params
 
     @classmethod
-    def team_defaults(cls, agents: int) -> dict[str, Any]:
-        """Parameter defaults that depend on the team size ``blockopt run`` was given (e.g. one block per agent)."""
+    def team_defaults(cls, agents: int, mode: str = "rounds") -> dict[str, Any]:
+        """Parameter defaults that depend on the team size ``blockopt run`` was given (e.g. one block per agent)
+        and on its service path's ``mode`` (``rounds`` or ``async``)."""
         return {}
 
     def run_seed(self) -> int:

@@ -186,7 +186,8 @@ def test_every_declared_rejection_code_is_its_own_metrics_label() -> None:
 
 
 def test_a_preset_and_the_team_defaults_come_from_the_kind(tmp_path: Path) -> None:
-    """quadratic's preset "theory" sets 16 blocks; routing's team default gives one block per agent."""
+    """quadratic's preset "theory" sets 16 blocks; routing's team default gives one block per agent (one
+    more in async mode)."""
     report = tmp_path / "q.json"
     run = subprocess.run(
         [
@@ -215,4 +216,5 @@ def test_a_preset_and_the_team_defaults_come_from_the_kind(tmp_path: Path) -> No
     )
     assert bad.returncode == 2 and "invalid choice: 'nope'" in bad.stderr
     assert kind_class("routing").team_defaults(5) == {"blocks": 5}
+    assert kind_class("routing").team_defaults(2, "async") == {"blocks": 3}  # a spare block to regroup with
     assert kind_class("quadratic").team_defaults(5) == {}

@@ -131,7 +131,7 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
     }
 
     @classmethod
-    def team_defaults(cls, agents: int) -> dict[str, Any]:
+    def team_defaults(cls, agents: int, mode: str = "rounds") -> dict[str, Any]:
         return {"blocks": agents}  # one group of queries per agent
 
     def run_seed(self) -> int:

@@ -87,7 +87,7 @@ class JobShopTask(Task[State, JobShopParams]):
         self.groups = tuple(tuple(j for j in range(n) if j % blocks == b) for b in range(blocks))
 
     @classmethod
-    def team_defaults(cls, agents: int) -> dict[str, Any]:
+    def team_defaults(cls, agents: int, mode: str = "rounds") -> dict[str, Any]:
         return {"blocks": agents}
 
     def run_seed(self) -> int:
