@@ -1,0 +1,15 @@
+#!/bin/sh
+# usage: diag.sh agents blocks tag [k] [map]
+cd /work/main
+k=${4:-200}; map=${5:-random-32-32-10}
+rm -f /tmp/lns-$3.log /tmp/lns-$3.log.v
+date +%s.%N > /tmp/start-$3; LNS_LOG=/tmp/lns-$3.log .venv/bin/python -m blockopt run routing --map $map --scen $map-random-1 --robots $k --blocks $2 --agents $1 --processes $1 --time-limit 30 --seed ${6:-1} --mode async --quiet --report /tmp/rep-$3.json --stall-seconds 30 > /dev/null 2>&1
+python3 - $3 <<'PY'
+import json,sys
+tag=sys.argv[1]
+rows=[json.loads(l) for l in open(f'/tmp/lns-{tag}.log')]
+d=json.load(open(f'/tmp/rep-{tag}.json'))
+it=sum(r['it'] for r in rows); s=sum(r['s'] for r in rows); tb=sum(r['tbl'] for r in rows)
+t0=min(r['t'] for r in rows); t1=max(r['t'] for r in rows)
+print(tag, 'final', d['objective']['final'], 'leases', len(rows), 'improving', sum(r['gain']>0 for r in rows), 'LNS steps', it, 'search s', round(s,1), 'table s', round(tb,1), 'span', round(t1-t0,1), d['proposals']['rejected_by_reason'])
+PY
