@@ -78,6 +78,7 @@ def test_agents_solve_quadratic_and_metrics_show_it(coordinator: Coordinator, pr
     received = one(m["blockopt_proposals_received_total"], task=tid)
     assert received == report["proposals"]["received"] > 0
     assert one(m["blockopt_proposals_accepted_total"], task=tid) == report["proposals"]["accepted"]
+    assert one(m["blockopt_proposals_repaired_total"], task=tid) == report["proposals"]["repaired"] == 0
     assert one(m["blockopt_rounds_total"], task=tid) == report["rounds"]
     assert one(m["blockopt_regroups_total"], task=tid) == sum(r["regrouped"] for r in report["history"]) == 0
     assert one(m["blockopt_a_priori_checks_total"], task=tid, result="failed") == 0

@@ -85,6 +85,9 @@ class Verdict(BaseModel):
     """The measured standalone improvement Δ_p (when it was scored exactly)."""
     screened: float | None = None
     """The coordinator's screened prediction of Δ_p (``Task.screen_change``; None when the kind has no screen)."""
+    repaired: bool = False
+    """Merged as the kind's repair on the head (``Task.rebase``), not as sent: blocks merged after its base
+    were in its way."""
 
 
 @dataclass(frozen=True)

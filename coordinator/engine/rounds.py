@@ -286,6 +286,7 @@ class RoundEngine:
                     status="accepted",
                     code="merged",
                     reason="merged" + (f" ({how})" if rebased or s.repaired else ""),
+                    repaired=s.repaired,
                     round=round_index,
                     predicted=p.predicted_improvement,
                     delta=s.gain,

@@ -88,7 +88,8 @@ def ledger_of(
         {
             k: int(v)
             for k, v in counters.items()
-            if k in ("accepted", "rejected", "abandoned") or k.startswith(("rejected:", "abandoned:"))
+            if k in ("accepted", "rejected", "abandoned", "repaired")
+            or k.startswith(("rejected:", "abandoned:"))
         }
     )
     # summed in plain dicts, one model per total at the end: read every round, and an attribute set on a

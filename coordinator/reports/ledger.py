@@ -68,6 +68,8 @@ class RunLedger:
             self.verdicts[v.status] += 1
             if v.status == "rejected":
                 self.verdicts[f"rejected:{v.code}"] += 1
+            if v.repaired:
+                self.verdicts["repaired"] += 1
         self.stalled = 0 if record.accepted else self.stalled + 1
 
     def stop_status(self, objective: float, rule: StopRule) -> TaskStatus | None:
@@ -211,6 +213,7 @@ def build_report(
         proposals={
             "received": received,
             "accepted": ledger.verdicts["accepted"],
+            "repaired": ledger.verdicts["repaired"],
             "rejected": ledger.verdicts["rejected"],
             "rejected_by_reason": rejected_by,
             "abandoned": ledger.verdicts["abandoned"],

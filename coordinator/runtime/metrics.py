@@ -109,6 +109,11 @@ class TaskStateCollector(Collector):
         yield counter("blockopt_proposals_received", "Proposals stored (acknowledged)", "received")
         yield counter("blockopt_proposals_accepted", "Proposals merged", "accepted")
         yield counter(
+            "blockopt_proposals_repaired",
+            "Proposals merged as the kind's repair on the head (blocks merged after their base were in the way)",
+            "repaired",
+        )
+        yield counter(
             "blockopt_interference_edges", "Interference-graph edges among improving proposals", "edges"
         )
         yield counter("blockopt_rounds", "Rounds recorded", "rounds")

@@ -11,7 +11,10 @@ HERE = Path(__file__).parent
 
 
 def main(tags: list[str]) -> None:
-    print("| run | SOC at 30 s | phase | leases | LNS steps | merged (repaired) | gain merged | predicted, turned down |")
+    print(
+        "| run | SOC at 30 s | phase | leases | LNS steps | merged (repaired) | gain merged"
+        " | predicted, turned down |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for tag in tags:
         leases = [json.loads(x) for x in (HERE / f"{tag}.leases.jsonl").read_text().splitlines()]
@@ -26,7 +29,8 @@ def main(tags: list[str]) -> None:
             lost = sum(r["pred"] for r in vs if r["code"] != "merged")
             print(
                 f"| {tag} | {report['objective']['final']:.0f} | {lo}-{hi} s | {len(ls)} | "
-                f"{sum(r['it'] for r in ls)} | {len(merged)} ({repaired}) | {sum(r['delta'] for r in merged):.0f} | "
+                f"{sum(r['it'] for r in ls)} | {len(merged)} ({repaired}) | "
+                f"{sum(r['delta'] for r in merged):.0f} | "
                 f"{lost:.0f} |"
             )
 
