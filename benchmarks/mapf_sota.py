@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         "--blocks",
         type=int,
         default=None,
-        help="blocks of a service team (default: async: the product's agents + 1; else 2x agents)",
+        help="blocks of a service team (default: async: the product's default; else 2x agents)",
     )
     ap.add_argument(
         "--teams",

@@ -94,11 +94,12 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
 
     @classmethod
     def team_defaults(cls, agents: int, mode: str = "rounds") -> dict[str, Any]:
-        """One block of robots per agent; in async mode one more. Agents there are always at work, and an
-        empty round regroups only the blocks nobody holds: the spare block is what the block an agent
-        just gave up on is regrouped with (2 agents with 3 blocks beat 1 agent with 2 at 300 robots,
-        BENCHMARKS.md "team pays")."""
-        return {"blocks": agents + 1 if mode == "async" else agents}
+        """One block of robots per agent; in async mode one more for a team. Agents there are always at
+        work, and an empty round regroups only the blocks nobody holds: the spare block is what the block
+        an agent just gave up on is regrouped with (2 agents with 3 blocks beat 2 with 4 at 300 robots).
+        One agent has nobody to make room for: one block lets it see every robot (6 of 9 seeded runs at
+        least as good as with 2 blocks; BENCHMARKS.md "one agent, one block")."""
+        return {"blocks": agents + 1 if mode == "async" and agents > 1 else agents}
 
     def run_seed(self) -> int:
         return self.p.seed
