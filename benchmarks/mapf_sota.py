@@ -220,6 +220,15 @@ def run_external(
         return {"paths": parse(out.read_text()), "seconds": seconds}
 
 
+SERVICE_TEAMS: dict[str, list[str]] = {
+    "rounds": ["--mode", "rounds"],
+    "async": ["--mode", "async"],
+    "async-stalled": ["--mode", "async", "--regroup-after", "stalled"],
+    "hold": ["--mode", "rounds", "--selection", "ucb1", "--hold"],
+}
+"""``blockopt run`` options of each service team."""
+
+
 def run_service_team(
     map_name: str,
     scen: str,
@@ -240,7 +249,7 @@ def run_service_team(
             sys.executable, "-m", "blockopt", "run", "routing", "--map", map_name, "--scen", scen,
             "--robots", str(k), "--blocks", str(blocks), "--agents", str(agents),
             "--processes", str(agents), "--time-limit", str(limit), "--seed", str(seed),
-            *(["--mode", "rounds", "--selection", "ucb1", "--hold"] if mode == "hold" else ["--mode", mode]),
+            *SERVICE_TEAMS[mode],
             "--quiet", "--report", str(report), *(["--stall-seconds", str(limit)] if no_stall else []),
         ]  # fmt: skip
         env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
@@ -289,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         "--lacam3-src", help="LaCAM3 source tree with third_party/argparse (github.com/Kei18/lacam3)"
     )
     ap.add_argument("--limit", type=float, default=30.0, help="wall-clock seconds per solver and instance")
-    ap.add_argument("--agents", type=int, default=3)
+    ap.add_argument(
+        "--agents", type=int, nargs="+", default=[3], help="team sizes (one column of ours per size and team)"
+    )
     ap.add_argument(
         "--blocks",
         type=int,
@@ -299,10 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--teams",
         nargs="*",
-        choices=("inproc", "rounds", "async", "hold"),
+        choices=("inproc", "rounds", "async", "async-stalled", "hold"),
         default=["inproc"],
         help="how our team runs: in-process on one core (inproc), or `blockopt run` with a worker process"
-        " per agent, in rounds mode, merging on arrival (async) or in rounds with --selection ucb1 --hold;"
+        " per agent, in rounds mode, merging on arrival (async: blocks nobody holds regrouped after every"
+        " arrival; async-stalled: only after an empty round) or in rounds with --selection ucb1 --hold;"
         " none (--teams alone): only the reference solvers, e.g. for more of their seeds",
     )
     ap.add_argument("--seed", type=int, default=0)
@@ -321,11 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.table_from:
         saved = json.loads(Path(args.table_from).read_text())
-        teams = saved["meta"].get("teams", ["inproc"])
-        _table(
-            saved["rows"],
-            [*saved["meta"]["solvers"], *(_team_name(saved["meta"]["agents"], t) for t in teams)],
-        )
+        meta = saved["meta"]
+        sizes = meta["agents"] if isinstance(meta["agents"], list) else [meta["agents"]]
+        _table(saved["rows"], [*meta["solvers"], *_team_names(sizes, meta.get("teams", ["inproc"]))])
         return 0
 
     cases = QUICK if args.quick else FULL
@@ -345,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for map_name, k in cases:
         scen = f"{map_name}-random-1"
-        task = make_task(map_name, scen, k, args.agents * 2)
+        task = make_task(map_name, scen, k, 2)  # (the validator's: its blocks do not matter)
         map_file, scen_file = movingai.resolve_map(map_name), movingai.resolve_scen(scen, map_name)
         inst = f"{map_name} k={k}"
         for s in solvers:
@@ -356,18 +366,18 @@ def main(argv: list[str] | None = None) -> int:
             row.update(instance=inst, commit=s.commit)
             rows.append(row)
             print(json.dumps(row), flush=True)
-        for team_kind in args.teams:
-            name = _team_name(args.agents, team_kind)
+        for agents, team_kind in [(a, t) for a in args.agents for t in args.teams]:
+            name = _team_name(agents, team_kind)
             if team_kind != "inproc":
                 # the service's clock starts when the task is asked for, so its first plan counts against
                 # the limit as LNS2's and the in-process team's do
                 blocks = args.blocks or (
-                    RoutingTask.team_defaults(args.agents, "async")["blocks"]
-                    if team_kind == "async"
-                    else args.agents * 2
+                    RoutingTask.team_defaults(agents, "async")["blocks"]
+                    if team_kind.startswith("async")
+                    else agents * 2
                 )
                 raw = run_service_team(
-                    map_name, scen, k, args.agents, blocks, args.limit, args.seed, team_kind, args.no_stall
+                    map_name, scen, k, agents, blocks, args.limit, args.seed, team_kind, args.no_stall
                 )
                 raw["blocks"] = blocks
                 ours = {**_row(task, name, raw), "instance": inst}
@@ -377,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(ours), flush=True)
                 continue
             stall = 1_000_000_000 if args.no_stall else None
-            team = run_team(task, args.agents, time_limit=args.limit, seed=args.seed, stall_rounds=stall)
+            team = run_team(task, agents, time_limit=args.limit, seed=args.seed, stall_rounds=stall)
             ours = {
                 "instance": inst,
                 "solver": name,
@@ -392,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
             }
             rows.append(ours)
             print(json.dumps(ours), flush=True)
-    _table(rows, [s.name for s in solvers] + [_team_name(args.agents, t) for t in args.teams])
+    _table(rows, [s.name for s in solvers] + _team_names(args.agents, args.teams))
     if args.json:
         meta = {
             "limit": args.limit,
@@ -408,6 +418,10 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
         print(f"wrote {args.json}")
     return 0
+
+
+def _team_names(sizes: list[int], teams: list[str]) -> list[str]:
+    return [_team_name(a, t) for a in sizes for t in teams]
 
 
 def _team_name(agents: int, team: str) -> str:

@@ -239,6 +239,13 @@ def build_parser(with_kinds: bool = True) -> argparse.ArgumentParser:
             default="rounds",
             help="service path: rounds on quorum-or-deadline, or merge on arrival",
         )
+        kp.add_argument(
+            "--regroup-after",
+            choices=["stalled", "arrival"],
+            default=None,
+            help="service path: regroup the blocks nobody holds after a round that merged nothing (stalled), "
+            "or after every arrival (arrival: async mode only; its default there)",
+        )
         kp.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, help="agent worker processes")
         kp.add_argument("--lease-ttl", type=float, default=10.0, help="seconds a lease lives without renewal")
         kp.add_argument(
@@ -340,12 +347,18 @@ def _check_run_options(args: argparse.Namespace) -> None:
         raise UsageError(exc.message) from None
     if args.inproc:
         _check_inproc_options(args)
+    if args.regroup_after == "arrival" and args.mode != "async":
+        raise UsageError(
+            "--regroup-after arrival needs --mode async (rounds mode regroups after an empty round)"
+        )
 
 
 def _check_inproc_options(args: argparse.Namespace) -> None:
     """Options that need the service path."""
-    if args.selection != "lease_order" or args.hold or args.stall_seconds is not None:
-        raise UsageError("--selection, --hold and --stall-seconds need the service path (drop --inproc)")
+    if args.selection != "lease_order" or args.hold or args.stall_seconds is not None or args.regroup_after:
+        raise UsageError(
+            "--selection, --hold, --stall-seconds and --regroup-after need the service path (drop --inproc)"
+        )
     if args.ui:
         raise UsageError("--ui needs the service path (drop --inproc)")
     if args.proposer != "heuristic":

@@ -249,6 +249,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
                 "params": task.params.model_dump(),
                 "merge_policy": args.merge,
                 "mode": args.mode,
+                **({"regroup_after": r} if (r := getattr(args, "regroup_after", None)) else {}),
                 "budgets": budgets,
                 "proposer": {"name": getattr(args, "proposer", "heuristic"), "knobs": knobs.model_dump()},
                 "window": args.window,

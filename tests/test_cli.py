@@ -101,10 +101,21 @@ def test_run_quadratic_converges_and_writes_report_and_plot(tmp_path: Path) -> N
         (["--agents", "0"], "--agents"),
         (["--merge", "sometimes"], "--merge"),
         (["--noise", "-1"], "noise"),
-        (["--selection", "ucb1"], "--selection, --hold and --stall-seconds need the service path"),
-        (["--hold"], "--selection, --hold and --stall-seconds need the service path"),
-        (["--stall-seconds", "5"], "--selection, --hold and --stall-seconds need the service path"),
+        (
+            ["--selection", "ucb1"],
+            "--selection, --hold, --stall-seconds and --regroup-after need the service path",
+        ),
+        (["--hold"], "--selection, --hold, --stall-seconds and --regroup-after need the service path"),
+        (
+            ["--stall-seconds", "5"],
+            "--selection, --hold, --stall-seconds and --regroup-after need the service path",
+        ),
+        (
+            ["--regroup-after", "stalled"],
+            "--selection, --hold, --stall-seconds and --regroup-after need the service path",
+        ),
         (["--selection", "greedy"], "--selection"),
+        (["--regroup-after", "never"], "--regroup-after"),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(args: list[str], needle: str) -> None:
@@ -113,6 +124,15 @@ def test_bad_arguments_give_one_line_and_exit_2(args: list[str], needle: str) ->
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_regrouping_on_arrival_needs_async_mode() -> None:
+    done = blockopt("run", "quadratic", "--regroup-after", "arrival")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "blockopt: error: --regroup-after arrival needs --mode async "
+        "(rounds mode regroups after an empty round)"
+    )
 
 
 def test_unknown_kind_is_one_line() -> None:

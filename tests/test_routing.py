@@ -436,4 +436,3 @@ def test_a_block_at_its_optimum_stops_after_stop_after_idle_steps(monkeypatch: p
         assert proposer.propose(contract_envelope(task, snap, 0)) is None
         made.append(len(steps))
     assert made == [5, 5, 5]
-

@@ -112,6 +112,7 @@ def test_the_occupancy_index_after_removals_is_the_index_of_the_paths_left(robot
     any order: the index equals one built from the remaining paths alone (tuple order aside)."""
     from tasks.routing.grid import Grid
     from tasks.routing.occupancy import OccupancyIndex
+
     rng = random.Random(seed)
     grid = Grid.from_rows(["...."] * 3)
     paths = dict(enumerate(_paths(grid, rng, robots)))

@@ -55,6 +55,22 @@ def propose(
     return agent.post(f"/v1/tasks/{task_id}/proposals", json=body, params={"wait": wait})
 
 
+def submit(
+    agent: httpx.Client, task_id: str, grant: dict[str, Any], value: Any, wait: float = 0
+) -> dict[str, Any]:
+    """Submit ``value`` for the lease ``grant``; the proposal view (its verdict once ``wait`` allows)."""
+    body = {
+        "lease_id": grant["lease_id"],
+        "block": grant["block"],
+        "base_version": grant["version"],
+        "value": value,
+        "predicted_improvement": 1.0,
+    }
+    r = agent.post(f"/v1/tasks/{task_id}/proposals", json=body, params={"wait": wait})
+    assert r.status_code in (200, 202), r.text
+    return dict(r.json())
+
+
 def test_protocol_round_trip(coordinator: Coordinator) -> None:
     task = coordinator.create_task(params={"blocks": 2, "dim": 2, "coupling": 0.0})
     tid = task["id"]
@@ -490,18 +506,6 @@ def test_a_regrouping_keeps_the_blocks_agents_are_working_on(coordinator: Coordi
     local = create_task("routing", params)
     heuristic = local.make_proposer(local.ProposerParams(time_budget=2.0), seed=1)
 
-    def submit(agent: httpx.Client, grant: dict[str, Any], value: Any, wait: float = 0) -> dict[str, Any]:
-        body = {
-            "lease_id": grant["lease_id"],
-            "block": grant["block"],
-            "base_version": grant["version"],
-            "value": value,
-            "predicted_improvement": 1.0,
-        }
-        r = agent.post(f"/v1/tasks/{tid}/proposals", json=body, params={"wait": wait})
-        assert r.status_code in (200, 202), r.text
-        return dict(r.json())
-
     def rows() -> list[dict[str, Any]]:
         got = coordinator.admin.get(f"/v1/tasks/{tid}/rounds").json()
         return list(got["rounds"] if isinstance(got, dict) else got)
@@ -514,12 +518,12 @@ def test_a_regrouping_keeps_the_blocks_agents_are_working_on(coordinator: Coordi
     drafts = [heuristic.propose(grant["contract"]) for _, grant in grants]  # both before either submits
     for (agent, grant), draft in zip(grants, drafts):
         assert draft is not None
-        submit(agent, grant, draft.value)
+        submit(agent, tid, grant, draft.value)
     coordinator.wait_for(tid, lambda v: v["round"] >= 1)
     assert rows()[0]["accepted"] >= 1
     # Round 1: `a` proposes nothing new while `b` holds its lease: the empty round regroups the other blocks.
     ga, gb = lease(a, tid), lease(b, tid)
-    submit(a, ga, current(ga))
+    submit(a, tid, ga, current(ga))
     coordinator.wait_for(tid, lambda v: v["round"] >= 2)
     regrouped = rows()[1]
     assert regrouped["accepted"] == 0 and regrouped["regrouped"] is True
@@ -528,13 +532,60 @@ def test_a_regrouping_keeps_the_blocks_agents_are_working_on(coordinator: Coordi
     )
     # `b`'s block kept its robots and its version: its answer, made on the old version, is still current.
     draft = heuristic.propose(gb["contract"])
-    answer = submit(b, gb, draft.value if draft is not None else current(gb), wait=10)
+    answer = submit(b, tid, gb, draft.value if draft is not None else current(gb), wait=10)
     assert answer["verdict"]["code"] in ("merged", "not_improving"), answer
     # The same answer for a block the regrouping changed is refused: a's old block moved on.
     ga2 = lease(a, tid)
     assert ga2["version"] > ga["version"] and ga2["block"] != gb["block"]
     moved = {**ga2, "version": ga["version"]}
-    assert submit(a, moved, current(ga2), wait=10)["verdict"]["code"] == "stale_base"
+    assert submit(a, tid, moved, current(ga2), wait=10)["verdict"]["code"] == "stale_base"
+
+
+@pytest.mark.parametrize("regroup_after", ["arrival", "stalled"])
+def test_async_mode_regroups_the_blocks_nobody_holds_after_an_arrival(
+    coordinator: Coordinator, regroup_after: str
+) -> None:
+    """With ``regroup_after: arrival`` (async mode's default) the agent that answered leases next from
+    blocks formed around the new plan, while the block another agent holds keeps its robots and version:
+    that agent's answer is still current. With ``stalled`` its next block is one of the first ones."""
+    from tasks.registry import create_task
+
+    params = {"map": "random-32-32-10", "robots": 60, "blocks": 3, "exact_limit": 0, "initial": "shortest"}
+    body: dict[str, Any] = {"kind": "routing", "params": params, "mode": "async"}
+    if regroup_after == "stalled":
+        body["regroup_after"] = "stalled"
+    task = coordinator.create_task(**body, stop={"stall_rounds": 50})
+    tid = task["id"]
+    assert coordinator.admin.get(f"/v1/tasks/{tid}").json()["regroup_after"] == regroup_after
+    a, b = (coordinator.join(task, name=n)[0] for n in ("a", "b"))
+    local = create_task("routing", params)
+    heuristic = local.make_proposer(local.ProposerParams(time_budget=1.0), seed=1)
+
+    def robots(grant: dict[str, Any]) -> frozenset[int]:
+        return frozenset(r["id"] for r in grant["contract"]["data"]["robots"])
+
+    ga, gb = lease(a, tid), lease(b, tid)
+    drafts = [heuristic.propose(g["contract"]) for g in (ga, gb)]  # both on version 0
+    assert drafts[0] is not None and drafts[1] is not None
+    first = submit(a, tid, ga, drafts[0].value, wait=10)
+    assert first["verdict"]["code"] == "merged", first
+    ga2 = lease(a, tid)
+    partition = {robots(ga), robots(gb), frozenset(range(60)) - robots(ga) - robots(gb)}
+    if regroup_after == "arrival":
+        assert robots(ga2) not in partition and not robots(ga2) & robots(gb)
+    else:
+        assert robots(ga2) in partition
+    late = submit(b, tid, gb, drafts[1].value, wait=10)  # made on version 0, b's block kept
+    assert late["verdict"]["code"] in ("merged", "merged (repaired against the head)", "not_improving"), late
+
+
+def test_regroup_after_arrival_is_refused_in_rounds_mode(coordinator: Coordinator) -> None:
+    r = coordinator.admin.post(
+        "/v1/tasks", json={"kind": "quadratic", "params": {"blocks": 4}, "regroup_after": "arrival"}
+    )
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["field"] == "regroup_after" and "needs mode 'async'" in error["message"]
 
 
 def test_a_stall_in_seconds_keeps_quick_empty_rounds_from_ending_the_task(coordinator: Coordinator) -> None:

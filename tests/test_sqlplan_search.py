@@ -102,7 +102,11 @@ def test_making_room_evicts_the_weakest_per_byte_until_the_new_index_fits(task: 
         return frozenset([parse_index_spec({"table": table, "columns": list(cols)}, schema)])
 
     big = spec("lineitem", "l_partkey", "l_quantity")
-    weak, weaker, strong = spec("orders", "o_custkey"), spec("part", "p_size"), spec("customer", "c_nationkey")
+    weak, weaker, strong = (
+        spec("orders", "o_custkey"),
+        spec("part", "p_size"),
+        spec("customer", "c_nationkey"),
+    )
     present = weak | weaker | strong
     size = task.ev.size
     budgeted = SqlPlanTask(SqlPlanParams(blocks=4, scale=0.01, baselines=False))

@@ -31,6 +31,7 @@ class Arrival:
     verdict: Verdict
     committed: bool
     merge_kind: MergeKind
+    regrouped: bool = False
     accepted: int = 0
     interfering: int = 0
     checks: int = 0
@@ -63,18 +64,26 @@ def stale_footprint(engine: RoundEngine, snap: Snapshot, p: Proposal, index: int
     return None
 
 
-def score_arrival(engine: RoundEngine, snap: Snapshot, p: Proposal, index: int) -> Arrival:
-    """Score one arrival on the head ``snap`` (window ``index``)."""
+def score_arrival(
+    engine: RoundEngine, snap: Snapshot, p: Proposal, index: int, keep: frozenset[int] | None = None
+) -> Arrival:
+    """Score one arrival on the head ``snap`` (window ``index``). With ``keep`` (``regroup_after:
+    arrival``), the blocks not in it are then regrouped (``Task.regroup``), merged or not: the agent that
+    just answered leases next from blocks formed around the plan as it is now."""
     refused = stale_footprint(engine, snap, p, index)
     if refused is not None:
         return Arrival(snapshot=snap, verdict=refused, committed=False, merge_kind="none")
-    outcome = engine.run_round(snap, [p], index)
+    regroup = keep is not None
+    outcome = engine.run_round(
+        snap, [p], index, regroup=regroup, keep=keep or frozenset(), after_merge=regroup
+    )
     rec = outcome.record
     return Arrival(
         snapshot=outcome.snapshot,
         verdict=outcome.verdicts[0],
         committed=outcome.committed,
         merge_kind=rec.merge_kind,
+        regrouped=rec.regrouped,
         accepted=rec.accepted,
         interfering=rec.interfering,
         checks=rec.checks,

@@ -164,11 +164,13 @@ class RoundEngine:
         predicted_gap: float | None = None,
         former: Callable[[Any, float, frozenset[int]], Any | None] | None = None,
         keep: frozenset[int] = frozenset(),
+        after_merge: bool = False,
     ) -> RoundOutcome:
         """Score, select and commit one round; with ``regroup``, a round that merges nothing asks the task
         for a new grouping of its variables (``Task.regroup``), committed as a version with the same objective.
         The blocks in ``keep`` (leased: an agent is working on them) keep their variables and their versions,
-        so the work under way stays current.
+        so the work under way stays current. With ``after_merge`` (async mode's ``regroup: arrival``), a round
+        that merged regroups too, in the same new version.
         With ``former`` too (adaptive selection), any such round asks ``former(state, objective, merged blocks)``
         instead.
 
@@ -258,12 +260,12 @@ class RoundEngine:
                     version, new_snap.objective, tuple(version for _ in snap.block_versions), grouped
                 )
                 regrouped = True
-        elif regroup and not committed:
-            grouped = self.task.regroup(state, round_index, keep)
+        elif regroup and (after_merge or not committed):
+            grouped = self.task.regroup(new_snap.state, round_index, keep)
             if grouped is not None:  # every other block changed: proposals on older versions are stale
                 version = snap.version + 1
-                kept = tuple(v if b in keep else version for b, v in enumerate(snap.block_versions))
-                new_snap = Snapshot(version, f0, kept, grouped)
+                kept = tuple(v if b in keep else version for b, v in enumerate(new_snap.block_versions))
+                new_snap = Snapshot(version, new_snap.objective, kept, grouped)
                 regrouped = True
 
         merged_scores: list[MergedScore] = []

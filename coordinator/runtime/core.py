@@ -133,6 +133,11 @@ class ServiceCore:
     def _lock(self, task_id: str) -> asyncio.Lock:
         return self._locks.setdefault(task_id, asyncio.Lock())
 
+    def _blocks_lock(self, task_id: str) -> asyncio.Lock:
+        """Held while an arrival may regroup the blocks nobody holds, and while a lease is taken (this
+        process's leases; another replica's lease meanwhile makes at worst a ``stale_base`` answer)."""
+        return self._locks.setdefault(f"blocks:{task_id}", asyncio.Lock())
+
     def changed(self, task_id: str) -> asyncio.Event:
         """An event set at the task's next change (take it before reading the store)."""
         return self._events.setdefault(task_id, asyncio.Event())
@@ -259,6 +264,7 @@ class ServiceCore:
         self._bandits.pop(task_id, None)
         self._rounds.pop(task_id, None)
         self._locks.pop(f"load:{task_id}", None)
+        self._locks.pop(f"blocks:{task_id}", None)
         self._notify(task_id)
         for key in [k for k in self._agents if k[0] == task_id]:
             del self._agents[key]

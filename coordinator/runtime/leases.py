@@ -30,14 +30,19 @@ class Leasing(AsyncWindow):
                 retry_after=self.settings.retry_after,
                 agent_id=agent.id,
             )
-        lease = await self.store.acquire_lease(
-            task_id,
-            agent.id,
-            version,
-            self.settings.lease_ttl,
-            self.clock(),
-            prefer=bandit.block_order(range(spec.n_blocks)) if bandit else None,
-        )
+        prefer = bandit.block_order(range(spec.n_blocks)) if bandit else None
+        if spec.regroup_after == "arrival":
+            # Not while an arrival is scored: it regroups the blocks nobody holds, and a lease taken
+            # meanwhile would hold a block about to change (its answer refused as stale).
+            async with self._blocks_lock(task_id):
+                _, version = await self._runtime_and_version(task_id)
+                lease = await self.store.acquire_lease(
+                    task_id, agent.id, version, self.settings.lease_ttl, self.clock(), prefer=prefer
+                )
+        else:
+            lease = await self.store.acquire_lease(
+                task_id, agent.id, version, self.settings.lease_ttl, self.clock(), prefer=prefer
+            )
         if lease is None:
             raise errors.NoBlockAvailable(
                 "every block is leased or awaiting its round; retry shortly",

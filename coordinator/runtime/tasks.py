@@ -49,6 +49,13 @@ class TaskBook(Proposing):
                 f"proposer knobs: {str(exc).splitlines()[0]}", field="proposer.knobs"
             ) from None
         paramcheck.check(req.kind, cls.Params, req.params, self.settings.data_dirs)
+        regroup_after = req.regroup_after or ("arrival" if req.mode == "async" else "stalled")
+        if regroup_after == "arrival" and req.mode != "async":
+            raise errors.InvalidRequest(
+                "regroup_after 'arrival' needs mode 'async' "
+                "(rounds mode regroups after a round that merged nothing)",
+                field="regroup_after",
+            )
         try:
             task = await asyncio.to_thread(create_task, req.kind, req.params)
         except InvalidParams as exc:
@@ -76,6 +83,7 @@ class TaskBook(Proposing):
             params=task.params.model_dump(),
             merge_policy=req.merge_policy,
             mode=req.mode,
+            regroup_after=regroup_after,
             budgets=budgets,
             proposer=req.proposer.model_dump(),
             reference=engine.reference.value,
@@ -125,6 +133,7 @@ class TaskBook(Proposing):
             reference_kind=spec.reference_kind,
             merge_policy=spec.merge_policy,
             mode=spec.mode,
+            regroup_after=spec.regroup_after,
             blocks=spec.n_blocks,
             agents=len(agents),
             leases=len(await self.store.active_leases(task_id, self.clock())),

@@ -19,7 +19,7 @@ from coordinator.reports.ledger import relative_gap
 from coordinator.runtime.core import BuiltTask, head_of
 from coordinator.runtime.rounds import RoundsMode
 from coordinator.status import TaskStatus
-from coordinator.store.base import TERMINAL, Commit, RoundEntry, WindowState
+from coordinator.store.base import TERMINAL, Commit, QueuedProposal, RoundEntry, TaskSpec, WindowState
 
 log = logging.getLogger("blockopt.service")
 
@@ -47,58 +47,67 @@ class AsyncWindow(RoundsMode):
         async with self._holding_round_lock(task_id) as fence:
             if fence is None:
                 return
-            for queued in await self.store.pending_proposals(task_id):
-                runtime = await self.store.get_runtime(task_id)
-                if runtime.status in TERMINAL:
-                    return
-                head = await self.store.get_head(task_id)
-                built = await self._build(spec, head)
-                started = time.perf_counter()
-                arrival, state_json = await self._engine_step(
-                    built, self._score_arrival, built, queued.proposal, runtime.round
-                )
-                window = runtime.window.model_copy(update={"merged": list(runtime.window.merged)})  # tuples
-                if (
-                    window.opened_at is None
-                ):  # the window's forecast is made when it opens, before any scoring
-                    window.opened_at, window.start_objective = self.clock(), head.objective
-                    window.predicted_gap = await self._predict_next(task_id)
-                window.proposals += 1
-                window.accepted += arrival.accepted
-                window.interfering += arrival.interfering
-                window.checks += arrival.checks
-                window.engine_seconds += arrival.engine_seconds
-                window.eval_seconds += arrival.eval_seconds
-                v = arrival.verdict
-                if v.status == "accepted" and v.delta is not None:
-                    window.merged.append((queued.proposal.predicted_improvement, v.delta))
-                new_head = head_of(arrival.snapshot, state_json) if arrival.committed else None
-                counters = self._counters([v], None)
-                if arrival.merge_kind != "none":
-                    counters["merges:independent"] = 1
-                await self.store.commit(
-                    task_id,
-                    Commit(
-                        expected_version=head.version,
-                        fence=fence,
-                        head=new_head,
-                        verdicts=[v],
-                        runtime=runtime.model_copy(update={"window": window}),
-                        counters=counters,
-                    ),
-                )
-                built.snapshot = arrival.snapshot
-                self.metrics.scoring_seconds.labels("async").observe(arrival.eval_seconds)
-                self.metrics.round_seconds.labels("async").observe(time.perf_counter() - started)
-                self._notify(task_id)
-                ref = books.reference_of(spec)
-                if (
-                    ref.kind == "optimum"
-                    and relative_gap(arrival.snapshot.objective, ref) <= spec.stop_relative_gap
-                ):
-                    await self._close_window(task_id, fence, force=True)
-                    await self._finish(task_id, TaskStatus.OPTIMAL, "stopping rule met (relative gap)")
-                    return
+            queue = await self.store.pending_proposals(task_id)
+            for i, queued in enumerate(queue):
+                async with self._blocks_lock(task_id):  # (leases wait: see _blocks_lock)
+                    if not await self._score_queued(task_id, spec, fence, queued, queue[i + 1 :]):
+                        return
+
+    async def _score_queued(
+        self, task_id: str, spec: TaskSpec, fence: int, queued: QueuedProposal, behind: list[QueuedProposal]
+    ) -> bool:
+        """Score and commit one queued arrival; False once the task has ended."""
+        runtime = await self.store.get_runtime(task_id)
+        if runtime.status in TERMINAL:
+            return False
+        head = await self.store.get_head(task_id)
+        built = await self._build(spec, head)
+        started = time.perf_counter()
+        keep = None
+        if spec.regroup_after == "arrival":  # held blocks and the blocks of queued answers stay
+            leased = await self.store.active_leases(task_id, self.clock())
+            keep = frozenset({lease.block for lease in leased} | {q.proposal.block for q in behind})
+        arrival, state_json = await self._engine_step(
+            built, self._score_arrival, built, queued.proposal, runtime.round, keep
+        )
+        window = runtime.window.model_copy(update={"merged": list(runtime.window.merged)})  # tuples
+        if window.opened_at is None:  # the window's forecast is made when it opens, before any scoring
+            window.opened_at, window.start_objective = self.clock(), head.objective
+            window.predicted_gap = await self._predict_next(task_id)
+        window.proposals += 1
+        window.accepted += arrival.accepted
+        window.interfering += arrival.interfering
+        window.checks += arrival.checks
+        window.engine_seconds += arrival.engine_seconds
+        window.eval_seconds += arrival.eval_seconds
+        v = arrival.verdict
+        if v.status == "accepted" and v.delta is not None:
+            window.merged.append((queued.proposal.predicted_improvement, v.delta))
+        new_head = head_of(arrival.snapshot, state_json) if arrival.committed else None
+        counters = self._counters([v], None)
+        if arrival.merge_kind != "none":
+            counters["merges:independent"] = 1
+        await self.store.commit(
+            task_id,
+            Commit(
+                expected_version=head.version,
+                fence=fence,
+                head=new_head,
+                verdicts=[v],
+                runtime=runtime.model_copy(update={"window": window}),
+                counters=counters,
+            ),
+        )
+        built.snapshot = arrival.snapshot
+        self.metrics.scoring_seconds.labels("async").observe(arrival.eval_seconds)
+        self.metrics.round_seconds.labels("async").observe(time.perf_counter() - started)
+        self._notify(task_id)
+        ref = books.reference_of(spec)
+        if ref.kind == "optimum" and relative_gap(arrival.snapshot.objective, ref) <= spec.stop_relative_gap:
+            await self._close_window(task_id, fence, force=True)
+            await self._finish(task_id, TaskStatus.OPTIMAL, "stopping rule met (relative gap)")
+            return False
+        return True
 
     async def _close_window(self, task_id: str, fence: int, force: bool = False) -> bool:
         """Turn the async window into a round record (bookkeeping: the head does not change)."""
@@ -144,9 +153,11 @@ class AsyncWindow(RoundsMode):
         return True
 
     @staticmethod
-    def _score_arrival(built: BuiltTask, p: Proposal, index: int) -> tuple[Arrival, Any]:
-        """``score_arrival`` (one engine step), with the new state dumped for the store when it merged."""
-        arrival = score_arrival(built.engine, built.snapshot, p, index)
+    def _score_arrival(
+        built: BuiltTask, p: Proposal, index: int, keep: frozenset[int] | None = None
+    ) -> tuple[Arrival, Any]:
+        """``score_arrival`` (one engine step), with the new state dumped for the store when it changed."""
+        arrival = score_arrival(built.engine, built.snapshot, p, index, keep)
         return arrival, built.task.dump_state(arrival.snapshot.state) if arrival.committed else None
 
     async def _tick_async_window(self, task_id: str) -> None:

@@ -10,7 +10,7 @@ from coordinator.engine.adaptive import SelectionSettings
 from coordinator.engine.forecast import Forecast, StopWhen
 from coordinator.engine.records import MergePolicy, Usage, Verdict
 from coordinator.status import TaskStatus
-from coordinator.store.base import Budgets, TaskMode
+from coordinator.store.base import Budgets, RegroupAfter, TaskMode
 
 if TYPE_CHECKING:
     from tasks.base import Draft
@@ -61,6 +61,12 @@ class CreateTask(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     merge_policy: MergePolicy = "checked"
     mode: TaskMode = "rounds"
+    regroup_after: RegroupAfter | None = Field(
+        None,
+        description="when the blocks nobody holds are regrouped (kinds that regroup): 'stalled' after a "
+        "round that merged nothing; 'arrival' (async mode only) after every arrival. Default: 'arrival' in "
+        "async mode, else 'stalled'",
+    )
     budgets: Budgets = Field(default_factory=Budgets)
     proposer: ProposerHints = Field(default_factory=ProposerHints)
     window: int = Field(3, ge=1, description="rounds used to predict the envelope")
@@ -111,6 +117,7 @@ class TaskView(BaseModel):
             "reference_kind": "optimum",
             "merge_policy": "checked",
             "mode": "rounds",
+            "regroup_after": "stalled",
             "blocks": 16,
             "agents": 4,
             "leases": 4,
@@ -135,6 +142,7 @@ class TaskView(BaseModel):
     reference_kind: str
     merge_policy: MergePolicy
     mode: TaskMode
+    regroup_after: RegroupAfter = "stalled"
     blocks: int
     agents: int
     leases: int

@@ -36,6 +36,9 @@ from coordinator.status import TERMINAL as TERMINAL  # re-exported: stores and t
 from coordinator.status import TaskStatus
 
 TaskMode = Literal["rounds", "async"]
+RegroupAfter = Literal["stalled", "arrival"]
+"""When the coordinator asks the kind to regroup the blocks nobody holds (``Task.regroup``): after a round
+that merged nothing, or (async mode) after every arrival."""
 
 
 class Budgets(BaseModel):
@@ -63,6 +66,9 @@ class TaskSpec(BaseModel):
     params: dict[str, Any]
     merge_policy: MergePolicy
     mode: TaskMode
+    regroup_after: RegroupAfter = "stalled"
+    """``arrival``: async mode regroups the blocks nobody holds after every arrival, so the next lease sees
+    the variables in its way; ``stalled``: only after an empty round (what tasks stored earlier did)."""
     budgets: Budgets
     proposer: dict[str, Any]
     reference: float
