@@ -169,7 +169,7 @@ class RoundEngine:
         """Score, select and commit one round; with ``regroup``, a round that merges nothing asks the task
         for a new grouping of its variables (``Task.regroup``), committed as a version with the same objective.
         The blocks in ``keep`` (leased: an agent is working on them) keep their variables and their versions,
-        so the work under way stays current. With ``after_merge`` (async mode's ``regroup: arrival``), a round
+        so the work under way stays current. With ``after_merge`` (async mode's ``regroup_after: arrival``), a round
         that merged regroups too, in the same new version.
         With ``former`` too (adaptive selection), any such round asks ``former(state, objective, merged blocks)``
         instead.
