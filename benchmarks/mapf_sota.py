@@ -12,8 +12,10 @@ wall-clock limit (LNS2 is single-threaded; LaCAM3 runs with ``--no-multi-thread`
 in-process by default, its agents taking turns on one core (``--teams inproc``); ``--teams rounds`` and
 ``--teams async`` run it as the product runs it instead, ``blockopt run routing`` with an embedded
 coordinator and one worker process per agent over HTTP (rounds mode, or merge on arrival), so the agents
-share the machine's cores; ``--teams hold`` is rounds mode with adaptive selection (``--selection ucb1
---hold``: the blocks that did not pay are formed anew after every round). Instances run one after the other.
+share the machine's cores; ``--teams async-stalled`` is async mode with the old regrouping rule (only after
+an empty round, ``--regroup-after stalled``); ``--teams hold`` is rounds mode with adaptive selection
+(``--selection ucb1 --hold``: the blocks that did not pay are formed anew after every round). ``--agents 1 2
+3`` gives a column per team size. Instances run one after the other.
 
     .venv/bin/python benchmarks/mapf_sota.py --quick --lns2-src /work/ext/lns2 --lacam3-src /work/ext/lacam3
     .venv/bin/python benchmarks/mapf_sota.py --limit 30 --lns2-src ... --lacam3-src ... --json out.json
