@@ -326,6 +326,22 @@ def test_bounded_steps_keep_the_plans_of_the_unbounded_ones(
         assert mirror_matches(new.full, grid.width)  # the compiled SIPP's view of ``full`` kept in step
 
 
+def test_a_search_with_an_rng_moves_along_a_plateau_of_equal_costs() -> None:
+    """Re-planning the same robot again: with an rng it takes other shortest paths at the same sum of
+    costs (how the LNS leaves a plan it cannot improve with fixed paths), without one it keeps its path."""
+    grid = Grid.from_rows(["......"] * 6)
+    starts, goals = [0, 5], [35, 30]
+    first = [tuple(grid.shortest_path(s, g)) for s, g in zip(starts, goals, strict=True)]
+    for rng, most in ((random.Random(3), None), (None, 1)):
+        search = BlockSearch(grid, starts, goals, first, Reservations(grid.n_cells), 40, rng=rng)
+        seen = set()
+        for _ in range(12):
+            kept, collisions, soc = search.try_group([0], None)
+            assert kept and (collisions, soc) == (0, 20) == (search.collisions, search.soc)
+            seen.add(search.paths[0])
+        assert len(seen) >= 3 if most is None else len(seen) == most
+
+
 def test_rebase_repairs_a_block_that_collides_with_the_rest_of_the_plan() -> None:
     """``RoutingTask.rebase`` (the coordinator's repair of a late proposal): the block's robots are
     re-planned against every other block's paths until none of them collides; it declines a block with

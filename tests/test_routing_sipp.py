@@ -41,9 +41,10 @@ def _walk(grid: Grid, rng: random.Random, free: list[int], length: int) -> list[
     density=st.sampled_from([0.0, 0.15, 0.3]),
     others=st.integers(0, 6),
     seed=st.integers(0, 10**6),
+    salt=st.sampled_from([0, 1, 977]),
 )
 def test_sipp_arrives_when_space_time_astar_does(
-    width: int, height: int, density: float, others: int, seed: int
+    width: int, height: int, density: float, others: int, seed: int, salt: int
 ) -> None:
     rng = random.Random(seed)
     grid = _grid(width, height, density, rng)
@@ -64,7 +65,7 @@ def test_sipp_arrives_when_space_time_astar_does(
         table.add_run(t0, run, arrives=run[-1] != goal and rng.random() < 0.5)
     max_len = 3 * grid.n_cells + 12
     astar = plan_path(grid, start, goal, table, max_len, expansions=10**7)
-    sipp = sipp_path(grid, start, goal, table, max_len, expansions=10**7)
+    sipp = sipp_path(grid, start, goal, table, max_len, expansions=10**7, salt=salt)
     if astar is not None and astar[1] == 0:
         assert sipp is not None, "A* found a conflict-free path, SIPP none"
         assert cost(sipp) == cost(astar[0])
@@ -74,6 +75,18 @@ def test_sipp_arrives_when_space_time_astar_does(
         assert sipp[0] == start and sipp[-1] == goal
         assert all(b in grid.moves(a) for a, b in zip(sipp, sipp[1:]))
         assert table.path_conflicts(sipp) == 0
+
+
+def test_a_salt_picks_among_the_shortest_paths_and_none_keeps_one() -> None:
+    """On an open grid corner to corner there are C(10, 5) shortest paths: salts must reach several
+    (the LNS's way off a plateau of equal costs), all shortest; no salt must always give the same."""
+    grid = Grid.from_rows(["......"] * 6)
+    table = Reservations(grid.n_cells)
+    start, goal = 0, grid.n_cells - 1
+    salted = {sipp_path(grid, start, goal, table, 40, salt=s) for s in range(1, 21)}
+    assert len(salted) >= 5
+    assert {len(p) for p in salted if p is not None} == {11}
+    assert len({sipp_path(grid, start, goal, table, 40) for _ in range(5)}) == 1
 
 
 def test_sipp_waits_out_a_robot_in_a_corridor() -> None:

@@ -29,9 +29,10 @@ from tests.test_routing_sipp import _grid, _walk  # random grids and walks, as t
     changes=st.integers(1, 25),
     slack=st.sampled_from([None, -1, 0, 2, 8]),
     seed=st.integers(0, 10**6),
+    salt=st.sampled_from([0, 1, 977, 2**32 - 1]),
 )
 def test_the_compiled_search_follows_every_change_of_the_table(
-    width: int, height: int, density: float, changes: int, slack: int | None, seed: int
+    width: int, height: int, density: float, changes: int, slack: int | None, seed: int, salt: int
 ) -> None:
     rng = random.Random(seed)
     grid = _grid(width, height, density, rng)
@@ -61,8 +62,11 @@ def test_the_compiled_search_follows_every_change_of_the_table(
         return
     max_len = 3 * grid.n_cells + 100
     bound = None if slack is None else grid.distances(goal)[start] + slack
-    expected = sipp_search_python(grid, start, goal, table.copy(), max_len, expansions=10**7, bound=bound)
-    assert sipp_search(grid, start, goal, table, max_len, expansions=10**7, bound=bound) == expected
+    expected = sipp_search_python(
+        grid, start, goal, table.copy(), max_len, expansions=10**7, bound=bound, salt=salt
+    )
+    got = sipp_search(grid, start, goal, table, max_len, expansions=10**7, bound=bound, salt=salt)
+    assert got == expected
 
 
 def test_a_copy_has_its_own_mirror() -> None:

@@ -147,7 +147,7 @@ class RoutingProposer(Proposer):
         external = self._table(block, data)
         t_table = time.perf_counter() - t_table
 
-        search = BlockSearch(grid, starts, goals, current, external, self.max_len)
+        search = BlockSearch(grid, starts, goals, current, external, self.max_len, rng=self.rng)
         initial = search.soc + weight * search.collisions
         iterations = replans = 0
         collisions: list[int] | None = None

@@ -44,11 +44,12 @@ def soft_path(
     deadline: float | None = None,
     penalty: int = 4,
     expansions: int = 30_000,
+    salt: int = 0,
 ) -> tuple[Path, int] | None:
     """(path, collisions with the table): collision-free when SIPP finds it cheaply, else fewest-ish."""
     if grid.distances(goal)[start] == UNREACHABLE:
         return None
-    path = sipp_path(grid, start, goal, table, max_len, deadline, expansions=expansions // 4)
+    path = sipp_path(grid, start, goal, table, max_len, deadline, expansions=expansions // 4, salt=salt)
     if path is not None:
         return path, 0
     return fewest_collisions_path(grid, start, goal, table, max_len, deadline, penalty, expansions)
@@ -236,8 +237,12 @@ class BlockSearch:
         paths: Sequence[Path],
         external: Reservations,
         max_len: int,
+        rng: random.Random | None = None,
     ) -> None:
         self.grid, self.starts, self.goals, self.max_len = grid, starts, goals, max_len
+        self.rng = rng
+        """Salts each collision-free re-plan (``sipp_jit.tie_key``) so that a neighbourhood tried again can
+        take other equal-cost paths; None keeps SIPP's fixed tie-break (repeatable runs in tests)."""
         self.external = external
         self.paths = list(paths)
         self.full = external.copy()
@@ -251,6 +256,9 @@ class BlockSearch:
     @property
     def collisions(self) -> int:
         return self.inside + sum(self.ext)
+
+    def _salt(self) -> int:
+        return 0 if self.rng is None else self.rng.getrandbits(32) | 1
 
     def colliding(self) -> tuple[dict[int, set[int]], list[int]]:
         """(the collision graph inside the block, every robot with a collision inside or outside)."""
@@ -271,7 +279,9 @@ class BlockSearch:
             return self._clean(group, old, deadline)
         new: dict[int, Path] = {}
         for i in group:
-            found = soft_path(self.grid, self.starts[i], self.goals[i], full, self.max_len, deadline)
+            found = soft_path(
+                self.grid, self.starts[i], self.goals[i], full, self.max_len, deadline, salt=self._salt()
+            )
             new[i] = old[i] if found is None else found[0]
             full.add_path(new[i])
         d_inside = change_in_conflicts(self.index, old, new)
@@ -304,8 +314,9 @@ class BlockSearch:
         for i, d in zip(group, dist, strict=True):
             s, g = self.starts[i], self.goals[i]
             path, proof = sipp_search(
-                grid, s, g, full, self.max_len, deadline, SOFT_EXPANSIONS // 4, bound=d + slack
-            )
+                grid, s, g, full, self.max_len, deadline, SOFT_EXPANSIONS // 4, bound=d + slack,
+                salt=self._salt(),
+            )  # fmt: skip
             if path is None and not proof:
                 path, conflicts = fewest_collisions_path(grid, s, g, full, self.max_len, deadline)
                 if conflicts or cost(path) > d + slack:

@@ -57,13 +57,15 @@ def sipp_path(
     deadline: float | None = None,
     expansions: int = 200_000,
     bound: int | None = None,
+    salt: int = 0,
 ) -> Path | None:
     """The earliest-arriving conflict-free path from start to goal, or None (none within max_len / budget).
 
     With ``bound``, only arrivals at or before ``bound`` count (the LNS keeps a re-planned group only
     if its sum of costs does not grow): nodes that cannot reach the goal by then are never pushed, so a
-    search that would only find a longer path fails fast; a path it does find is the same one."""
-    return sipp_search(grid, start, goal, table, max_len, deadline, expansions, bound)[0]
+    search that would only find a longer path fails fast; a path it does find is the same one. ``salt``
+    chooses among the equal-cost paths (0: always the same one; ``sipp_jit.tie_key``)."""
+    return sipp_search(grid, start, goal, table, max_len, deadline, expansions, bound, salt)[0]
 
 
 def sipp_search(
@@ -75,6 +77,7 @@ def sipp_search(
     deadline: float | None = None,
     expansions: int = 200_000,
     bound: int | None = None,
+    salt: int = 0,
 ) -> tuple[Path | None, bool]:
     """``sipp_path``'s answer and whether it is a proof: False when the expansion budget or the
     deadline cut the search short (a path may exist), True when the answer is exact.
@@ -92,7 +95,7 @@ def sipp_search(
     rows = min(table.t_static + 1, arrays.occupied.shape[1])
     cells, outcome = sipp_jit.search(
         grid.step_array, h, arrays.occupied, arrays.stepping, arrays.latest, arrays.parked, rows, grid.width,
-        start, goal, cap, expansions,
+        start, goal, cap, expansions, salt,
     )  # fmt: skip
     if outcome == sipp_jit.FOUND:
         return tuple(cells.tolist()), True
@@ -108,6 +111,7 @@ def sipp_search_python(
     deadline: float | None = None,
     expansions: int = 200_000,
     bound: int | None = None,
+    salt: int = 0,
 ) -> tuple[Path | None, bool]:
     """``sipp_search`` in plain Python: the readable statement of the search, and the oracle that the
     compiled one must match path for path (tests/test_routing_sipp_jit.py).
@@ -139,14 +143,15 @@ def sipp_search_python(
     if h[start] > cap:
         return None, True
     root = start * SLOT
-    # (f, -g, node): g = earliest arrival in the node's interval; (f, -g, node) is unique per push
-    heap: list[tuple[int, int, int]] = [(h[start], 0, root)]
+    tie = sipp_jit.tie_key.py_func
+    # (f, -g, tie, node): g = earliest arrival in the node's interval; the tuple is unique per push
+    heap: list[tuple[int, int, int, int]] = [(h[start], 0, tie(root, salt), root)]
     best: dict[int, int] = {root: 0}
     parent: dict[int, int] = {root: -1}
     pop, push, bisect_left = heapq.heappop, heapq.heappush, bisect.bisect_left
     pops = 0
     while heap:
-        _f, negg, node = pop(heap)
+        _f, negg, _tie, node = pop(heap)
         g = -negg
         if best[node] < g:
             continue  # a stale entry: the node was reached earlier since
@@ -186,7 +191,7 @@ def sipp_search_python(
                     continue
                 best[key] = arr
                 parent[key] = node
-                push(heap, (arr + hnb, -arr, key))
+                push(heap, (arr + hnb, -arr, tie(key, salt), key))
     return None, True
 
 

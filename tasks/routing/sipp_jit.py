@@ -24,6 +24,23 @@ INF = 1 << 60
 SLOT = 1 << 32
 FOUND, NO_PATH, CUT_SHORT = 0, 1, 2
 """Kernel outcomes: a path; a proof that there is none; the expansion budget ran out (a path may exist)."""
+MASK32 = 0xFFFFFFFF
+
+
+@njit(cache=True)
+def tie_key(node: int, salt: int) -> int:
+    """The order among nodes of equal f and g: by node with salt 0, else a hash of (node, salt).
+
+    A search with a fixed tie-break returns the same path against the same table every time, so an
+    LNS that re-plans a neighbourhood again meets the same equal-cost paths and stays on its plateau;
+    MAPF-LNS2's SIPP breaks such ties at random. A salted hash does that in a way the Python oracle can
+    repeat (``py_func``): the same salt, the same path."""
+    if salt == 0:
+        return 0
+    x = (node ^ (node >> 32) ^ salt) & MASK32
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & MASK32
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & MASK32
+    return (x >> 16) ^ x
 
 
 @njit(cache=True)
@@ -114,8 +131,10 @@ def search(  # noqa: C901 (one search loop, kept whole as in sipp.py)
     goal: int,
     cap: int,
     expansions: int,
+    salt: int,
 ) -> tuple[np.ndarray, int]:
-    """(cells per time step, outcome): the earliest arrival at ``goal`` by ``cap`` against the table."""
+    """(cells per time step, outcome): the earliest arrival at ``goal`` by ``cap`` against the table;
+    ``salt`` picks among equal-cost paths (``tie_key``)."""
     none = np.empty(0, np.int64)
     if h[start] < 0:
         return none, NO_PATH
@@ -140,10 +159,10 @@ def search(  # noqa: C901 (one search loop, kept whole as in sipp.py)
         return none, NO_PATH
     best[0] = 0
     parent[0] = -1
-    heap = [(h[start], 0, start * SLOT)]
+    heap = [(h[start], 0, tie_key(start * SLOT, salt), start * SLOT)]
     pops = 0
     while heap:
-        _f, negg, node = heapq.heappop(heap)
+        _f, negg, _tie, node = heapq.heappop(heap)
         g = -negg
         cell = node // SLOT
         here = offset[cell] + node % SLOT
@@ -198,7 +217,8 @@ def search(  # noqa: C901 (one search loop, kept whole as in sipp.py)
                     continue
                 best[there] = arr
                 parent[there] = here
-                heapq.heappush(heap, (arr + h[nb], -arr, nb * SLOT + j))
+                key = nb * SLOT + j
+                heapq.heappush(heap, (arr + h[nb], -arr, tie_key(key, salt), key))
     return none, NO_PATH
 
 
@@ -226,4 +246,4 @@ def warm() -> None:
     parked = np.full(2, -1, np.int64)
     apply_run(occupied, stepping, latest, 0, np.array([0, 1], np.int64), True, 2, 1)
     steps = np.array([[1, -1, -1, -1], [0, -1, -1, -1]], np.int64)
-    search(steps, np.array([1, 0], np.int64), occupied, stepping, latest, parked, 3, 2, 0, 1, 10, 100)
+    search(steps, np.array([1, 0], np.int64), occupied, stepping, latest, parked, 3, 2, 0, 1, 10, 100, 0)
