@@ -8,12 +8,14 @@ for long polls. The other runtime modules each add one responsibility on top of 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -137,6 +139,13 @@ class ServiceCore:
         """Held while an arrival may regroup the blocks nobody holds, and while a lease is taken (this
         process's leases; another replica's lease meanwhile makes at worst a ``stale_base`` answer)."""
         return self._locks.setdefault(f"blocks:{task_id}", asyncio.Lock())
+
+    def _regrouping(self, spec: TaskSpec) -> AbstractAsyncContextManager[Any]:
+        """``_blocks_lock`` where any commit may regroup the blocks nobody holds (``regroup_after:
+        arrival``): an arrival, or a round of idle reports run through the rounds path; else nothing."""
+        if spec.regroup_after == "arrival":
+            return self._blocks_lock(spec.id)
+        return contextlib.nullcontext()
 
     def changed(self, task_id: str) -> asyncio.Event:
         """An event set at the task's next change (take it before reading the store)."""

@@ -31,15 +31,11 @@ class Leasing(AsyncWindow):
                 agent_id=agent.id,
             )
         prefer = bandit.block_order(range(spec.n_blocks)) if bandit else None
-        if spec.regroup_after == "arrival":
-            # Not while an arrival is scored: it regroups the blocks nobody holds, and a lease taken
-            # meanwhile would hold a block about to change (its answer refused as stale).
-            async with self._blocks_lock(task_id):
+        # Not while a commit may regroup the blocks nobody holds: a lease taken meanwhile would hold a
+        # block about to change (its answer refused as stale). The version is read again once it is done.
+        async with self._regrouping(spec):
+            if spec.regroup_after == "arrival":
                 _, version = await self._runtime_and_version(task_id)
-                lease = await self.store.acquire_lease(
-                    task_id, agent.id, version, self.settings.lease_ttl, self.clock(), prefer=prefer
-                )
-        else:
             lease = await self.store.acquire_lease(
                 task_id, agent.id, version, self.settings.lease_ttl, self.clock(), prefer=prefer
             )

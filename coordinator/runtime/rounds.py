@@ -91,7 +91,8 @@ class RoundsMode(RoundLocking):
             return False
         if not await self._round_due(task_id):  # (counts pending proposals: no need to read them twice)
             return False
-        async with self._holding_round_lock(task_id) as fence:
+        # (in async mode a round of idle reports regroups as an arrival does: leases wait, as there)
+        async with self._holding_round_lock(task_id) as fence, self._regrouping(spec):
             if fence is None:
                 return False
             # Read again under the lock: another replica may have run this round meanwhile (a round that

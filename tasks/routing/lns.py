@@ -4,7 +4,10 @@ While the block has collisions, LNS2's repair (repair.py) re-plans collision
 neighbourhoods; once it has none, each iteration picks a neighbourhood from
 the ALNS wheel (destroy.py, or a spatial group) and re-plans it one robot at a
 time against everything else the contract shows (repair.BlockSearch: a step
-costs the neighbourhood's paths, not the block's).
+costs the neighbourhood's paths, not the block's). Each re-plan salts SIPP's tie-break from the
+proposer's rng, as MAPF-LNS2's random tie-breaking does: with one fixed choice among equal-cost paths a
+neighbourhood tried again takes the same paths, and the search stays on its plateau (empty-16-16 k=50:
+508-510 after 15 s with fixed ties; with salted ones 507, LNS2's value, within 0.5 s; BENCHMARKS.md).
 The surrogate is the block's sum of costs + W x (conflicts inside the block +
 conflicts with the reservation table); its decrease is the predicted
 improvement, so the coordinator measures the correction error δ honestly.
