@@ -6,8 +6,8 @@ the ALNS wheel (destroy.py, or a spatial group) and re-plans it one robot at a
 time against everything else the contract shows (repair.BlockSearch: a step
 costs the neighbourhood's paths, not the block's). Each re-plan salts SIPP's tie-break from the
 proposer's rng, as MAPF-LNS2's random tie-breaking does: with one fixed choice among equal-cost paths a
-neighbourhood tried again takes the same paths, and the search stays on its plateau (empty-16-16 k=50:
-508-510 after 15 s with fixed ties; with salted ones 507, LNS2's value, within 0.5 s; BENCHMARKS.md).
+neighbourhood tried again takes the same paths, and the search stays on its plateau (empty-16-16 k=50,
+about 2,000 steps: 510-511 with fixed ties, LNS2's 507 with salted ones on 3 of 3 seeds; BENCHMARKS.md).
 The surrogate is the block's sum of costs + W x (conflicts inside the block +
 conflicts with the reservation table); its decrease is the predicted
 improvement, so the coordinator measures the correction error δ honestly.
@@ -185,7 +185,12 @@ class RoutingProposer(Proposer):
         self._misses[block] = 0
         return Draft(
             block=block,
-            value=[[list(grid.xy(c)) for c in p] for p in best],
+            # a path the LNS left alone goes back as the contract sent it (encoding every path costs 11 ms
+            # a proposal at 200 robots in one block, a fifth of the search's own set-up)
+            value=[
+                r["path"] if p is c else [list(grid.xy(x)) for x in p]
+                for r, p, c in zip(robots, best, current, strict=True)
+            ],
             predicted_improvement=initial - best_value,
             info={
                 "iterations": iterations,

@@ -241,7 +241,7 @@ class BlockSearch:
     ) -> None:
         self.grid, self.starts, self.goals, self.max_len = grid, starts, goals, max_len
         self.rng = rng
-        """Salts each collision-free re-plan (``sipp_jit.tie_key``) so that a neighbourhood tried again can
+        """Salts each re-plan's SIPP search (``sipp_jit.tie_key``) so that a neighbourhood tried again can
         take other equal-cost paths; None keeps SIPP's fixed tie-break (repeatable runs in tests)."""
         self.external = external
         self.paths = list(paths)
