@@ -342,6 +342,45 @@ def test_a_search_with_an_rng_moves_along_a_plateau_of_equal_costs() -> None:
         assert len(seen) >= 3 if most is None else len(seen) == most
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(size=st.integers(4, 7), robots=st.integers(2, 8), others=st.integers(0, 4), seed=st.integers(0, 10**6))
+def test_put_back_keeps_the_plan_collision_free_and_its_cost(
+    size: int, robots: int, others: int, seed: int
+) -> None:
+    """After salted steps, ``put_back`` gives robots their old paths of equal cost only where those still
+    fit: recounted from scratch (block and table), the plan has no collision, its sum of costs is the
+    same, a path put back is the old one, and no path moved that the steps had not moved."""
+    rng = random.Random(seed)
+    grid = Grid.from_rows(
+        ["".join("@" if rng.random() < 0.15 else "." for _ in range(size)) for _ in range(size)]
+    )
+    free = [c for c in range(grid.n_cells) if grid.free[c]]
+    big = max(_components(grid, free), key=len) if free else []
+    if len(big) < robots + others:
+        return
+    starts, goals = rng.sample(big, robots + others), rng.sample(big, robots + others)
+    max_len = 4 * grid.n_cells
+    planned = prioritized(grid, starts, goals, max_len, soft=False)
+    if planned is None:  # (no collision-free first plan: put_back leaves a block with collisions alone)
+        return
+    table = Reservations(grid.n_cells)
+    for p in planned[robots:]:
+        table.add_path(p)
+    first = planned[:robots]
+    search = BlockSearch(grid, starts[:robots], goals[:robots], first, table.copy(), max_len, rng=rng)
+    for _ in range(10):
+        search.try_group(rng.sample(range(robots), rng.randint(1, robots)), None)
+    moved = {i for i in range(robots) if search.paths[i] != first[i]}
+    soc = search.soc
+    count = search.put_back(first)
+    after = {i for i in range(robots) if search.paths[i] != first[i]}
+    assert after <= moved and len(moved) - len(after) <= count
+    assert sum(len(p) - 1 for p in search.paths) == soc == search.soc
+    assert full_conflicts(grid.n_cells, dict(enumerate(search.paths))) == 0
+    assert sum(table.path_conflicts(p) for p in search.paths) == 0
+    assert search.index.total_conflicts() == 0 and search.collisions == 0
+
+
 def test_rebase_repairs_a_block_that_collides_with_the_rest_of_the_plan() -> None:
     """``RoutingTask.rebase`` (the coordinator's repair of a late proposal): the block's robots are
     re-planned against every other block's paths until none of them collides; it declines a block with

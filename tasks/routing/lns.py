@@ -178,6 +178,7 @@ class RoutingProposer(Proposer):
             if search.soc + weight * search.collisions < best_value:
                 idle = 0
             best_value = search.soc + weight * search.collisions
+        put_back = search.put_back(current)
         best = search.paths
         if best_value >= initial:
             self._misses[block] = self._misses.get(block, 0) + 1
@@ -197,6 +198,7 @@ class RoutingProposer(Proposer):
                 "replans": replans,
                 "seconds": time.perf_counter() - started,
                 "table_seconds": t_table,
+                "put_back": put_back,
                 "destroy_weights": {k: round(v, 4) for k, v in self.wheel.weights.items()},
                 **({"collisions": collisions} if collisions is not None else {}),
             },

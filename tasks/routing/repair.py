@@ -331,6 +331,36 @@ class BlockSearch:
         self._commit(old, new, dict.fromkeys(new, 0), 0, soc)
         return True, 0, soc
 
+    def put_back(self, before: Sequence[Path]) -> int:
+        """Give each robot back its path from ``before`` where the search only swapped it for another of the
+        same cost and the old one still fits (no conflict with anything else in ``full``); how many.
+
+        Salted ties walk robots along plateaus of equal cost: a proposal on 200 robots came back with ~150
+        paths changed for 4-26 that changed cost, and every changed path costs the coordinator's scoring and
+        widens the footprint the team's merges must keep apart. The sum of costs stays, and a block with
+        collisions is left as it is."""
+        if self.collisions:
+            return 0
+        full, paths, index = self.full, self.paths, self.index
+        count, moved = 0, True
+        while moved:  # a path put back may have been in the way of another's old one: until none moves
+            moved = False
+            for i, old in enumerate(before):
+                now = paths[i]
+                if now is old or len(now) != len(old):
+                    continue
+                full.remove_path(now)
+                if full.path_conflicts(old) == 0:
+                    full.add_path(old)
+                    index.remove(i, now)
+                    index.add(i, old)
+                    paths[i] = old
+                    count += 1
+                    moved = True
+                else:
+                    full.add_path(now)
+        return count
+
     def _restore(self, old: dict[int, Path], new: dict[int, Path]) -> None:
         """Take a turned-down trial's paths out of ``full`` and put the group's old ones back."""
         full = self.full
