@@ -84,6 +84,22 @@ def _components(grid: Grid, free: list[int]) -> list[list[int]]:
     return out
 
 
+def _random_block(
+    size: int, robots: int, seed: int
+) -> tuple[random.Random, Grid, list[int], list[int]] | None:
+    """(rng, grid, starts, goals) of ``robots`` on a random size x size grid, all in its largest
+    connected part; None when that part is too small."""
+    rng = random.Random(seed)
+    grid = Grid.from_rows(
+        ["".join("@" if rng.random() < 0.15 else "." for _ in range(size)) for _ in range(size)]
+    )
+    free = [c for c in range(grid.n_cells) if grid.free[c]]
+    big = max(_components(grid, free), key=len) if free else []
+    if len(big) < robots:
+        return None
+    return rng, grid, rng.sample(big, robots), rng.sample(big, robots)
+
+
 def test_soft_path_counts_the_collisions_it_cannot_avoid() -> None:
     grid, starts, goals = _instance()
     table = Reservations(grid.n_cells)
@@ -286,15 +302,10 @@ def test_bounded_steps_keep_the_plans_of_the_unbounded_ones(
     """``try_group`` against its version before the bounded searches (tests/routing_reference.py): the
     same steps kept, the same plans, totals and tables after every step, on blocks with and without
     collisions; what a step cut short reports is worse than the plan, as the full step's report was."""
-    rng = random.Random(seed)
-    grid = Grid.from_rows(
-        ["".join("@" if rng.random() < 0.15 else "." for _ in range(size)) for _ in range(size)]
-    )
-    free = [c for c in range(grid.n_cells) if grid.free[c]]
-    big = max(_components(grid, free), key=len) if free else []
-    if len(big) < robots + others:
+    made = _random_block(size, robots + others, seed)
+    if made is None:
         return
-    starts, goals = rng.sample(big, robots + others), rng.sample(big, robots + others)
+    rng, grid, starts, goals = made
     max_len = 4 * grid.n_cells
     order = list(range(robots + others))
     rng.shuffle(order)
@@ -350,15 +361,10 @@ def test_put_back_keeps_the_plan_collision_free_and_its_cost(
     """After salted steps, ``put_back`` gives robots their old paths of equal cost only where those still
     fit: recounted from scratch (block and table), the plan has no collision, its sum of costs is the
     same, a path put back is the old one, and no path moved that the steps had not moved."""
-    rng = random.Random(seed)
-    grid = Grid.from_rows(
-        ["".join("@" if rng.random() < 0.15 else "." for _ in range(size)) for _ in range(size)]
-    )
-    free = [c for c in range(grid.n_cells) if grid.free[c]]
-    big = max(_components(grid, free), key=len) if free else []
-    if len(big) < robots + others:
+    made = _random_block(size, robots + others, seed)
+    if made is None:
         return
-    starts, goals = rng.sample(big, robots + others), rng.sample(big, robots + others)
+    rng, grid, starts, goals = made
     max_len = 4 * grid.n_cells
     planned = prioritized(grid, starts, goals, max_len, soft=False)
     if planned is None:  # (no collision-free first plan: put_back leaves a block with collisions alone)
