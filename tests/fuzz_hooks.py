@@ -119,6 +119,17 @@ def lease_as_an_agent(client: httpx.Client, name: str) -> tuple[dict[str, Any], 
     return task, token, grant.json()
 
 
+def unchanged_answer(lease: dict[str, Any]) -> dict[str, Any]:
+    """A valid proposal for ``lease``: its block's current value (a quadratic task's ``x``)."""
+    return {
+        "lease_id": lease["lease_id"],
+        "block": lease["block"],
+        "base_version": lease["version"],
+        "value": lease["contract"]["data"]["x"],
+        "predicted_improvement": 0.0,
+    }
+
+
 def seed_a_proposal() -> None:
     """One proposal acknowledged the way an agent gets one (create, join, lease, submit its block's current
     value): submits succeed only deep in stateful scenarios, and polls come earlier."""
@@ -127,13 +138,7 @@ def seed_a_proposal() -> None:
         if got is None:
             return
         task, token, lease = got
-        body = {
-            "lease_id": lease["lease_id"],
-            "block": lease["block"],
-            "base_version": lease["version"],
-            "value": lease["contract"]["data"]["x"],
-            "predicted_improvement": 0.0,
-        }
+        body = unchanged_answer(lease)
         submitted = client.post(
             f"/v1/tasks/{task['id']}/proposals",
             json=body,
@@ -145,6 +150,13 @@ def seed_a_proposal() -> None:
             PROPOSALS[task["id"]] = submitted.json()["id"]
 
 
+def fresh_lease(name: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(task, lease) of ``lease_as_an_agent`` on its own connection."""
+    with httpx.Client(base_url=URL, timeout=30) as client:
+        got = lease_as_an_agent(client, name)
+    return None if got is None else (got[0], got[2])
+
+
 def aim_a_submit_at_a_held_lease(case: Any) -> None:
     """The first positive submit answers a lease its agent really holds, with its block's current value:
     a stateful scenario chains a lease to a valid submit only in some runs (one full run in four here
@@ -152,19 +164,12 @@ def aim_a_submit_at_a_held_lease(case: Any) -> None:
     meta = case.meta
     if meta is None or meta.generation.mode != "positive" or next(_aimed_submits):
         return
-    with httpx.Client(base_url=URL, timeout=30) as client:
-        got = lease_as_an_agent(client, "fuzz-submit")
+    got = fresh_lease("fuzz-submit")
     if got is None:
         return
-    task, _token, lease = got
+    task, lease = got
     case.path_parameters = {**(case.path_parameters or {}), "task_id": task["id"]}
-    case.body = {
-        "lease_id": lease["lease_id"],
-        "block": lease["block"],
-        "base_version": lease["version"],
-        "value": lease["contract"]["data"]["x"],
-        "predicted_improvement": 0.0,
-    }
+    case.body = unchanged_answer(lease)
 
 
 def aim_at_a_held_lease(case: Any) -> None:
@@ -176,11 +181,10 @@ def aim_at_a_held_lease(case: Any) -> None:
         return
     if next(_aimed_renews) >= AIMED_RENEWS:
         return
-    with httpx.Client(base_url=URL, timeout=30) as client:
-        got = lease_as_an_agent(client, "fuzz-renew")
+    got = fresh_lease("fuzz-renew")
     if got is None:
         return
-    task, _token, lease = got
+    task, lease = got
     case.path_parameters = {
         **(case.path_parameters or {}), "task_id": task["id"], "lease_id": lease["lease_id"]
     }  # fmt: skip
