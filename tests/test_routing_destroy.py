@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tasks.routing.destroy import (
@@ -73,6 +73,30 @@ def test_random_walk_starts_from_the_most_delayed_robot_and_rotates_through_tabu
     assert first[0] == worst and worst in tabu
     second = random_walk_from_delayed(grid, paths, starts, goals, 4, random.Random(0), tabu, index)
     assert second and second[0] != worst
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10**6), robots=st.integers(2, 12), k=st.integers(2, 8))
+@example(seed=4, robots=10, k=6)
+def test_random_walk_meets_only_robots_in_the_way_of_an_earlier_arrival(
+    seed: int, robots: int, k: int
+) -> None:
+    """Each robot collected stands, at some time t, on a cell from which the delayed robot could reach its
+    goal before its current arrival T (t + distance < T). A walk that may also arrive on time collects
+    robots whose moving cannot shorten its path: seed 4 with 10 robots and k = 6 fails so."""
+    grid, paths, starts, goals = _plan(seed, robots)
+    index = OccupancyIndex.build(grid.n_cells, dict(enumerate(paths)))
+    tabu: set[int] = set()
+    group = random_walk_from_delayed(grid, paths, starts, goals, k, random.Random(seed), tabu, index)
+    if not group:
+        return
+    pick, arrival = group[0], len(paths[group[0]]) - 1
+    dist = grid.distances(goals[pick])
+    for j in group[1:]:
+        where = paths[j]
+        assert any(
+            t + dist[where[min(t, len(where) - 1)]] < arrival for t in range(1, arrival)
+        ), f"robot {j} is nowhere the delayed robot {pick} could be to arrive before {arrival}"
 
 
 def test_wheel_rewards_gain_and_decays_losers() -> None:
