@@ -53,8 +53,14 @@ def random_walk_from_delayed(
     rng: random.Random,
     tabu: set[int],
     index: OccupancyIndex,
+    spares: Sequence[int] = (1, 0),
 ) -> list[int]:
-    """The most-delayed robot not recently chosen, and the robots met on random walks along its way."""
+    """The most-delayed robot not recently chosen, and the robots met on random walks along its way: first
+    walks that keep the goal reachable one step before its current arrival (MAPF-LNS's walk: the robots met
+    there are in the way of an earlier arrival), then, while the neighbourhood is not full, walks that may
+    arrive on time (``spares``: the steps to spare, phase by phase). The second phase feeds the plateau moves
+    that our LNS keeps and MAPF-LNS does not; with it alone, or the first alone, the team lost ground on
+    some instance (BENCHMARKS.md, "MAPF-LNS's random walk")."""
     d = delays(grid, paths, starts, goals)
     order = sorted((i for i in range(len(paths)) if d[i] > 0), key=lambda i: -d[i])
     pick = next((i for i in order if i not in tabu), None)
@@ -68,27 +74,25 @@ def random_walk_from_delayed(
     seen = {pick}
     dist = grid.distances(goals[pick])
     path = paths[pick]
-    for _ in range(8 * k):
-        if len(chosen) >= k:
-            break
-        t = rng.randrange(len(path))
-        c = path[t]
-        budget = len(path) - 1 - t
-        # walk only where the goal stays reachable BEFORE the robot's current arrival (MAPF-LNS's walk): the
-        # robots met there are the ones in the way of an earlier arrival; a walk that may also arrive on
-        # time collects robots whose moving cannot help (warehouse k=200, one agent: 16,252-16,260 at 30 s
-        # on 3 seeds against 16,261-16,291)
-        while budget > 1 and len(chosen) < k:
-            options = [nb for nb in grid.moves(c) if dist[nb] <= budget - 2]
-            if not options:
+    for spare in spares:
+        for _ in range(8 * k):
+            if len(chosen) >= k:
                 break
-            c = rng.choice(options)
-            t += 1
-            budget -= 1
-            for j in occupants(index, c, t):
-                if j not in seen:
-                    seen.add(j)
-                    chosen.append(j)
+            t = rng.randrange(len(path))
+            c = path[t]
+            budget = len(path) - 1 - t
+            # walk while the goal stays reachable ``spare`` steps before the robot's current arrival
+            while budget > spare and len(chosen) < k:
+                options = [nb for nb in grid.moves(c) if dist[nb] <= budget - 1 - spare]
+                if not options:
+                    break
+                c = rng.choice(options)
+                t += 1
+                budget -= 1
+                for j in occupants(index, c, t):
+                    if j not in seen:
+                        seen.add(j)
+                        chosen.append(j)
     return chosen[:k]
 
 
