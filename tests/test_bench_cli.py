@@ -1,0 +1,38 @@
+"""Bad input to the side-by-side benchmark scripts: one line on stderr and exit code 2, before any run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ([], "want OUT_DIR"),
+        (["OUT", "no-such-ref-xyz", "1", "empty-16-16:20"], "no commit 'no-such-ref-xyz'"),
+    ],
+)
+def test_refs_side_by_side_refuses_bad_input(tmp_path: Path, args: list[str], says: str) -> None:
+    args = [str(tmp_path / a) if a == "OUT" else a for a in args]
+    done = subprocess.run(
+        ["sh", str(ROOT / "benchmarks" / "refs_side_by_side.sh"), *args], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not any(tmp_path.glob("OUT/*"))
+
+
+def test_one_agent_trace_refuses_an_unknown_ref() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "routing_one_agent_trace.py"), "--refs", "no-such-ref-xyz"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert "cannot export no-such-ref-xyz" in done.stderr
