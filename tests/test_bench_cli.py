@@ -29,10 +29,9 @@ def test_refs_side_by_side_refuses_bad_input(tmp_path: Path, args: list[str], sa
 
 
 def test_one_agent_trace_refuses_an_unknown_ref() -> None:
+    script = ROOT / "benchmarks" / "routing_one_agent_trace.py"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "routing_one_agent_trace.py"), "--refs", "no-such-ref-xyz"],
-        capture_output=True,
-        text=True,
+        [sys.executable, str(script), "--refs", "no-such-ref-xyz"], capture_output=True, text=True
     )
     assert done.returncode == 2
     assert "cannot export no-such-ref-xyz" in done.stderr

@@ -101,7 +101,9 @@ def _strangers(seed: int, robots: int, k: int, spares: tuple[int, ...]) -> list[
 
 @settings(max_examples=80, deadline=None)
 @given(seed=st.integers(0, 10**6), robots=st.integers(2, 12), k=st.integers(2, 8))
-def test_first_walks_meet_only_robots_in_the_way_of_an_earlier_arrival(seed: int, robots: int, k: int) -> None:
+def test_first_walks_meet_only_robots_in_the_way_of_an_earlier_arrival(
+    seed: int, robots: int, k: int
+) -> None:
     assert _strangers(seed, robots, k, spares=(1,)) == []
 
 
