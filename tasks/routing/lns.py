@@ -106,11 +106,6 @@ class RoutingProposer(Proposer):
                     GENERATORS[name](self.grid, paths, starts, goals, k, rng, self._tabu, search.index)
                 )
             )[:k]
-        if len(group) < k and name == "agent" and group:
-            # a walk that ended short met every robot in the way that this block holds: the delayed robot's
-            # nearest block-mates are likelier to be the ones to make room than any others
-            near = [j for j in self._near(paths, paths[group[0]]) if j not in set(group)]
-            group += near[: k - len(group)]
         if len(group) < k:
             rest = [j for j in range(len(paths)) if j not in set(group)]
             group += rng.sample(rest, k - len(group))
@@ -118,11 +113,8 @@ class RoutingProposer(Proposer):
 
     def _spatial(self, paths: list[Path], k: int) -> list[int]:
         """The robots whose routes pass closest to a random robot's route."""
-        return self._near(paths, paths[self.rng.randrange(len(paths))])[:k]
-
-    def _near(self, paths: list[Path], pivot: Path) -> list[int]:
-        """All robots, those whose routes pass closest to the middle of ``pivot`` first."""
         w = self.grid.width
+        pivot = paths[self.rng.randrange(len(paths))]
         cx = sum(c % w for c in pivot) / len(pivot)
         cy = sum(c // w for c in pivot) / len(pivot)
 
@@ -130,7 +122,7 @@ class RoutingProposer(Proposer):
             p = paths[i]
             return min(abs(c % w - cx) + abs(c // w - cy) for c in p[:: max(1, len(p) // 8)] + p[-1:])
 
-        return sorted(range(len(paths)), key=dist)
+        return sorted(range(len(paths)), key=dist)[:k]
 
     # -- one proposal ----------------------------------------------------------
     def _budget(self, contract: Mapping[str, Any], block: int) -> float:
