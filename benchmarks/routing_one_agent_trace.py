@@ -27,15 +27,17 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMES = (2, 5, 8, 10, 15, 20, 30)
 
 
-def trace(tree: str, map_name: str, k: int, seed: int, limit: float) -> dict[str, Any]:
-    """One run importing ``tree``."""
+def trace(tree: str, map_name: str, k: int, seed: int, limit: float, params: str = "{}") -> dict[str, Any]:
+    """One run importing ``tree``; ``params``: further task parameters (JSON)."""
     sys.path.insert(0, tree)
     from benchmarks.routing_common import make_task
 
     warm = make_task("empty-16-16", "empty-16-16-random-1", 5, 1, exact_limit=0)  # compiles SIPP, untimed
     contract = {"block": 0, "data": warm.contract(warm.initial_state(), 0)}
     warm.make_proposer(warm.ProposerParams()).propose(contract)
-    task = make_task(map_name, f"{map_name}-random-1", k, 1, seed=seed, exact_limit=0)
+    task = make_task(
+        map_name, f"{map_name}-random-1", k, 1, **{"seed": seed, "exact_limit": 0, **json.loads(params)}
+    )
     t0 = time.perf_counter()
     state = task.initial_state()
     proposer = task.make_proposer(task.ProposerParams(), seed=seed)
@@ -70,13 +72,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", default=["warehouse-10-20-10-2-1:200"], metavar="MAP:K")
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--limit", type=float, default=30.0)
+    ap.add_argument(
+        "--params", default="{}", help='further task parameters, JSON (e.g. \'{"initial": "shortest"}\')'
+    )
     ap.add_argument("--json", default=None, help="write the raw rows here")
-    ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        tree, map_name, k, seed, limit = args.worker
-        print(json.dumps(trace(tree, map_name, int(k), int(seed), float(limit))))
+        tree, map_name, k, seed, limit, params = args.worker
+        print(json.dumps(trace(tree, map_name, int(k), int(seed), float(limit), params)))
         return 0
+    try:
+        extra = json.loads(args.params)
+    except json.JSONDecodeError as exc:
+        extra = exc
+    if not isinstance(extra, dict):
+        print(f"routing_one_agent_trace: --params wants a JSON object, got {args.params!r}", file=sys.stderr)
+        return 2
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="one-agent-trace-") as tmp:
         trees = {}
@@ -98,14 +110,14 @@ def main(argv: list[str] | None = None) -> int:
                 turn += 1
                 for ref in order:
                     cmd = [sys.executable, __file__, "--worker", trees[ref], map_name, k, str(seed),
-                           str(args.limit)]  # fmt: skip
+                           str(args.limit), args.params]  # fmt: skip
                     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
                     row = {"ref": ref, "instance": f"{map_name} k={k}", "seed": seed,
                            **json.loads(out.stdout.splitlines()[-1])}  # fmt: skip
                     rows.append(row)
                     print(json.dumps(row), flush=True)
     if args.json:
-        raw = {"limit": args.limit, "refs": args.refs, "rows": rows}
+        raw = {"limit": args.limit, "refs": args.refs, "params": extra, "rows": rows}
         Path(args.json).write_text(json.dumps(raw, indent=1))
     return 0
 

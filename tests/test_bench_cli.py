@@ -35,3 +35,11 @@ def test_one_agent_trace_refuses_an_unknown_ref() -> None:
     )
     assert done.returncode == 2
     assert "cannot export no-such-ref-xyz" in done.stderr
+
+
+def test_one_agent_trace_refuses_params_that_are_not_a_json_object() -> None:
+    script = ROOT / "benchmarks" / "routing_one_agent_trace.py"
+    for bad in ("{initial: shortest}", "[1]"):
+        done = subprocess.run([sys.executable, str(script), "--params", bad], capture_output=True, text=True)
+        assert done.returncode == 2
+        assert "--params wants a JSON object" in done.stderr
