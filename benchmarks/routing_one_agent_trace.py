@@ -5,8 +5,8 @@ No coordinator and no HTTP: the proposer answers the task's contract, the task s
 proposal, and the next contract follows, until ``--limit`` seconds from the first plan's request. That is
 the LNS alone, so the figures compare neighbourhood choices, not the service. Each ref is a ``git archive``
 in a temporary directory; per seed the refs run one after the other, their order rotating, each in its own
-process importing its tree. Per run: the SOC of the best collision-free plan at fixed times, the final SOC
-and the proposals made.
+process importing its tree. Per run: the SOC of the best collision-free plan at fixed times, the final SOC,
+the proposals made and the LNS steps (``BlockSearch.try_group`` calls, the warm-up's excluded).
 
     .venv/bin/python benchmarks/routing_one_agent_trace.py --refs 83e4337 HEAD \\
         --only warehouse-10-20-10-2-1:200 --seeds 0 1 2 --json out.json
@@ -31,6 +31,15 @@ def trace(tree: str, map_name: str, k: int, seed: int, limit: float, params: str
     """One run importing ``tree``; ``params``: further task parameters (JSON)."""
     sys.path.insert(0, tree)
     from benchmarks.routing_common import make_task
+    from tasks.routing.repair import BlockSearch
+
+    steps = 0
+    try_group = BlockSearch.try_group
+
+    def counted(self: Any, *args: Any) -> Any:
+        nonlocal steps
+        steps += 1
+        return try_group(self, *args)
 
     warm = make_task("empty-16-16", "empty-16-16-random-1", 5, 1, exact_limit=0)  # compiles SIPP, untimed
     contract = {"block": 0, "data": warm.contract(warm.initial_state(), 0)}
@@ -38,6 +47,7 @@ def trace(tree: str, map_name: str, k: int, seed: int, limit: float, params: str
     task = make_task(
         map_name, f"{map_name}-random-1", k, 1, **{"seed": seed, "exact_limit": 0, **json.loads(params)}
     )
+    BlockSearch.try_group = counted  # type: ignore[method-assign]
     t0 = time.perf_counter()
     state = task.initial_state()
     proposer = task.make_proposer(task.ProposerParams(), seed=seed)
@@ -62,6 +72,7 @@ def trace(tree: str, map_name: str, k: int, seed: int, limit: float, params: str
         "conflicts": state.conflicts,
         "lower_bound": task.lower_bound(),
         "proposals": proposals,
+        "lns_steps": steps,
         "soc_at": {str(t): best_at(t) for t in TIMES if t <= limit},
     }
 

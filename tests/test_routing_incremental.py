@@ -126,5 +126,23 @@ def test_the_occupancy_index_after_removals_is_the_index_of_the_paths_left(robot
         return {k: sorted(v) for k, v in d.items()}
 
     assert norm(index.vert) == norm(fresh.vert) and norm(index.edge) == norm(fresh.edge)
-    assert norm(index.visits) == norm(fresh.visits)
+    assert index.visits == fresh.visits
     assert index.park == fresh.park
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6))
+def test_applying_a_change_leaves_the_old_plans_index_as_it_was(seed: int) -> None:
+    """``apply`` works on a copy of the index: the state it started from still scores its own paths (the
+    coordinator keeps old states as the bases of proposals in flight). A copy that shared the per-cell visit
+    dicts fails this as soon as a moved robot passes a cell that another robot also visits."""
+    from tasks.routing.occupancy import OccupancyIndex
+
+    rng = random.Random(seed)
+    task = _task(24, 4)
+    state = task.initial_state()
+    before = OccupancyIndex.build(task.grid.n_cells, dict(enumerate(state.paths)))
+    moved = rng.randrange(task.n_blocks)
+    task.apply(state, {moved: tuple(_random_walk_path(task, r, rng) for r in state.blocks[moved])})
+    assert (state.index.vert, state.index.edge, state.index.park) == (before.vert, before.edge, before.park)
+    assert state.index.visits == before.visits

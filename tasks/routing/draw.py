@@ -48,9 +48,10 @@ def conflict_cells(inst: Instance, paths: tuple[Path, ...]) -> list[tuple[int, i
             t, c = divmod(k, n)
             out.append((t, *inst.grid.xy(c)))
     for cell, (robot, start) in index.park.items():
-        for t, r in index.visits.get(cell, ()):
-            if t >= start and r != robot:
-                out.append((t, *inst.grid.xy(cell)))
+        for r, times in index.visits.get(cell, {}).items():
+            for t in times:
+                if t >= start and r != robot:
+                    out.append((t, *inst.grid.xy(cell)))
     nn = n * n
     for k in index.edge:
         t, rest = divmod(k, nn)

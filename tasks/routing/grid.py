@@ -27,6 +27,7 @@ class Grid:
     """``_moves`` without the wait: the neighbours SIPP steps to (it waits inside an interval)."""
     _dist: dict[int, list[int]] = field(default_factory=dict, repr=False)
     _dist_arrays: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _intersections: list[int] | None = field(default=None, repr=False)
     step_array: np.ndarray = field(default_factory=lambda: np.empty((0, 4), np.int64), repr=False)
     """``_steps`` as a [cell, 4] array padded with -1, for the compiled SIPP."""
 
@@ -74,6 +75,13 @@ class Grid:
     def moves(self, c: int) -> tuple[int, ...]:
         """The cells reachable in one step from ``c``, itself (wait) first."""
         return self._moves[c]
+
+    def intersections(self) -> list[int]:
+        """The free cells with three or more neighbours, ascending (cached: MAPF-LNS's intersection
+        heuristic starts from one at every step)."""
+        if self._intersections is None:
+            self._intersections = [c for c, steps in enumerate(self._steps) if len(steps) >= 3]
+        return self._intersections
 
     def rows(self) -> list[str]:
         w = self.width

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 Path = tuple[int, ...]
+_NONE: dict[int, tuple[int, ...]] = {}
 
 
 def canonical(path: Iterable[int]) -> Path:
@@ -35,15 +36,18 @@ def cost(path: Path) -> int:
 
 @dataclass
 class OccupancyIndex:
-    """Who is where when. Values are tuples, so a shallow ``copy`` is a safe copy-on-write."""
+    """Who is where when, robots by id."""
 
     n: int
     vert: dict[int, tuple[int, ...]]
     """t*n + cell -> robots moving through the cell at time t (t < their T)."""
     edge: dict[int, tuple[int, ...]]
     """(t*n + a)*n + b -> robots stepping a -> b (a != b) between t and t+1."""
-    visits: dict[int, tuple[tuple[int, int], ...]]
-    """cell -> (t, robot) for every moving visit (to count conflicts with a robot parked there)."""
+    visits: dict[int, dict[int, tuple[int, ...]]]
+    """cell -> robot -> the times it moves through the cell (to count conflicts with a robot parked there).
+    Keyed by robot so that taking a path out costs one ``del`` per cell: a corridor cell of a dense map is
+    visited by dozens of robots, and rebuilding its visits on every LNS step cost more than the SIPP
+    searches themselves (warehouse k=200, one agent)."""
     park: dict[int, tuple[int, int]]
     """goal cell -> (robot, T): the robot occupies the cell at every t >= T."""
 
@@ -59,7 +63,9 @@ class OccupancyIndex:
         return idx
 
     def copy(self) -> OccupancyIndex:
-        return OccupancyIndex(self.n, dict(self.vert), dict(self.edge), dict(self.visits), dict(self.park))
+        """An independent index (the inner visit dicts are copied; the tuples are shared, being immutable)."""
+        visits = {c: dict(v) for c, v in self.visits.items()}
+        return OccupancyIndex(self.n, dict(self.vert), dict(self.edge), visits, dict(self.park))
 
     def add(self, robot: int, path: Path) -> None:
         n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
@@ -68,7 +74,11 @@ class OccupancyIndex:
             c = path[t]
             k = t * n + c
             vert[k] = vert.get(k, ()) + (robot,)
-            visits[c] = visits.get(c, ()) + ((t, robot),)
+            mine = visits.get(c)
+            if mine is None:
+                visits[c] = {robot: (t,)}
+            else:
+                mine[robot] = mine.get(robot, ()) + (t,)
             b = path[t + 1]
             if b != c:
                 ek = k * n + b
@@ -96,7 +106,10 @@ class OccupancyIndex:
                 else:
                     _drop(edge, ek, tuple(r for r in out if r != robot))
         for c in set(path[:last]):  # once per cell: a robot waiting in a cell visits it at several times
-            _drop(visits, c, tuple(v for v in visits[c] if v[1] != robot))
+            mine = visits[c]
+            del mine[robot]
+            if not mine:
+                del visits[c]
         if self.park.get(path[last], (None,))[0] == robot:
             del self.park[path[last]]
 
@@ -105,7 +118,9 @@ class OccupancyIndex:
         n = self.n
         total = sum(len(v) * (len(v) - 1) // 2 for v in self.vert.values())
         for cell, (robot, start) in self.park.items():
-            total += sum(1 for t, r in self.visits.get(cell, ()) if t >= start and r != robot)
+            for r, times in self.visits.get(cell, _NONE).items():
+                if r != robot:
+                    total += sum(1 for t in times if t >= start)
         edge = self.edge
         nn = n * n
         for k, robots in edge.items():
@@ -141,9 +156,9 @@ class OccupancyIndex:
                     if sw:
                         total += sum(1 for o in sw if o not in exclude)
             g = path[last]
-            for t, o in visits.get(g, ()):
-                if t >= last and o not in exclude:
-                    total += 1
+            for o, times in visits.get(g, _NONE).items():
+                if o not in exclude:
+                    total += sum(1 for t in times if t >= last)
         return total
 
 

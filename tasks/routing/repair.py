@@ -126,8 +126,8 @@ def collision_graph(index: OccupancyIndex) -> dict[int, set[int]]:
             for b in robots[j + 1 :]:
                 link(a, b)
     for cell, (robot, arrival) in index.park.items():
-        for t, r in index.visits.get(cell, ()):
-            if t >= arrival:
+        for r, times in index.visits.get(cell, {}).items():
+            if times[-1] >= arrival:
                 link(robot, r)
     nn = n * n
     for k, robots in index.edge.items():
@@ -348,6 +348,9 @@ class BlockSearch:
             for i, old in enumerate(before):
                 now = paths[i]
                 if now is old or len(now) != len(old):
+                    continue
+                if now == old:  # re-planned onto the very same cells: the tables hold it already
+                    paths[i] = old
                     continue
                 full.remove_path(now)
                 if full.path_conflicts(old) == 0:
