@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks.routing.grid import UNREACHABLE, Grid
-from tasks.routing.occupancy import full_conflicts
+from tasks.routing.occupancy import OccupancyIndex, full_conflicts
 from tasks.routing.repair import (
     BlockSearch,
     alone,
@@ -287,6 +287,10 @@ def test_repair_without_a_collision_free_plan_stops_when_patience_runs_out() -> 
     assert fixed.collisions > 0 and fixed.iterations == 50
 
 
+def _sorted(keyed: dict[int, tuple[int, ...]]) -> dict[int, list[int]]:
+    return {k: sorted(v) for k, v in keyed.items()}
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     size=st.integers(3, 7),
@@ -333,6 +337,12 @@ def test_bounded_steps_keep_the_plans_of_the_unbounded_ones(
         assert new.paths == ref.paths and new.ext == ref.ext
         assert (new.inside, new.soc) == (ref.inside, ref.soc)
         assert new.inside == new.index.total_conflicts()
+        fresh = OccupancyIndex.build(grid.n_cells, dict(enumerate(new.paths)))  # the index kept in step too
+        assert (_sorted(new.index.vert), _sorted(new.index.edge)) == (
+            _sorted(fresh.vert),
+            _sorted(fresh.edge),
+        )
+        assert (new.index.visits, new.index.park) == (fresh.visits, fresh.park)
         assert (new.full.vert, new.full.edge, new.full.park) == (ref.full.vert, ref.full.edge, ref.full.park)
         assert mirror_matches(new.full, grid.width)  # the compiled SIPP's view of ``full`` kept in step
 

@@ -68,43 +68,35 @@ class OccupancyIndex:
         return OccupancyIndex(self.n, dict(self.vert), dict(self.edge), visits, dict(self.park))
 
     def add(self, robot: int, path: Path) -> None:
-        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
+        vert, edge, visits = self.vert, self.edge, self.visits
+        moves, steps = _keys(self.n, path)
+        alone = (robot,)
+        for k in moves:
+            here = vert.get(k)
+            vert[k] = alone if here is None else here + alone
+        for k in steps:
+            here = edge.get(k)
+            edge[k] = alone if here is None else here + alone
         last = len(path) - 1
-        for t in range(last):
-            c = path[t]
-            k = t * n + c
-            vert[k] = vert.get(k, ()) + (robot,)
+        for t, c in zip(range(last), path, strict=False):
             mine = visits.get(c)
             if mine is None:
                 visits[c] = {robot: (t,)}
             else:
                 mine[robot] = mine.get(robot, ()) + (t,)
-            b = path[t + 1]
-            if b != c:
-                ek = k * n + b
-                edge[ek] = edge.get(ek, ()) + (robot,)
         self.park[path[last]] = (robot, last)
 
     def remove(self, robot: int, path: Path) -> None:
-        n, vert, edge, visits = self.n, self.vert, self.edge, self.visits
-        last = len(path) - 1
+        vert, edge, visits = self.vert, self.edge, self.visits
+        moves, steps = _keys(self.n, path)
         alone = (robot,)
-        for t in range(last):
-            c = path[t]
-            k = t * n + c
-            here = vert[k]
-            if here == alone:  # the usual case in a plan without conflicts: no tuple to rebuild
-                del vert[k]
-            else:
-                _drop(vert, k, tuple(r for r in here if r != robot))
-            b = path[t + 1]
-            if b != c:
-                ek = k * n + b
-                out = edge[ek]
-                if out == alone:
-                    del edge[ek]
-                else:
-                    _drop(edge, ek, tuple(r for r in out if r != robot))
+        for table, keys in ((vert, moves), (edge, steps)):
+            take = table.pop
+            for k in keys:  # a robot is in a key at most once (the key holds the time)
+                here = take(k)
+                if here != alone:  # others share the key (a conflict): they stay
+                    table[k] = tuple(r for r in here if r != robot)
+        last = len(path) - 1
         for c in set(path[:last]):  # once per cell: a robot waiting in a cell visits it at several times
             mine = visits[c]
             del mine[robot]
@@ -162,11 +154,10 @@ class OccupancyIndex:
         return total
 
 
-def _drop(d: dict, key: int, value: tuple) -> None:  # type: ignore[type-arg]
-    if value:
-        d[key] = value
-    else:
-        del d[key]
+def _keys(n: int, path: Path) -> tuple[list[int], list[int]]:
+    """A path's vertex keys (``t * n + cell`` while it moves) and edge keys (``(t * n + a) * n + b``)."""
+    moves = [t * n + c for t, c in zip(range(len(path) - 1), path, strict=False)]
+    return moves, [k * n + b for k, c, b in zip(moves, path, path[1:], strict=False) if b != c]
 
 
 def conflicts_among(n: int, paths: Mapping[int, Path]) -> int:

@@ -365,21 +365,28 @@ class BlockSearch:
         return count
 
     def _restore(self, old: dict[int, Path], new: dict[int, Path]) -> None:
-        """Take a turned-down trial's paths out of ``full`` and put the group's old ones back."""
+        """Take a turned-down trial's paths out of ``full`` and put the group's old ones back (a robot
+        re-planned onto its very cells is left in place: out and back in would be two passes for nothing)."""
         full = self.full
-        for p in new.values():
-            full.remove_path(p)
-        for p in old.values():
-            full.add_path(p)
+        same = {i for i, p in new.items() if p == old[i]}
+        for i, p in new.items():
+            if i not in same:
+                full.remove_path(p)
+        for i, p in old.items():
+            if i not in same:
+                full.add_path(p)
 
     def _commit(
         self, old: dict[int, Path], new: dict[int, Path], ext: dict[int, int], d_inside: int, soc: int
     ) -> None:
         """Make a kept trial the block's plan (``full`` already holds its paths)."""
-        paths = self.paths
+        paths, index = self.paths, self.index
         for i, p in new.items():
-            self.index.remove(i, old[i])
-            self.index.add(i, p)
+            if p == old[i]:  # the same cells: the index holds them, and the old tuple stays (``p is c``)
+                p = old[i]
+            else:
+                index.remove(i, old[i])
+                index.add(i, p)
             paths[i] = p
             self.ext[i] = ext[i]
         self.inside += d_inside
