@@ -43,3 +43,19 @@ def test_one_agent_trace_refuses_params_that_are_not_a_json_object() -> None:
         done = subprocess.run([sys.executable, str(script), "--params", bad], capture_output=True, text=True)
         assert done.returncode == 2
         assert "--params wants a JSON object" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--refs", "no-such-ref-xyz"], "cannot export no-such-ref-xyz"),
+        (["--only", "warehouse-10-20-10-2-1"], "--only wants MAP:K"),
+        (["--only", "empty-16-16:many"], "--only wants MAP:K"),
+        (["--ops", "0"], "want a positive count"),
+    ],
+)
+def test_index_speed_refuses_bad_input(args: list[str], says: str) -> None:
+    script = ROOT / "benchmarks" / "routing_index_speed.py"
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
