@@ -1,10 +1,12 @@
-"""What the LNS pays per path for its occupancy index: ``OccupancyIndex.remove`` + ``add`` of one robot's path
-in a full plan, several git refs side by side in one run.
+"""What the LNS pays per path for its occupancy index (``OccupancyIndex.remove`` + ``add`` of one robot's
+path in a full plan), and what the coordinator pays per merge for a copy of it (``RoutingTask.apply``),
+several git refs side by side in one run.
 
 Each ref is a ``git archive`` in a temporary directory, imported by its own process. Per ref and instance:
 the first plan of the map's ``random-1`` scenario (k robots), then ``--ops`` random robots taken out and put
-back; the best of ``--repeats`` passes, as microseconds per remove + add. The refs run in turn per repeat
-pass, so a change of machine load hits them alike; read the ratios, not the absolute times.
+back, then ``--ops``/100 copies of the whole index; the best of ``--repeats`` passes, as microseconds per
+remove + add and per copy. The refs run in turn per repeat pass, so a change of machine load hits them
+alike; read the ratios, not the absolute times.
 
     .venv/bin/python benchmarks/routing_index_speed.py --refs c8ac401 HEAD --json out.json
 """
@@ -40,8 +42,14 @@ def measure(tree: str, map_name: str, k: int, ops: int) -> dict[str, Any]:
         index.remove(r, paths[r])
         index.add(r, paths[r])
     seconds = time.perf_counter() - t0
+    copies = max(1, ops // 100)
+    t0 = time.perf_counter()
+    for _ in range(copies):
+        index.copy()
+    copy_seconds = (time.perf_counter() - t0) / copies
     mean_len = sum(len(p) for p in paths.values()) / k
-    return {"us_per_remove_add": round(seconds / ops * 1e6, 2), "mean_path_len": round(mean_len, 1)}
+    return {"us_per_remove_add": round(seconds / ops * 1e6, 2), "us_per_copy": round(copy_seconds * 1e6, 1),
+            "mean_path_len": round(mean_len, 1)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             for ref in args.refs:
                 best = min(p["us_per_remove_add"] for p in passes[ref])
                 row = {"ref": ref, "instance": f"{map_name} k={k}", "us_per_remove_add": best,
+                       "us_per_copy": min(p["us_per_copy"] for p in passes[ref]),
                        "mean_path_len": passes[ref][0]["mean_path_len"],
                        f"ratio_to_{args.refs[0]}": round(best / first, 3),
                        "passes": [p["us_per_remove_add"] for p in passes[ref]]}  # fmt: skip
