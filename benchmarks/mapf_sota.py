@@ -319,7 +319,12 @@ def main(argv: list[str] | None = None) -> int:
         " arrival; async-stalled: only after an empty round) or in rounds with --selection ucb1 --hold;"
         " none (--teams alone): only the reference solvers, e.g. for more of their seeds",
     )
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="ours and the reference solvers' (MAPF-LNS2 passes it to srand(): seeds 0 and 1 are one run)",
+    )
     ap.add_argument(
         "--no-stall",
         action="store_true",
