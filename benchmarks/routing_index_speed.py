@@ -73,18 +73,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"routing_index_speed: --only wants MAP:K (K robots), got {bad[0]!r}", file=sys.stderr)
         return 2
     rows: list[dict[str, Any]] = []
+    sys.path.insert(0, str(ROOT))  # (only now: a worker imports its own tree's benchmarks package)
+    from benchmarks.refs import ExportError, export_trees
+
     with tempfile.TemporaryDirectory(prefix="index-speed-") as tmp:
-        trees = {}
-        for ref in args.refs:
-            tree = Path(tmp) / ref.replace("/", "_")
-            tree.mkdir()
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True)
-            if archive.returncode != 0:
-                print(f"routing_index_speed: cannot export {ref}: {archive.stderr.decode().strip()}",
-                      file=sys.stderr)  # fmt: skip
-                return 2
-            subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
-            trees[ref] = str(tree)
+        try:
+            trees = export_trees(args.refs, Path(tmp))
+        except ExportError as exc:
+            print(f"routing_index_speed: {exc}", file=sys.stderr)
+            return 2
         for item in args.only:
             map_name, k = item.split(":")
             passes: dict[str, list[dict[str, Any]]] = {ref: [] for ref in args.refs}

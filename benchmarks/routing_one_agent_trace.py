@@ -101,18 +101,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"routing_one_agent_trace: --params wants a JSON object, got {args.params!r}", file=sys.stderr)
         return 2
     rows: list[dict[str, Any]] = []
+    sys.path.insert(0, str(ROOT))  # (only now: a worker imports its own tree's benchmarks package)
+    from benchmarks.refs import ExportError, export_trees
+
     with tempfile.TemporaryDirectory(prefix="one-agent-trace-") as tmp:
-        trees = {}
-        for ref in args.refs:
-            tree = Path(tmp) / ref.replace("/", "_")
-            tree.mkdir()
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True)
-            if archive.returncode != 0:
-                print(f"routing_one_agent_trace: cannot export {ref}: {archive.stderr.decode().strip()}",
-                      file=sys.stderr)  # fmt: skip
-                return 2
-            subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
-            trees[ref] = str(tree)
+        try:
+            trees = export_trees(args.refs, Path(tmp))
+        except ExportError as exc:
+            print(f"routing_one_agent_trace: {exc}", file=sys.stderr)
+            return 2
         turn = 0
         for item in args.only:
             map_name, k = item.split(":")
