@@ -19,7 +19,6 @@ import json
 import random
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -69,22 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.ops < 1 or args.repeats < 1:
         print("routing_index_speed: --ops and --repeats want a positive count", file=sys.stderr)
         return 2
-    bad = [item for item in args.only if item.count(":") != 1 or not item.partition(":")[2].isdigit()]
-    if bad:
-        print(f"routing_index_speed: --only wants MAP:K (K robots), got {bad[0]!r}", file=sys.stderr)
-        return 2
-    rows: list[dict[str, Any]] = []
     sys.path.insert(0, str(ROOT))  # (only now: a worker imports its own tree's benchmarks package)
-    from benchmarks.refs import ExportError, export_trees
+    from benchmarks.refs import exported, instances
 
-    with tempfile.TemporaryDirectory(prefix="index-speed-") as tmp:
-        try:
-            trees = export_trees(args.refs, Path(tmp))
-        except ExportError as exc:
-            print(f"routing_index_speed: {exc}", file=sys.stderr)
-            return 2
-        for item in args.only:
-            map_name, k = item.split(":")
+    rows: list[dict[str, Any]] = []
+    todo = instances(args.only, "routing_index_speed")
+    with exported(args.refs, "routing_index_speed") as trees:
+        for map_name, k in todo:
             passes: dict[str, list[dict[str, Any]]] = {ref: [] for ref in args.refs}
             for _ in range(args.repeats):
                 for ref in args.refs:

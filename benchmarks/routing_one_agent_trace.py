@@ -18,7 +18,6 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -100,19 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     if not isinstance(extra, dict):
         print(f"routing_one_agent_trace: --params wants a JSON object, got {args.params!r}", file=sys.stderr)
         return 2
-    rows: list[dict[str, Any]] = []
     sys.path.insert(0, str(ROOT))  # (only now: a worker imports its own tree's benchmarks package)
-    from benchmarks.refs import ExportError, export_trees
+    from benchmarks.refs import exported, instances
 
-    with tempfile.TemporaryDirectory(prefix="one-agent-trace-") as tmp:
-        try:
-            trees = export_trees(args.refs, Path(tmp))
-        except ExportError as exc:
-            print(f"routing_one_agent_trace: {exc}", file=sys.stderr)
-            return 2
+    rows: list[dict[str, Any]] = []
+    todo = instances(args.only, "routing_one_agent_trace")
+    with exported(args.refs, "routing_one_agent_trace") as trees:
         turn = 0
-        for item in args.only:
-            map_name, k = item.split(":")
+        for map_name, k in todo:
             for seed in args.seeds:
                 order = args.refs[turn % len(args.refs) :] + args.refs[: turn % len(args.refs)]
                 turn += 1

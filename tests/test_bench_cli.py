@@ -37,6 +37,15 @@ def test_one_agent_trace_refuses_an_unknown_ref() -> None:
     assert "cannot export no-such-ref-xyz" in done.stderr
 
 
+def test_one_agent_trace_refuses_an_instance_without_its_robot_count() -> None:
+    script = ROOT / "benchmarks" / "routing_one_agent_trace.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--only", "room-32-32-4"], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert "--only wants MAP:K" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
 def test_one_agent_trace_refuses_params_that_are_not_a_json_object() -> None:
     script = ROOT / "benchmarks" / "routing_one_agent_trace.py"
     for bad in ("{initial: shortest}", "[1]"):
