@@ -24,9 +24,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from blockopt.testing.stores import head, proposal, spec, verdict  # noqa: E402
 from coordinator.store.base import Commit, Store, TaskRuntime  # noqa: E402
 from coordinator.store.memory import MemoryStore  # noqa: E402
-from tests.store_contract import head, proposal, spec, verdict  # noqa: E402
 
 MOVED = {
     "coordinator.ledger": "coordinator.reports.ledger",

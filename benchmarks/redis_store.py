@@ -37,7 +37,7 @@ from tasks.registry import create_task
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from tests.store_contract import head, proposal, spec, verdict  # noqa: E402  (reuse the contract's records)
+from blockopt.testing.stores import head, proposal, spec, verdict  # noqa: E402  (reuse the contract's records)
 
 ADMIN = "bench-admin-token-0123456789"
 

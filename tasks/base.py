@@ -149,7 +149,7 @@ class Task(abc.ABC, Generic[State, P]):
     """Named parameter sets (``blockopt run KIND --preset NAME``); explicit options override them."""
     example: ClassVar[Mapping[str, Any]] = {}
     """Fields of ``Params`` and ``ProposerParams`` for a small instance that runs in seconds (the task contract
-    suite, ``tests/task_contract.py``, checks every installed kind on it); empty means the models' defaults."""
+    suite, ``blockopt/testing/tasks.py``, checks every installed kind on it); empty means the models' defaults."""
 
     def __init__(self, params: P) -> None:
         self.params: P = params

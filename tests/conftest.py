@@ -21,6 +21,8 @@ from coordinator.api.main import create_app
 from coordinator.settings import ServiceSettings
 from coordinator.store import MemoryStore
 
+pytest.register_assert_rewrite("blockopt.testing")  # the shipped contract suites: detailed assert messages
+
 ADMIN = "test-admin-token-0123456789"
 os.environ.setdefault("BLOCKOPT_STRICT_ACCOUNTING", "1")
 """Books that do not balance are a bug: in tests the engine raises instead of logging and counting them."""

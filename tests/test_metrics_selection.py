@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
+from blockopt.testing.stores import T0, head, record, spec
 from coordinator.engine import adaptive
 from coordinator.engine import forecast as fc
 from coordinator.runtime.metrics import ServiceMetrics
 from coordinator.store import MemoryStore
 from coordinator.store.base import Commit, RoundEntry, TaskRuntime
-from tests.store_contract import T0, head, record, spec
 
 ARMS = ["partition", "random", "regroup"]
 

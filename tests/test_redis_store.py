@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from blockopt.testing.stores import StoreContract, head, proposal, record, spec, verdict
 from coordinator import errors
 from coordinator.store.base import Commit, RoundEntry, Store, TaskRuntime
 from coordinator.store.redis import KeySpace, RedisStore
 from coordinator.store.redis.commit import CommitMode
 from tests.redis_support import new_prefix, require_redis
-from tests.store_contract import StoreContract, head, proposal, record, spec, verdict
 
 T0 = 1_000_000.0
 

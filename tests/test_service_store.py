@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from blockopt.testing.stores import StoreContract, queue_state_against_recount
 from coordinator.store import MemoryStore
 from coordinator.store.base import Store
-from tests.store_contract import StoreContract, queue_state_against_recount
 
 
 class TestMemoryStore(StoreContract):

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from blockopt.testing.stores import TTL, StoreContract, head, proposal, spec
 from coordinator import errors
 from coordinator.settings import ServiceSettings
 from coordinator.store import make_store, store_option
 from coordinator.store.base import Store
 from coordinator.store.sqlite import SQLiteStore
 from tests.conftest import ADMIN, REPO
-from tests.store_contract import TTL, StoreContract, head, proposal, spec
 
 T0 = 1_000_000.0
 

@@ -1,11 +1,11 @@
-"""The task contract suite (``tests/task_contract.py``) over every installed kind, on its ``Task.example``."""
+"""The task contract suite (``blockopt/testing/tasks.py``) over every installed kind, on its ``example``."""
 
 from __future__ import annotations
 
 import pytest
 
+from blockopt.testing import Kit, TaskContract, kit_for
 from tasks import kinds
-from tests.task_contract import Kit, TaskContract, kit_for
 
 
 @pytest.fixture(scope="module", params=sorted(kinds()))

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel, Field
 
+from blockopt.testing import Kit, TaskContract
 from tasks import Draft, InvalidProposal, NoKnobs, Proposer, Reference, Task
-from tests.task_contract import Kit, TaskContract
 
 
 class ChainParams(BaseModel):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tasks.prompt import KindPrompt
@@ -48,7 +48,7 @@ def embed_contract(contract: Mapping[str, Any], digits: int | None) -> str:
     return f"{CONTRACT_OPEN}\n{body}\n{CONTRACT_CLOSE}"
 
 
-def recover_contract(messages: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+def recover_contract(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The contract embedded in the first user message that has one (test servers use this)."""
     for m in messages:
         if m.get("role") != "user" or not isinstance(m.get("content"), str):

@@ -1,6 +1,6 @@
 """The Store interface: every piece of task state, behind async calls a Redis store can implement.
 
-Rules every implementation keeps (``tests/store_contract.py`` checks them):
+Rules every implementation keeps (``blockopt/testing/stores.py`` checks them):
 
 - ``commit`` is atomic and version-checked: it fails with ``VersionConflict``
   when the head moved past ``expected_version`` and with ``StaleFence`` when

@@ -4,7 +4,7 @@ Every method does its whole change without awaiting, so each call is atomic
 on the event loop; the lock makes that true for callers on other threads too.
 Records are copied in and out, so nobody holds a live reference to the books.
 
-Over 350 lines: one class implementing the whole ``Store`` interface (tests/store_contract.py), kept
+Over 350 lines: one class implementing the whole ``Store`` interface (blockopt/testing/stores.py), kept
 whole so it reads method by method against the contract and its sibling backends.
 """
 
@@ -496,7 +496,7 @@ class MemoryStore(Store):
 
     async def queue_state(self, task_id: str, now: float) -> QueueState:
         """Read on every submission: kept counts and two heaps' tops, not a scan of every pending proposal and
-        lease (tests/store_contract.py checks it against the full recount, ``Store.queue_state``)."""
+        lease (blockopt/testing/stores.py checks it against the full recount, ``Store.queue_state``)."""
         with self._lock:
             books = self._books(task_id)
             leases = len(books.leases) - books.lapsed_leases(now)

@@ -24,7 +24,7 @@ Design choices (DESIGN §7, issue 7):
   becomes ``errors.Unavailable`` (503), which agents retry. Retrying a script is
   safe: enqueue is idempotent by proposal id and a commit by its commit id.
 
-Over 350 lines: one class implementing the whole ``Store`` interface (tests/store_contract.py); its
+Over 350 lines: one class implementing the whole ``Store`` interface (blockopt/testing/stores.py); its
 keys, Lua scripts and commit are already their own modules.
 """
 

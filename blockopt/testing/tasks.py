@@ -5,7 +5,7 @@ its ``Task.example`` describes. A plugin author can also run them from the plugi
 own tests (with blockopt's source tree on ``sys.path``): subclass ``TaskContract``
 and define a ``kit`` fixture in the module::
 
-    from tests.task_contract import Kit, TaskContract, kit_for
+    from blockopt.testing import Kit, TaskContract, kit_for
 
     @pytest.fixture(scope="module")
     def kit() -> Kit:

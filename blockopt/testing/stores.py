@@ -18,6 +18,7 @@ import pytest
 
 from coordinator import errors
 from coordinator.engine.records import Proposal, RoundRecord, Usage, Verdict
+from coordinator.status import TaskStatus
 from coordinator.store.base import (
     AbandonedLease,
     AgentRecord,
@@ -138,8 +139,8 @@ class StoreContract:
 
     @pytest.mark.anyio
     async def test_finish_once(self, ready: Store) -> None:
-        assert await ready.finish("t-1", "stopped", "by test", T0 + 1)
-        assert not await ready.finish("t-1", "optimal", "late", T0 + 2)
+        assert await ready.finish("t-1", TaskStatus.STOPPED, "by test", T0 + 1)
+        assert not await ready.finish("t-1", TaskStatus.OPTIMAL, "late", T0 + 2)
         rt = await ready.get_runtime("t-1")
         assert (rt.status, rt.reason, rt.finished_at) == ("stopped", "by test", T0 + 1)
 
@@ -293,7 +294,7 @@ class StoreContract:
         )
         runtime, version = await agree()
         assert (runtime.round, version) == (1, 4)
-        await ready.finish("t-1", "stopped", "by test", T0 + 1)
+        await ready.finish("t-1", TaskStatus.STOPPED, "by test", T0 + 1)
         runtime, version = await agree()
         assert (runtime.status, version) == ("stopped", 4)
         with pytest.raises(errors.NotFound):
@@ -303,7 +304,7 @@ class StoreContract:
     async def test_commit_after_finish_keeps_terminal_status(self, ready: Store) -> None:
         fence = await ready.acquire_round_lock("t-1", "r", 30.0, T0)
         assert fence is not None
-        await ready.finish("t-1", "stopped", "by test", T0)
+        await ready.finish("t-1", TaskStatus.STOPPED, "by test", T0)
         await ready.commit(
             "t-1",
             Commit(
