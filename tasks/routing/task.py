@@ -1,4 +1,4 @@
-"""The routing kind (DESIGN §4 "routing"): F = sum of costs + W x conflicts, scored incrementally.
+"""The routing kind (docs/architecture.md §3 "routing"): F = sum of costs + W x conflicts, incrementally.
 
 Over 350 lines: the Task interface for one kind (state, scoring, validation, contracts, views); the
 planners and the contract builder live in their own modules.

@@ -1,4 +1,4 @@
-"""SQLite query planning as a block-optimization task (DESIGN §4 "sqlplan").
+"""SQLite query planning as a block-optimization task (docs/architecture.md §3 "sqlplan").
 
 State: one plan per query plus the shared set of extra indexes, with each
 query's measured outcome carried along so that F and every change are scored
