@@ -1,4 +1,4 @@
-"""The one list of task statuses (DESIGN §6), used the same way by the API, reports, metrics and the CLI."""
+"""The one list of task statuses (docs/architecture.md §5), read alike by API, reports, metrics and CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Task protocol every problem kind implements (DESIGN §4).
+"""The Task protocol every problem kind implements (docs/architecture.md §3).
 
 A task owns the model: the coordinator only ever sees block values through
 these methods, so a new kind is one module or one installed package (entry point

@@ -1,4 +1,4 @@
-"""Synthetic quadratic F(x) = ½xᵀAx − bᵀx with a known optimum (DESIGN §4).
+"""Synthetic quadratic F(x) = ½xᵀAx − bᵀx with a known optimum (docs/architecture.md §3).
 
 This is where the convergence theory is checked to machine precision: the
 exact optimum is F* = −½bᵀA⁻¹b, the exact correction for block i is
@@ -289,7 +289,7 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
     """Above this many coordinates the eigenvalues are not computed (no a priori bound is stated)."""
 
     def a_priori(self) -> APriori | None:
-        """μ = λ_min(D⁻¹A), λ = λ_max(D⁻¹A), D = blockdiag(A_ii), m blocks (DESIGN §6).
+        """μ = λ_min(D⁻¹A), λ = λ_max(D⁻¹A), D = blockdiag(A_ii), m blocks (docs/architecture.md §5).
 
         Best single exact block step: g_{t+1} <= (1 − μ/m)·g_t; merging all (Jacobi): (1 − μ(2 − λ))·g_t.
         """

@@ -2,7 +2,7 @@
 
 ``tests/test_task_contract.py`` runs them over every installed kind, on the instance
 its ``Task.example`` describes. A plugin author can also run them from the plugin's
-own tests (with blockopt's source tree on ``sys.path``): subclass ``TaskContract``
+own tests, blockopt installed from its wheel (``tests/test_wheel.py``): subclass ``TaskContract``
 and define a ``kit`` fixture in the module::
 
     from blockopt.testing import Kit, TaskContract, kit_for

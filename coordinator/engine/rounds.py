@@ -1,4 +1,4 @@
-"""The round engine: validate, score, build the interference graph, select, commit (DESIGN §5).
+"""The round engine: validate, score, build the interference graph, select, commit (docs/architecture.md §4).
 
 Pure: it takes a snapshot and proposals and returns the next snapshot, the
 round record and one verdict per proposal. Stores, HTTP and agents live

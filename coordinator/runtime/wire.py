@@ -156,7 +156,7 @@ class TaskView(BaseModel):
     created_at: float
     finished_at: float | None
     forecast: Forecast | None = None
-    """Estimated limit F̂∞, remaining improvement, ETA to relative gap ε, forecast gain per cost (DESIGN §6)."""
+    """Limit F̂∞, remaining improvement, ETA to relative gap ε, gain per cost (docs/architecture.md §5)."""
     selection: dict[str, Any] | None = None
     """Adaptive block selection's learned weights per neighbourhood generator (None under lease order)."""
 

@@ -1,4 +1,4 @@
-"""SQLite query planning as a block-optimization task (DESIGN §4 "sqlplan").
+"""SQLite query planning as a block-optimization task (docs/architecture.md §3 "sqlplan").
 
 State: one plan per query plus the shared set of extra indexes, with each
 query's measured outcome carried along so that F and every change are scored
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +22,7 @@ from tasks.paths import DataPath
 from tasks.sqlplan import blind
 from tasks.sqlplan.evaluate import Evaluator, QueryOutcome
 from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
+from tasks.sqlplan.neighbourhoods import NAMES, form_query_blocks
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryPlan, parse_plan
 from tasks.sqlplan.prompt import SqlPlanPrompt
 from tasks.sqlplan.workload import load_workload
@@ -460,8 +461,6 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     # -- neighbourhoods (adaptive block selection) -------------------------------
     def neighbourhoods(self) -> tuple[str, ...]:
-        from tasks.sqlplan.neighbourhoods import NAMES
-
         return NAMES
 
     def form_blocks(
@@ -469,11 +468,12 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
     ) -> SqlState | None:
         """Re-forms all blocks or none: with blocks to ``keep`` (adaptive selection's ``hold``) it keeps them
         all, since the generators deal every query at once."""
-        from tasks.sqlplan.neighbourhoods import form_query_blocks
-
         if keep:
             return None
-        return form_query_blocks(self, state, generator, size, attempt)
+        cost = {q: o.cost for q, o in zip(self.qids, state.outcomes, strict=True)}
+        tables = {q: self.ev.models[q].tables for q in self.qids}
+        blocks = form_query_blocks(state.blocks, cost, tables, generator, size, attempt)
+        return None if blocks is None else replace(state, blocks=blocks)
 
     # -- output --------------------------------------------------------------------
     def baselines(self) -> list[Any]:

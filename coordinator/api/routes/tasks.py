@@ -53,7 +53,7 @@ async def get_rounds(task_id: str, store: StoreDep, since: Annotated[int, Query(
     "/{task_id}/report",
     response_model=Report,
     dependencies=READ,
-    summary="The run report (DESIGN §10)",
+    summary="The run report (docs/architecture.md §10)",
     responses={200: {"content": {"application/json": {"example": REPORT_EXAMPLE}}}},
 )
 async def get_report(task_id: str, service: ServiceDep) -> Report:
