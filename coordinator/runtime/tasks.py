@@ -48,7 +48,8 @@ class TaskBook(Proposing):
         The task's clock (``created_at``: its seconds budget, elapsed time, stall seconds) starts when the
         request arrives, so the first plan, which a kind may take seconds to make, counts against the
         time limit as a solver's initial solution counts against its own. A request the kind refuses
-        within the wait is answered 400 and leaves nothing behind; one refused later leaves it ``failed``."""
+        within the wait is answered 400 and leaves nothing behind; a kind that raises anything else, or
+        refuses later, leaves the task ``failed`` with the reason."""
         return (await self._start(req))[0]
 
     async def _start(self, req: CreateTask) -> tuple[TaskCreated, asyncio.Task[TaskSpec]]:
@@ -92,10 +93,10 @@ class TaskBook(Proposing):
         self._preparing[task_id] = Preparation(task_id, req, requested, auth.token_hash(read_token), job)
         done, _ = await asyncio.wait({job}, timeout=self.settings.prepare_wait)
         failure = job.exception() if done else None
-        if failure is not None:  # refused at once: nothing is left of it
+        if isinstance(failure, errors.BlockoptError):  # refused at once (its parameters): nothing is left
             self._preparing.pop(task_id, None)
             raise failure
-        status = TaskStatus.RUNNING if done else TaskStatus.PREPARING
+        status = TaskStatus.PREPARING if not done else TaskStatus.FAILED if failure else TaskStatus.RUNNING
         return TaskCreated(id=task_id, status=status, join_token=join_token, read_token=read_token), job
 
     async def _prepare(

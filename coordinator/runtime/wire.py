@@ -101,7 +101,8 @@ class TaskCreated(BaseModel):
         TaskStatus.RUNNING,
         description="'running', or 'preparing' while its kind still builds it (reference, first plan) in the "
         "background: joins and leases are then answered 429 task_preparing with a retry_after, and the "
-        "task's view turns 'running' (or 'failed', with the reason) when it is done",
+        "task's view turns 'running' (or 'failed', with the reason) when it is done; 'failed' when the kind "
+        "raised within the wait",
     )
     join_token: str
     read_token: str = Field(
