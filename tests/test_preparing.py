@@ -190,3 +190,46 @@ def test_agents_wait_out_the_preparation_then_work(coord: Coordinator) -> None:
     stats = result["stats"]
     assert stats.leases >= 1 and stats.proposals >= 1
     assert stats.waits >= 1  # it was told to wait at least once
+
+
+def test_blockopt_run_waits_out_the_preparation(slow_kinds_installed: Path, tmp_path: Path) -> None:
+    """``blockopt run`` (embedded coordinator, worker processes) on a kind whose reference takes 2 s."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    report = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(slow_kinds_installed), str(REPO)])}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "blockopt",
+            "run",
+            "sleepy-quadratic",
+            "--blocks",
+            "2",
+            "--dim",
+            "2",
+            "--prepare-seconds",
+            "2",
+            "--agents",
+            "2",
+            "--processes",
+            "1",
+            "--max-rounds",
+            "50",
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "preparing" in done.stderr
+    assert json.loads(report.read_text())["status"] == "optimal"
