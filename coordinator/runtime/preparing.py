@@ -19,9 +19,9 @@ from coordinator import errors
 from coordinator.engine import adaptive
 from coordinator.engine.records import Snapshot
 from coordinator.engine.rounds import EngineSettings, RoundEngine
-from coordinator.runtime.wire import CreateTask
+from coordinator.runtime.wire import CreateTask, TaskView
 from coordinator.status import TaskStatus
-from coordinator.store.base import TaskSpec
+from coordinator.store.base import Budgets, RegroupAfter, TaskSpec
 from tasks.base import Task
 from tasks.registry import InvalidParams, create_task
 
@@ -62,6 +62,50 @@ def prepare(
     return Prepared(task, engine, snap, task.dump_state(snap.state), arms, task.lag_rounds(knobs))
 
 
+def spec_of(
+    task_id: str,
+    req: CreateTask,
+    ready: Prepared,
+    *,
+    regroup_after: RegroupAfter,
+    budgets: Budgets,
+    join_hash: str,
+    read_hash: str,
+    created_at: float,
+) -> TaskSpec:
+    """The spec a prepared task is stored with."""
+    task, engine = ready.task, ready.engine
+    return TaskSpec(
+        id=task_id,
+        kind=task.kind,
+        name=task.name,
+        n_blocks=task.n_blocks,
+        params=task.params.model_dump(),
+        merge_policy=req.merge_policy,
+        mode=req.mode,
+        regroup_after=regroup_after,
+        budgets=budgets,
+        proposer=req.proposer.model_dump(),
+        reference=engine.reference.value,
+        reference_kind=engine.reference.kind,
+        reference_provenance=engine.reference.provenance(),
+        initial_objective=ready.snapshot.objective,
+        tolerance=engine.tolerance,
+        window=req.window,
+        stop_relative_gap=req.stop.relative_gap,
+        stop_stall_rounds=req.stop.stall_rounds,
+        stop_stall_seconds=req.stop.stall_seconds,
+        stop_lag_rounds=ready.lag_rounds,
+        a_priori=engine.a_priori.constants if engine.a_priori else None,
+        stop_when=req.stop_when,
+        selection=req.selection,
+        neighbourhoods=ready.neighbourhoods,
+        join_token_hash=join_hash,
+        read_token_hash=read_hash,
+        created_at=created_at,
+    )
+
+
 @dataclass
 class Preparation:
     """A task created but not stored yet: its preparation runs (``job``), or it failed (``reason``)."""
@@ -77,6 +121,26 @@ class Preparation:
     @property
     def status(self) -> TaskStatus:
         return TaskStatus.PREPARING if self.reason is None else TaskStatus.FAILED
+
+
+def view_of(prep: Preparation) -> TaskView:
+    """The view of a task its kind is still preparing (or failed to): what is known before it runs."""
+    req = prep.request
+    return TaskView(
+        id=prep.id,
+        kind=req.kind,
+        name=req.kind,
+        status=prep.status,
+        reason=prep.reason,
+        round=0,
+        version=0,
+        merge_policy=req.merge_policy,
+        mode=req.mode,
+        budgets=req.budgets,
+        usage={"tokens": 0.0, "calls": 0.0},
+        created_at=prep.created_at,
+        finished_at=prep.finished_at,
+    )
 
 
 def failure_reason(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ from coordinator.reports import books
 from coordinator.reports.ledger import Report, relative_gap
 from coordinator.runtime import auth, paramcheck
 from coordinator.runtime.core import BuiltTask, head_of, new_id
-from coordinator.runtime.preparing import Preparation, Prepared, failure_reason, prepare
+from coordinator.runtime.preparing import Preparation, failure_reason, prepare, spec_of, view_of
 from coordinator.runtime.proposals import Proposing
 from coordinator.runtime.wire import CreateTask, Joined, JoinRequest, TaskCreated, TaskView
 from coordinator.status import TaskStatus
@@ -115,7 +115,19 @@ class TaskBook(Proposing):
         )
         try:
             ready = await asyncio.to_thread(prepare, req.kind, req.params, req.selection, knobs, settings)
-            spec = self._spec_of(task_id, req, ready, regroup_after, join_hash, read_hash, requested)
+            budgets = req.budgets
+            if budgets.rounds is None:
+                budgets = budgets.model_copy(update={"rounds": self.settings.default_max_rounds})
+            spec = spec_of(
+                task_id,
+                req,
+                ready,
+                regroup_after=regroup_after,
+                budgets=budgets,
+                join_hash=join_hash,
+                read_hash=read_hash,
+                created_at=requested,
+            )
             await self.store.create_task(spec, head_of(ready.snapshot, ready.state_json, version=0))
         except BaseException as exc:
             prep = self._preparing.get(task_id)
@@ -130,50 +142,6 @@ class TaskBook(Proposing):
         self._notify(task_id)
         return spec
 
-    def _spec_of(
-        self,
-        task_id: str,
-        req: CreateTask,
-        ready: Prepared,
-        regroup_after: RegroupAfter,
-        join_hash: str,
-        read_hash: str,
-        requested: float,
-    ) -> TaskSpec:
-        task, engine = ready.task, ready.engine
-        budgets = req.budgets
-        if budgets.rounds is None:
-            budgets = budgets.model_copy(update={"rounds": self.settings.default_max_rounds})
-        return TaskSpec(
-            id=task_id,
-            kind=task.kind,
-            name=task.name,
-            n_blocks=task.n_blocks,
-            params=task.params.model_dump(),
-            merge_policy=req.merge_policy,
-            mode=req.mode,
-            regroup_after=regroup_after,
-            budgets=budgets,
-            proposer=req.proposer.model_dump(),
-            reference=engine.reference.value,
-            reference_kind=engine.reference.kind,
-            reference_provenance=engine.reference.provenance(),
-            initial_objective=ready.snapshot.objective,
-            tolerance=engine.tolerance,
-            window=req.window,
-            stop_relative_gap=req.stop.relative_gap,
-            stop_stall_rounds=req.stop.stall_rounds,
-            stop_stall_seconds=req.stop.stall_seconds,
-            stop_lag_rounds=ready.lag_rounds,
-            a_priori=engine.a_priori.constants if engine.a_priori else None,
-            stop_when=req.stop_when,
-            selection=req.selection,
-            neighbourhoods=ready.neighbourhoods,
-            join_token_hash=join_hash,
-            read_token_hash=read_hash,
-            created_at=requested,
-        )
-
     def _forget_failed_preparations(self) -> None:
         """Keep the newest ``FAILED_KEPT`` failed preparations (they live in this process only)."""
         failed = sorted(
@@ -181,25 +149,6 @@ class TaskBook(Proposing):
         )
         for prep in failed[: max(0, len(failed) - self.FAILED_KEPT)]:
             self._preparing.pop(prep.id, None)
-
-    def _preparing_view(self, prep: Preparation) -> TaskView:
-        """The view of a task its kind is still preparing (or failed to): what is known before it runs."""
-        req = prep.request
-        return TaskView(
-            id=prep.id,
-            kind=req.kind,
-            name=req.kind,
-            status=prep.status,
-            reason=prep.reason,
-            round=0,
-            version=0,
-            merge_policy=req.merge_policy,
-            mode=req.mode,
-            budgets=req.budgets,
-            usage={"tokens": 0.0, "calls": 0.0},
-            created_at=prep.created_at,
-            finished_at=prep.finished_at,
-        )
 
     async def read_token_hash(self, task_id: str) -> str:
         """The digest of the task's read token (also while it is preparing)."""
@@ -209,7 +158,7 @@ class TaskBook(Proposing):
     async def view(self, task_id: str) -> TaskView:
         prep = self._preparing.get(task_id)
         if prep is not None:
-            return self._preparing_view(prep)
+            return view_of(prep)
         spec = await self.spec(task_id)
         runtime = await self._runtime(task_id)
         head = await self.store.get_head(task_id)
@@ -260,7 +209,7 @@ class TaskBook(Proposing):
         preparing = list(self._preparing.values())
         stored = [await self.view(spec.id) for spec in await self.store.list_tasks()]
         known = {v.id for v in stored}
-        return stored + [self._preparing_view(p) for p in preparing if p.id not in known]
+        return stored + [view_of(p) for p in preparing if p.id not in known]
 
     async def stop(self, task_id: str) -> TaskView:
         if task_id in self._preparing:
