@@ -233,3 +233,15 @@ def test_blockopt_run_waits_out_the_preparation(slow_kinds_installed: Path, tmp_
     assert done.returncode == 0, done.stderr
     assert "preparing" in done.stderr
     assert json.loads(report.read_text())["status"] == "optimal"
+
+
+def test_a_failed_preparation_is_forgotten_after_retain_finished(
+    coordinator_factory: Callable[..., Coordinator], slow_kinds_installed: Path
+) -> None:
+    coord = coordinator_factory(retain_finished=0.5)
+    created = coord.create_task(kind="failing-quadratic", params={"blocks": 2, "prepare_seconds": 0})
+    assert coord.admin.get(f"/v1/tasks/{created['id']}").json()["status"] == "failed"
+    deadline = time.monotonic() + 20
+    while coord.admin.get(f"/v1/tasks/{created['id']}").status_code != 404:
+        assert time.monotonic() < deadline, "the failed preparation was never forgotten"
+        time.sleep(0.1)
