@@ -120,7 +120,9 @@ class ServiceSettings(BaseModel):
         1.0,
         ge=0,
         description="seconds POST /v1/tasks waits for the kind to prepare a task (reference, first plan) "
-        "before answering with status 'preparing'; the preparation runs in a worker thread either way",
+        "before answering with status 'preparing'; the preparation runs in a worker thread either way. "
+        "A preparing task is known to the process preparing it only: with several API processes the "
+        "answer waits until the task is stored",
     )
     prepare_retry_after: float = Field(
         1.0, gt=0, description="Retry-After hint to joins and leases of a task still preparing"

@@ -245,3 +245,51 @@ def test_a_failed_preparation_is_forgotten_after_retain_finished(
     while coord.admin.get(f"/v1/tasks/{created['id']}").status_code != 404:
         assert time.monotonic() < deadline, "the failed preparation was never forgotten"
         time.sleep(0.1)
+
+
+def test_with_several_api_processes_the_answer_waits_for_the_store(
+    slow_kinds_installed: Path, tmp_path: Path
+) -> None:
+    """A preparing task lives in the memory of the process preparing it: where API processes share the port,
+    ``POST /v1/tasks`` answers once the task is stored, so whichever process a later request reaches knows it."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ADMIN, REPO
+    from tests.redis_support import free_port, terminate, wait_until
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(slow_kinds_installed), str(REPO)]),
+        "BLOCKOPT_ADMIN_TOKEN": ADMIN,
+    }
+    argv = [sys.executable, "-m", "blockopt", "serve", "--port", str(port), "--api-workers", "2"]
+    argv += ["--engine-workers", "1", "--store", f"sqlite:///{tmp_path / 'state.db'}"]
+    with (tmp_path / "serve.log").open("ab") as log:
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+        try:
+            return httpx.get(f"{url}/readyz", timeout=1.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_until(ready, 90, "the coordinator's /readyz")
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60) as c:
+            started = time.monotonic()
+            r = c.post(
+                "/v1/tasks",
+                json={"kind": "sleepy-quadratic", "params": {"blocks": 2, "dim": 2, "prepare_seconds": 2}},
+            )
+            assert r.status_code == 201, r.text
+            assert r.json()["status"] == "running" and time.monotonic() - started >= 2.0
+            for _ in range(10):  # new connections: they spread over both API processes
+                with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}) as fresh:
+                    assert fresh.get(f"/v1/tasks/{r.json()['id']}").json()["status"] == "running"
+    finally:
+        terminate(proc)

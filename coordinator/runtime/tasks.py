@@ -91,7 +91,10 @@ class TaskBook(Proposing):
         )
         job.add_done_callback(_retrieve)
         self._preparing[task_id] = Preparation(task_id, req, requested, auth.token_hash(read_token), job)
-        done, _ = await asyncio.wait({job}, timeout=self.settings.prepare_wait)
+        # A preparing task lives in this process until it is stored: where several API processes share the
+        # port, the answer waits for the store (the loop stays free: the preparation runs in its thread).
+        wait = self.settings.prepare_wait if self.settings.api_workers == 1 else None
+        done, _ = await asyncio.wait({job}, timeout=wait)
         failure = job.exception() if done else None
         if isinstance(failure, errors.BlockoptError):  # refused at once (its parameters): nothing is left
             self._preparing.pop(task_id, None)

@@ -85,11 +85,12 @@ export class TaskPage {
         await new Promise((resolve) => { this.timer = setTimeout(resolve, PREPARING_POLL_MS); });
         await this.refreshTask();
       }
+      this.ui.connection("", "");
     } catch (e) {
       if (e.name !== "AbortError") this.ui.error(e);
       return;
     }
-    if (this.stopped || this.task.status === "failed" && this.task.version === 0 && this.task.blocks === null) {
+    if (this.stopped || (this.task.status === "failed" && this.task.blocks === null)) {
       return; // its preparation failed: the summary says why, and there is nothing else to show
     }
     this.stream = new EventStream(`/v1/tasks/${this.id}/events`, {
