@@ -250,8 +250,9 @@ def test_a_failed_preparation_is_forgotten_after_retain_finished(
 def test_with_several_api_processes_the_answer_waits_for_the_store(
     slow_kinds_installed: Path, tmp_path: Path
 ) -> None:
-    """A preparing task lives in the memory of the process preparing it: where API processes share the port,
-    ``POST /v1/tasks`` answers once the task is stored, so whichever process a later request reaches knows it."""
+    """A preparing task lives in the memory of the process preparing it: where API processes share the
+    port, ``POST /v1/tasks`` answers once the task is stored, so any process a later request reaches
+    knows it."""
     import os
     import subprocess
     import sys
