@@ -81,10 +81,36 @@ class InvalidProposal(ValueError):
 
 @dataclass(frozen=True)
 class Reference:
-    """The value the gap is measured against, labelled by what it is."""
+    """The value the gap is measured against, labelled by what it is, and how it was obtained.
+
+    The optional fields are its provenance, recorded in the run report so a reference can be reproduced: a
+    solver's answer depends on its workers, seed and time limit (CP-SAT proved an optimum with 8 workers and
+    gave only a bound with 4), so a kind fixes them and says so here."""
 
     value: float
     kind: ReferenceKind
+    method: str | None = None
+    """How it was obtained, in words (``"closed form"``, ``"sum of shortest paths"``, ``"CP-SAT"``)."""
+    solver: str | None = None
+    """The solver and its version, when one was run (``"ortools CP-SAT 9.12.4544"``)."""
+    workers: int | None = None
+    seed: int | None = None
+    time_limit: float | None = None
+    """Seconds the solver was given."""
+    proven: bool | None = None
+    """Whether the value is proven: an optimum proven optimal, or a bound proven valid."""
+
+    def provenance(self) -> dict[str, Any]:
+        """The fields above that are set (the run report's ``objective.reference_provenance``)."""
+        fields = {
+            "method": self.method,
+            "solver": self.solver,
+            "workers": self.workers,
+            "seed": self.seed,
+            "time_limit": self.time_limit,
+            "proven": self.proven,
+        }
+        return {k: v for k, v in fields.items() if v is not None}
 
 
 @dataclass(frozen=True)

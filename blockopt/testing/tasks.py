@@ -19,7 +19,8 @@ reached: incremental scoring equals full scoring; disjoint footprints mean zero
 interaction; ``apply`` never mutates its input; the state survives JSON; garbage
 proposals are refused with a declared reason, never a crash; the heuristic's drafts
 validate; the LLM prompt renders within the kind's own token estimate; every
-rejection code in the kind's source is declared.
+rejection code in the kind's source is declared; ``reference()`` gives the same
+answer twice, on fresh instances.
 """
 
 from __future__ import annotations
@@ -230,6 +231,16 @@ class TaskContract:
     @given(value=JSON_VALUES)
     def test_any_json_is_refused_or_valid_never_a_crash(self, kit: Kit, value: Any) -> None:
         _refused_or_valid(kit.task, 0, value, declared_codes(type(kit.task)))
+
+    def test_reference_is_reproducible(self, kit: Kit) -> None:
+        """Two fresh instances of the task give the same reference, provenance included: one that depends on
+        the machine (a solver's worker count, its seed) ends one run ``optimal`` and the next ``stalled``."""
+        t = kit.task
+        first, second = (type(t)(t.params).reference() for _ in range(2))
+        assert first == second, (
+            f"{t.kind}: reference() gave {first}, then {second}; fix the solver's workers and seed "
+            "(CP-SAT: num_workers, random_seed) and say so in the Reference"
+        )
 
     def test_rejection_codes_in_the_source_are_declared(self, kit: Kit) -> None:
         cls = type(kit.task)

@@ -224,6 +224,7 @@ def build_report(
             "final": final_objective,
             "reference": ledger.reference.value,
             "reference_kind": ledger.reference.kind,
+            "reference_provenance": ledger.reference.provenance(),
             "relative_gap": relative_gap(final_objective, ledger.reference),
         },
         feasible=feasible,

@@ -429,7 +429,9 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     def reference(self) -> Reference:
         """A valid lower bound: no plan can cost less than zero progress callbacks."""
-        return Reference(0.0, "lower_bound")
+        return Reference(
+            0.0, "lower_bound", method="no plan costs fewer than zero progress callbacks", proven=True
+        )
 
     def feasible(self, state: SqlState) -> bool:
         within = self.budget is None or self.index_bytes(state.indexes) <= self.budget

@@ -193,9 +193,23 @@ class JobShopTask(Task[State, JobShopParams]):
     @cached_property
     def _reference(self) -> Reference:
         if self.params.exact_limit <= 0:
-            return Reference(float(self.inst.trivial_bound()), "lower_bound")
+            return Reference(
+                float(self.inst.trivial_bound()),
+                "lower_bound",
+                method="largest job or machine load (trivial bound)",
+                proven=True,
+            )
         _, bound, proven = exact.solve(self.inst, self.params.exact_limit)
-        return Reference(float(bound), "optimum" if proven else "lower_bound")
+        return Reference(
+            float(bound),
+            "optimum" if proven else "lower_bound",
+            method="CP-SAT on the disjunctive model",
+            solver=exact.SOLVER,
+            workers=exact.WORKERS,
+            seed=exact.SEED,
+            time_limit=self.params.exact_limit,
+            proven=proven,
+        )
 
     def reference(self) -> Reference:
         return self._reference
