@@ -313,6 +313,11 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
     def block_value(self, state: QuadState, block: int) -> np.ndarray:
         return state.x[self._sl(block)].copy()
 
+    def block_elements(self, state: QuadState, block: int) -> frozenset[Hashable]:
+        """Block i holds the coordinates x[i·d : (i+1)·d]; the wire value is that slice, written in place by
+        position, so it can name no other coordinate (``written_elements`` is this, the default)."""
+        return frozenset(("x", k) for k in range(block * self.d, (block + 1) * self.d))
+
     def footprint(self, state: QuadState, block: int, value: Any) -> frozenset[Hashable]:
         """The blocks whose correction term this move changes (its coupled coordinates)."""
         return self._coupled[block]
@@ -341,6 +346,8 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
             arr = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
             raise InvalidProposal("block value must be a list of numbers", "bad_shape") from None
+        except OverflowError:  # an integer JSON can carry and a float cannot (400 digits)
+            raise InvalidProposal("block value must be finite", "bad_value") from None
         if arr.shape != (self.d,):
             raise InvalidProposal(f"block value must have shape ({self.d},), got {arr.shape}", "bad_shape")
         if not np.all(np.isfinite(arr)):

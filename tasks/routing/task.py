@@ -207,6 +207,17 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def block_value(self, state: RoutingState, block: int) -> tuple[Path, ...]:
         return tuple(state.paths[r] for r in state.blocks[block])
 
+    def block_elements(self, state: RoutingState, block: int) -> frozenset[Hashable]:
+        """The block's robots in ``state`` (a regrouping changes them)."""
+        return frozenset(("robot", r) for r in state.blocks[block])
+
+    def written_elements(
+        self, state: RoutingState, block: int, value: tuple[Path, ...]
+    ) -> frozenset[Hashable]:
+        """The robots whose paths the value holds: a path names its robot by its start (starts are distinct), so
+        a path that starts where another block's robot starts writes that robot."""
+        return frozenset(("robot", self._robot_of_start[p[0]]) for p in value)
+
     def footprint(self, state: RoutingState, block: int, value: tuple[Path, ...]) -> frozenset[Hashable]:
         """Cells of the old and new paths of the robots that change: every conflict shares a cell."""
         cells: set[int] = set()

@@ -186,14 +186,24 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
     def initial_blocks(self) -> tuple[tuple[str, ...], ...]:
         return tuple(tuple(qs) for qs in self.block_queries)
 
+    def block_elements(self, state: SqlState, block: int) -> frozenset[Hashable]:
+        """The block's queries in ``state`` (a neighbourhood generator re-forms them). The index set is
+        shared: every block may add or drop indexes, so indexes are no block's elements."""
+        return frozenset(("query", q) for q in state.blocks[block])
+
+    def written_elements(self, state: SqlState, block: int, value: BlockChange) -> frozenset[Hashable]:
+        """The queries the value re-plans (its index changes write the shared index set, no element)."""
+        return frozenset(("query", q) for q in value.plans)
+
     def _owned(self, state: SqlState, changes: Mapping[int, BlockChange]) -> None:
         """A block's value may re-plan only the queries its block holds in ``state`` (blocks can be re-formed,
-        so this is checked against the state, not in the stateless ``validate``)."""
+        so this is checked against the state, not in the stateless ``validate``). The coordinator refuses such
+        a value before scoring; this keeps in-process callers of ``apply`` and ``evaluate_change`` honest."""
         for b, ch in changes.items():
             foreign = sorted(set(ch.plans) - set(state.blocks[b]))
             if foreign:
                 raise InvalidProposal(
-                    f"block {b} holds {list(state.blocks[b])}, not {foreign}", "wrong_block"
+                    f"block {b} holds {list(state.blocks[b])}, not {foreign}", "outside_lease"
                 )
 
     # -- model -----------------------------------------------------------------
