@@ -41,14 +41,11 @@ class TaskBook(Proposing):
             )
         try:
             cls = kind_class(req.kind)
-            knobs = cls.ProposerParams.model_validate(req.proposer.knobs)
         except UnknownKind as exc:
             raise errors.InvalidRequest(str(exc), field="kind") from None
-        except ValueError as exc:
-            raise errors.InvalidRequest(
-                f"proposer knobs: {str(exc).splitlines()[0]}", field="proposer.knobs"
-            ) from None
-        paramcheck.check(req.kind, cls.Params, req.params, self.settings.data_dirs)
+        knob_fields = paramcheck.check_knobs(req.kind, cls.ProposerParams, req.proposer.knobs)
+        knobs = cls.ProposerParams.model_validate(knob_fields)
+        params = paramcheck.check(req.kind, cls.Params, req.params, self.settings.data_dirs)
         regroup_after = req.regroup_after or ("arrival" if req.mode == "async" else "stalled")
         if regroup_after == "arrival" and req.mode != "async":
             raise errors.InvalidRequest(
@@ -57,7 +54,7 @@ class TaskBook(Proposing):
                 field="regroup_after",
             )
         try:
-            task = await asyncio.to_thread(create_task, req.kind, req.params)
+            task = await asyncio.to_thread(create_task, req.kind, params)
         except InvalidParams as exc:
             raise errors.InvalidRequest(str(exc), field=f"params.{exc.param}") from None
         try:
@@ -85,7 +82,7 @@ class TaskBook(Proposing):
             mode=req.mode,
             regroup_after=regroup_after,
             budgets=budgets,
-            proposer=req.proposer.model_dump(),
+            proposer={**req.proposer.model_dump(), "knobs": knob_fields},
             reference=engine.reference.value,
             reference_kind=engine.reference.kind,
             initial_objective=snap.objective,
