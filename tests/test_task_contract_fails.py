@@ -123,3 +123,23 @@ class TestTheHealthyChainPasses(TaskContract):
 def test_each_seeded_bug_fails_its_check(bug: str, check: str) -> None:
     with pytest.raises((AssertionError, TypeError, ValueError)):
         getattr(TaskContract(), check)(kit_with(bug))
+
+
+def test_an_example_too_dense_for_the_footprint_check_fails_asking_for_a_sparser_one() -> None:
+    """On three chain blocks only 1 and 2 find a move, and they are neighbours: every pair of drafts shares
+    an edge, so nothing would be checked."""
+    dense = Kit.build(Chain(ChainParams(blocks=3)), NoKnobs())
+    assert [d.block for d in dense.drafts[0]] == [1, 2]
+    with pytest.raises(AssertionError, match="give Chain.example a sparser instance"):
+        TaskContract().test_disjoint_footprints_mean_zero_interaction(dense)
+
+
+def test_a_kind_whose_footprints_are_everything_has_no_pair_to_check_and_passes() -> None:
+    """The default footprint (``EVERYTHING``) is sound by construction: the engine measures every pair."""
+
+    class Everywhere(Chain):
+        footprint = Task.footprint
+
+    TaskContract().test_disjoint_footprints_mean_zero_interaction(
+        Kit.build(Everywhere(ChainParams(blocks=3)), NoKnobs())
+    )
