@@ -66,7 +66,7 @@ class TaskBook(Proposing):
         knob_fields = paramcheck.check_knobs(req.kind, cls.ProposerParams, req.proposer.knobs)
         knobs = cls.ProposerParams.model_validate(knob_fields)
         params = paramcheck.check(req.kind, cls.Params, req.params, self.settings.data_dirs)
-        # The cleaned values (whole-number floats read as integers): the task is prepared and stored with them.
+        # The cleaned values (whole-number floats read as integers) are the ones prepared and stored.
         req = req.model_copy(
             update={"params": params, "proposer": req.proposer.model_copy(update={"knobs": knob_fields})}
         )
