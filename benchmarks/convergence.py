@@ -8,13 +8,12 @@ SF 0.01), engine only and short: one-step coverage, tightness, ETA and F̂∞ at
 against the final value. Everything comes from one run of this script; raw rows go to
 benchmarks/results/convergence.json.
 
-    .venv/bin/python benchmarks/convergence.py                # everything (~10 min on 2 shared cores)
-    .venv/bin/python benchmarks/convergence.py --seeds 2 --skip-routing --skip-sqlplan   # a quick look
+    .venv/bin/python -m benchmarks.convergence                # everything (~10 min on 2 shared cores)
+    .venv/bin/python -m benchmarks.convergence --seeds 2 --skip-routing --skip-sqlplan   # a quick look
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -22,13 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from coordinator.engine import forecast as fc  # noqa: E402
-from coordinator.engine.rounds import EngineSettings  # noqa: E402
-from coordinator.reports.ledger import RunLedger  # noqa: E402
-from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc  # noqa: E402
-from tasks.quadratic import QuadraticParams, QuadraticProposerParams, QuadraticTask  # noqa: E402
+from benchmarks.lib.cli import Parser
+from coordinator.engine import forecast as fc
+from coordinator.engine.rounds import EngineSettings
+from coordinator.reports.ledger import RunLedger
+from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc
+from tasks.quadratic import QuadraticParams, QuadraticProposerParams, QuadraticTask
 
 EPSILON = 1e-6
 WINDOWS = (3, 6)
@@ -271,7 +269,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = Parser(prog="convergence", description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--max-rounds", type=int, default=150)
     ap.add_argument("--routing-seconds", type=float, default=40.0)
