@@ -243,12 +243,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out["runs"] = len(quad)
     env_fail = sum(1 for r in quad if r["eta"][0]["envelope_hits"] < r["eta"][0]["envelope_rounds"])
     out["envelope_W3_runs_with_a_miss"] = env_fail
+    coverage, tight = out["one_step_coverage"], out["one_step_tightness_median_of_runs"]
     print(
         f"\nquadratic, all {len(quad)} runs: a priori held {out['a_priori_all']['held']}/"
         f"{out['a_priori_all']['checked']} checked rounds (sigma 0: {out['a_priori_sigma0']['held']}/"
         f"{out['a_priori_sigma0']['checked']}); one-step coverage "
-        f"{out['one_step_coverage']:.1%} (target 90%), median of per-run median tightness "
-        f"{out['one_step_tightness_median_of_runs']:.3g}; envelope (W=3) missed in {env_fail} runs; "
+        f"{'none (too few rounds)' if coverage is None else f'{coverage:.1%}'} (target 90%), median of per-run "
+        f"median tightness {'none' if tight is None else f'{tight:.3g}'}; envelope (W=3) missed in {env_fail} runs; "
         f"ETA within 2x of actual among the {len(reached)} runs that reached 1e-6: {out['eta_within_2x']}"
     )
     others = [r for r in rows if r["kind"] != "quadratic"]
