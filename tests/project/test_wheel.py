@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("blockopt", "coordinator", "agents", "tasks")
 """The packages pyproject.toml ships."""
 MUST_SHIP = ("blockopt/testing/__init__.py", "blockopt/testing/tasks.py", "blockopt/testing/stores.py")

@@ -18,7 +18,7 @@ from tasks.routing.grid import UNREACHABLE, Grid
 from tasks.routing.reservations import Reservations
 from tasks.routing.sipp import sipp_search, sipp_search_python
 from tests.routing_reference import mirror_matches
-from tests.test_routing_sipp import _grid, _walk  # random grids and walks, as there
+from tests.tasks.routing.test_routing_sipp import _grid, _walk  # random grids and walks, as there
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,7 +15,7 @@ from tasks.routing.lns import table_from_contract
 from tasks.routing.occupancy import Path
 from tasks.routing.reservations import Reservations
 from tests.routing_reference import mirror_matches
-from tests.test_routing_reservations import _paths  # random walks with distinct goals
+from tests.tasks.routing.test_routing_reservations import _paths  # random walks with distinct goals
 
 
 def _task(robots: int, blocks: int) -> RoutingTask:

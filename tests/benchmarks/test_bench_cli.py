@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(
     p.stem for p in (ROOT / "benchmarks").glob("*.py") if p.stem != "__init__" and not p.stem.startswith("_")
 )

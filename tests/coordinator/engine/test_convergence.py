@@ -90,7 +90,8 @@ def test_engine_raises_when_the_books_do_not_balance() -> None:
     task = _BlindFootprints(QuadraticParams(blocks=4, dim=2, coupling=0.9, seed=3))
     engine = RoundEngine(task, EngineSettings(strict_accounting=True))
     snap = engine.initial_snapshot()
-    from tests.test_engine import exact_proposals  # every block's exact minimizer on the current version
+    # every block's exact minimizer on the current version
+    from tests.coordinator.engine.test_engine import exact_proposals
 
     with pytest.raises(AccountingError, match="disjoint footprints interacted"):
         engine.run_round(snap, exact_proposals(task, snap, task.blocks()), 0)

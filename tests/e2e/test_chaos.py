@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.chaos_support import Agents, admin, count_losses, drain_and_stop, rounds
+from tests.coordinator.store.test_redis_replicas import Cluster
 from tests.redis_support import (
     PrivateRedis,
     Replica,
@@ -29,7 +30,6 @@ from tests.redis_support import (
     require_redis,
     wait_until,
 )
-from tests.test_redis_replicas import Cluster
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,5 @@
-"""Failures the schemathesis run (tests/test_fuzz_api.py) once found, kept as regression tests."""
+"""Failures the schemathesis run (tests/coordinator/api/test_fuzz_api.py) once found, kept as regression
+tests."""
 
 from __future__ import annotations
 

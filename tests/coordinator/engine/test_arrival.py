@@ -11,7 +11,7 @@ from coordinator.engine.rounds import RoundEngine
 from coordinator.store.base import WindowState
 from tasks.quadratic import QuadraticTask
 from tasks.registry import create_task
-from tests.test_engine import STRONG, exact_proposals, proposal
+from tests.coordinator.engine.test_engine import STRONG, exact_proposals, proposal
 
 
 def test_a_fresh_arrival_merges_and_moves_the_head() -> None:

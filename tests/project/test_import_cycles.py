@@ -18,7 +18,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SOURCES = {
     ROOT: ("tasks", "coordinator", "agents", "blockopt"),

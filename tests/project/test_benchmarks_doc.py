@@ -7,7 +7,7 @@ import glob
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 600
 
 PATH = re.compile(r"(?<![\w/.])benchmarks/[A-Za-z0-9_./*-]*[A-Za-z0-9_/*-](?![$<])")

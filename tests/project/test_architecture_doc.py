@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = "docs/architecture.md"
 CITING = ("tasks", "coordinator", "agents", "blockopt", "tests", "benchmarks", "examples", "README.md")
 """Where citations are looked for (Python modules and Markdown files)."""

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tasks.quadratic import QuadraticParams, QuadraticTask
 from tasks.routing import RoutingTask
 from tasks.routing.instance import RoutingParams
-from tests.test_routing_properties import random_value
+from tests.tasks.routing.test_routing_properties import random_value
 
 PROPERTY = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

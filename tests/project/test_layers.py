@@ -16,7 +16,7 @@ import pytest
 
 from tasks.registry import kinds
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS = ("base", "engine", "store", "reports", "runtime", "api")
 """Bottom to top, as coordinator/__init__.py states them: a module imports its own layer and those below."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import Coordinator
-from tests.test_service_api import error_of, lease
+from tests.coordinator.api.test_service_api import error_of, lease
 
 PARAMS = {"map": "random-32-32-10", "robots": 30, "blocks": 2, "exact_limit": 0}
 

@@ -123,7 +123,7 @@ def test_task_page_follows_a_routing_run_live(
     assert frames["frames"] > 10
     shot = b.screenshot(ARTIFACTS / "task-page.png")
     if os.environ.get("BLOCKOPT_UPDATE_SCREENSHOT") == "1":
-        shutil.copy(shot, Path(__file__).resolve().parent.parent / "docs" / "task-page.png")
+        shutil.copy(shot, Path(__file__).resolve().parents[3] / "docs" / "task-page.png")
     assert b.errors() == [], b.errors()
 
 

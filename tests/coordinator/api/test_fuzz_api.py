@@ -10,7 +10,7 @@ least one 2xx on every route of the document, and all of schemathesis' own
 checks (status codes, content types, headers, response schemas, Allow on 405,
 rejection of schema-violating input, acceptance of schema-valid input, auth)
 must pass. Failures it once found
-live on as plain tests in ``tests/test_fuzz_regressions.py``.
+live on as plain tests in ``tests/coordinator/api/test_fuzz_regressions.py``.
 """
 
 from __future__ import annotations

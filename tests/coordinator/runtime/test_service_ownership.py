@@ -21,7 +21,7 @@ import pytest
 
 from tasks import Draft, Task, create_task, kind_class
 from tests.conftest import Coordinator
-from tests.test_service_api import error_of, lease, propose, submit
+from tests.coordinator.api.test_service_api import error_of, lease, propose, submit
 
 NAMING_KINDS = {
     "jobshop": {"instance": "ft06", "blocks": 3, "exact_limit": 0},
