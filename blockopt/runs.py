@@ -21,7 +21,7 @@ from coordinator.api.main import create_app
 from coordinator.engine.forecast import StopWhen
 from coordinator.engine.rounds import EngineSettings, RoundOutcome
 from coordinator.reports.ledger import Report, RunLedger, build_report, history_fields, relative_gap
-from coordinator.reports.plots import convergence_plot
+from coordinator.reports.plots import PlotAxis, convergence_plot
 from coordinator.runtime.datapaths import dirs_for
 from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc
 from coordinator.settings import ServiceSettings
@@ -130,11 +130,13 @@ def usage_line(report: Report) -> str:
     )
 
 
-def write_outputs(report: Report, task: Task[Any], state: Any, path: Path) -> list[str]:
+def write_outputs(
+    report: Report, task: Task[Any], state: Any, path: Path, plot_x: PlotAxis = "rounds"
+) -> list[str]:
     """Pictures first: a kind may measure things while drawing (sqlplan's baselines) that its solution reports."""
     path.parent.mkdir(parents=True, exist_ok=True)
     stem = str(path.with_suffix(""))
-    pictures = [convergence_plot(report, stem + "-convergence.png"), *task.pictures(state, stem)]
+    pictures = [convergence_plot(report, stem + "-convergence.png", plot_x), *task.pictures(state, stem)]
     report = report.model_copy(update={"solution": task.solution(state)})
     path.write_text(report.model_dump_json(indent=2))
     return [str(path), *pictures]
@@ -160,7 +162,9 @@ def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> 
     for line in summary_lines(report):
         print(line)
     if args.report is not None:
-        for written in write_outputs(report, task, result.snapshot.state, args.report):
+        for written in write_outputs(
+            report, task, result.snapshot.state, args.report, getattr(args, "plot_x", "rounds")
+        ):
             print(f"  wrote {written}")
     return report
 
@@ -306,5 +310,5 @@ def print_outputs(report: Report, task: Task[Any], state: Any, args: argparse.Na
     for line in summary_lines(report):
         print(line)
     if args.report is not None:
-        for written in write_outputs(report, task, state, args.report):
+        for written in write_outputs(report, task, state, args.report, getattr(args, "plot_x", "rounds")):
             print(f"  wrote {written}")

@@ -138,6 +138,7 @@ class RoundsMode(RoundLocking):
                 }
                 row = adaptive.row_of(spent, gains, formed[-1] if formed else None)
                 rec = rec.model_copy(update={"selection": row})
+            rec = rec.model_copy(update=await self._times(spec))
             new_runtime = runtime.model_copy(
                 update={
                     "round": runtime.round + 1,
@@ -175,6 +176,15 @@ class RoundsMode(RoundLocking):
             spec, new_runtime, rec.objective, rec.proposals + len({a.block for a in idle})
         )
         return True
+
+    async def _times(self, spec: TaskSpec) -> dict[str, float]:
+        """A closing round's place on the anytime curve: seconds since the task was created, and the
+        agent-seconds its agents reported (proposals and abandoned leases) so far."""
+        rows = await self.store.usage(spec.id)
+        return {
+            "t": round(self.clock() - spec.created_at, 6),
+            "agent_seconds": round(sum(r.usage.seconds for r in rows), 6),
+        }
 
     @staticmethod
     def _engine_round(
@@ -227,8 +237,14 @@ class RoundsMode(RoundLocking):
     async def _after_round(
         self, spec: TaskSpec, runtime: TaskRuntime, objective: float, proposals: int
     ) -> None:
-        quiet = self.clock() - (runtime.last_merge_at or spec.created_at)
-        ended = books.stop_status(spec, objective, runtime.stalled, proposals, quiet)
+        now = self.clock()
+        quiet = now - (runtime.last_merge_at or spec.created_at)
+        records = None
+        if runtime.stalled >= spec.stop_stall_rounds:  # the stall rule may be met: it reads the curve
+            records = [e.record for e in await self._known_rounds(spec.id)]
+        ended = books.stop_status(
+            spec, objective, runtime.stalled, proposals, quiet, now - spec.created_at, records
+        )
         why = None
         if ended is None and spec.stop_when is not None:
             ledger = await self._ledger(spec.id)
