@@ -399,10 +399,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     own = os.environ.get("BLOCKOPT_ADMIN_TOKEN")  # the embedded coordinator of a service run uses it when set
     if not args.inproc and own and (reason := weak_token_reason(own)) is not None:
         raise UsageError(f"BLOCKOPT_ADMIN_TOKEN: {reason}, or unset it (a fresh one is generated)")
-    task = cls(params)
+    from blockopt.team import team_error, team_line
+
+    try:
+        task = cls(params)
+    except InvalidParams as exc:  # a parameter the team size set (one block per agent) names the team
+        raise UsageError(team_error(exc, team, vars(args), args.agents or 0)) from None
     if args.agents is None:  # one agent per block, so every block proposes each round (a priori precondition)
         args.agents = min(task.n_blocks, MAX_DEFAULT_AGENTS)
     _check_run_options(args)
+    if (line := team_line(args.agents, task.n_blocks)) is not None:
+        print(f"blockopt: {line}", file=sys.stderr, flush=True)
     if args.inproc:
         report = execute_run(task, knobs, args)
     else:

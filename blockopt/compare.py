@@ -23,7 +23,7 @@ class CompareError(Exception):
 
 
 @dataclass(frozen=True)
-class Run:
+class RunCurve:
     path: str
     agents: int | None
     final: float
@@ -33,7 +33,7 @@ class Run:
     reference_kind: str
 
 
-def load_run(path: Path) -> Run:
+def load_run(path: Path) -> RunCurve:
     """One report's anytime curve; ``CompareError`` says why a file is not one."""
     try:
         data = json.loads(path.read_text())
@@ -57,7 +57,7 @@ def load_run(path: Path) -> Run:
     if not timed:
         raise CompareError(f"{path}: no time data (written before history rows carried times; run it again)")
     agents = data.get("agents")
-    return Run(
+    return RunCurve(
         str(path),
         agents if isinstance(agents, int) else None,
         final,

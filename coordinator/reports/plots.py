@@ -103,9 +103,9 @@ def convergence_plot(report: Report, path: str, x: PlotAxis = "rounds") -> str:
             label=f"forecast: limit {f.limit:.6g}, ETA {f.eta_rounds} rounds",
         )
     regrouped = [h["round"] + 1 for h in hist if h.get("regrouped")]
-    for k, x in enumerate(regrouped):  # empty rounds after which the blocks were re-partitioned
+    for k, at in enumerate(regrouped):  # empty rounds after which the blocks were re-partitioned
         ax.axvline(
-            x,
+            at,
             color="#8c564b",
             lw=0.8,
             ls=":",

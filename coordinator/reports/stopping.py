@@ -1,7 +1,7 @@
 """When a task ends as ``stalled``: the default stop rule weighs time and forecast, not a count of rounds.
 
 A count of empty rounds is no evidence that nothing is left once rounds are cheap: three empty rounds of
-three agents took 3-7 s of a 60 s limit on 50-robot routing, and the plan still had room to improve. So
+three agents took 3-7 s of a 60 s limit on a 50-robot task (issue 31), and the plan could still improve. So
 (the README's paragraph on ``stalled`` says the same):
 
 1. Always: at least ``stall_rounds`` rounds in a row merged nothing (counted in sweeps by the callers, so
