@@ -225,6 +225,14 @@ def build_parser(with_kinds: bool = True) -> argparse.ArgumentParser:
             "--report", type=Path, default=None, help="write the JSON report here (PNG beside it)"
         )
         kp.add_argument(
+            "--target",
+            type=float,
+            action="append",
+            default=None,
+            metavar="Q",
+            help="objective whose first time the report's anytime section gives (repeatable)",
+        )
+        kp.add_argument(
             "--plot-x",
             choices=["rounds", "seconds"],
             default="rounds",

@@ -20,6 +20,7 @@ from coordinator.api.embedded import EmbeddedServer
 from coordinator.api.main import create_app
 from coordinator.engine.forecast import StopWhen
 from coordinator.engine.rounds import EngineSettings, RoundOutcome
+from coordinator.reports.anytime import time_to_target
 from coordinator.reports.ledger import Report, RunLedger, build_report, history_fields, relative_gap
 from coordinator.reports.plots import PlotAxis, convergence_plot
 from coordinator.runtime.datapaths import dirs_for
@@ -99,6 +100,8 @@ def summary_lines(report: Report) -> list[str]:
         f"tokens {_g(f.gain_per_1k_tokens)}, per agent-second {_g(f.gain_per_agent_second)}"
     )
     lines.append(usage_line(report))
+    if report.anytime is not None and report.anytime.get("timed"):
+        lines.append(anytime_line(report.anytime))
     if report.selection is not None:
         lines.append(selection_line(report.selection))
     return lines
@@ -116,6 +119,31 @@ def selection_line(view: dict[str, Any]) -> str:
         for g in ranked
     ]
     return f"  neighbourhoods ({view['policy']}): " + ", ".join(parts)
+
+
+def anytime_line(anytime: dict[str, Any]) -> str:
+    """The anytime section in one line: the normalized primal integral, then the time to each target."""
+    targets = ", ".join(
+        (f"{row['relative_gap']:.2%}" if row["relative_gap"] is not None else f"F={row['objective']:.10g}")
+        + f" {_g(row['seconds'], '.2f')}"
+        + ("" if row["seconds"] is None else " s")
+        for row in anytime["time_to_target"]
+    )
+    return (
+        f"  anytime: primal integral / T {_g(anytime['primal_integral_normalized'], '.4g')} over "
+        f"{anytime['horizon']:.3g} s against the {anytime['reference_kind'].replace('_', ' ')}; time to "
+        + (targets or "-")
+    )
+
+
+def with_targets(report: Report, targets: list[float]) -> Report:
+    """The report with the time its curve first reached each user target (``--target``) in its anytime section."""
+    if not targets or report.anytime is None:
+        return report
+    points = [(float(t), float(f)) for t, f in report.anytime["points"]]
+    rows = [{"relative_gap": None, "objective": q, "seconds": time_to_target(points, q)} for q in targets]
+    anytime = {**report.anytime, "time_to_target": [*report.anytime["time_to_target"], *rows]}
+    return report.model_copy(update={"anytime": anytime})
 
 
 def usage_line(report: Report) -> str:
@@ -158,7 +186,7 @@ def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> 
             print(progress_line(outcome, ledger), file=sys.stderr, flush=True)
 
     result = run_inproc(task, knobs, settings, engine_settings, on_round=show)
-    report = report_of(result, args.agents)
+    report = with_targets(report_of(result, args.agents), getattr(args, "target", None) or [])
     for line in summary_lines(report):
         print(line)
     if args.report is not None:
@@ -307,6 +335,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
 
 
 def print_outputs(report: Report, task: Task[Any], state: Any, args: argparse.Namespace) -> None:
+    report = with_targets(report, getattr(args, "target", None) or [])
     for line in summary_lines(report):
         print(line)
     if args.report is not None:

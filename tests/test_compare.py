@@ -95,3 +95,16 @@ def test_the_convergence_picture_can_show_seconds(reports: list[Path], tmp_path:
     assert Path(out).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     untimed = report.model_copy(update={"anytime": None})  # an older report: a picture that says so
     assert Path(convergence_plot(untimed, str(tmp_path / "u.png"), "seconds")).stat().st_size > 0
+
+
+def test_run_reports_the_time_to_user_targets(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    done = blockopt(
+        "run", "quadratic", "--inproc", "--blocks", "2", "--dim", "2", "--max-rounds", "10", "--quiet",
+        "--target", "1e12", "--target=-1e12", "--report", str(path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(path.read_text())["anytime"]["time_to_target"]
+    user = {row["objective"]: row["seconds"] for row in rows if row["relative_gap"] is None}
+    assert user == {1e12: 0.0, -1e12: None}  # the first plan is below one, nothing reaches the other
+    assert "  anytime: primal integral / T" in done.stdout
