@@ -68,6 +68,6 @@ def test_a_service_task_with_a_time_limit_runs_past_its_empty_rounds(coordinator
     task = coordinator.create_task(params={"blocks": 2, "dim": 2}, budgets={"seconds": 10.0})
     _idle_rounds(coordinator, task, 10_000)
     view = coordinator.wait_for(task["id"], lambda v: v["status"] != "running", timeout=30)
-    assert view["status"] == "stalled"
+    assert view["status"] == "stalled" and "no merge for" in view["reason"]
     rows = coordinator.admin.get(f"/v1/tasks/{task['id']}/rounds").json()["rounds"]
     assert len(rows) > 3 and rows[-1]["t"] >= 2.0

@@ -73,3 +73,10 @@ def stall_met(
         return True
     gain = expected_gain(recent[-RECENT_IMPROVEMENTS:], elapsed, rule.time_limit - elapsed)
     return gain is not None and gain <= tolerance
+
+
+def stalled_reason(stalled_rounds: int, quiet_seconds: float) -> str:
+    """The ``status_reason`` of a stalled task: what the rule saw, in rounds and in seconds."""
+    return (
+        f"stopping rule met (stalled rounds: {stalled_rounds} in a row, no merge for {quiet_seconds:.3g} s)"
+    )

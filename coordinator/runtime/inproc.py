@@ -20,6 +20,7 @@ from coordinator.engine.forecast import StopWhen
 from coordinator.engine.records import Proposal, Snapshot, Usage
 from coordinator.engine.rounds import EngineSettings, RoundEngine, RoundOutcome
 from coordinator.reports.ledger import RunLedger, StopRule
+from coordinator.reports.stopping import stalled_reason
 from coordinator.status import TaskStatus
 from tasks.base import Draft, Proposer, Task
 
@@ -130,7 +131,9 @@ def run_inproc(
         if ended is not None:
             status, reason = (
                 ended,
-                "stopping rule met (" + ("relative gap)" if ended == "optimal" else "stalled rounds)"),
+                "stopping rule met (relative gap)"
+                if ended == "optimal"
+                else stalled_reason(ledger.stalled, ledger.wall_s - ledger.improvements()[-1][0]),
             )
             break
         if settings.stop_when is not None:

@@ -18,6 +18,7 @@ from coordinator.engine import adaptive
 from coordinator.engine.records import Proposal, RoundRecord, Verdict
 from coordinator.engine.rounds import RoundOutcome
 from coordinator.reports import books
+from coordinator.reports.stopping import stalled_reason
 from coordinator.runtime.core import BuiltTask, head_of
 from coordinator.runtime.round_lock import RoundLocking
 from coordinator.status import TaskStatus
@@ -253,8 +254,9 @@ class RoundsMode(RoundLocking):
             await self._finish(
                 spec.id,
                 ended,
-                "stopping rule met ("
-                + ("relative gap)" if ended == TaskStatus.OPTIMAL else "stalled rounds)"),
+                "stopping rule met (relative gap)"
+                if ended == TaskStatus.OPTIMAL
+                else stalled_reason(runtime.stalled, quiet),
             )
         elif why is not None:
             await self._finish(spec.id, TaskStatus.DIMINISHING_RETURNS, why)
