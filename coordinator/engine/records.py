@@ -11,11 +11,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from coordinator.json_integers import WholeNumbers
+
 MergePolicy = Literal["independent", "checked"]
 MergeKind = Literal["none", "independent", "checked_combination"]
 
 
-class Usage(BaseModel):
+class Usage(WholeNumbers):
     """What producing a proposal cost, as honestly reported by the agent."""
 
     model_config = ConfigDict(strict=True)  # part of a request body: false is not 0
@@ -132,7 +134,7 @@ class ScreenCheck(BaseModel):
 
 
 class RoundRecord(BaseModel):
-    """One row of the run history (DESIGN §10) plus what a user debugging a run wants."""
+    """One row of the run history (docs/architecture.md §10) plus what a user debugging a run wants."""
 
     round: int
     version: int

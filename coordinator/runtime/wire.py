@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator.engine.adaptive import SelectionSettings
 from coordinator.engine.forecast import Forecast, StopWhen
 from coordinator.engine.records import MergePolicy, Usage, Verdict
+from coordinator.engine.selection_settings import SelectionSettings
+from coordinator.json_integers import WholeNumbers
 from coordinator.status import TaskStatus
 from coordinator.store.base import Budgets, RegroupAfter, TaskMode
 
@@ -20,15 +21,16 @@ if TYPE_CHECKING:
     from tasks.base import Draft
 
 
-def _example(example: dict[str, Any], forbid: bool = False) -> ConfigDict:
-    cfg = ConfigDict(json_schema_extra={"examples": [example]})
+def _example(example: dict[str, Any], forbid: bool = False, **schema: Any) -> ConfigDict:
+    """A model's config: its example and further schema keywords (``schema``: cross-field rules)."""
+    cfg = ConfigDict(json_schema_extra={"examples": [example], **schema})
     if forbid:  # a request body: no unknown fields, and no coercion (false is not 0.0, "3" is not 3)
         cfg["extra"] = "forbid"
         cfg["strict"] = True
     return cfg
 
 
-class ProposerHints(BaseModel):
+class ProposerHints(WholeNumbers):
     """Which proposer agents should run and its knobs (the kind's ``ProposerParams``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -36,7 +38,7 @@ class ProposerHints(BaseModel):
     knobs: dict[str, Any] = Field(default_factory=dict)
 
 
-class StopSpec(BaseModel):
+class StopSpec(WholeNumbers):
     model_config = ConfigDict(extra="forbid", strict=True)
     relative_gap: float = Field(1e-10, ge=0)
     stall_rounds: int = Field(3, ge=1)
@@ -49,7 +51,7 @@ class StopSpec(BaseModel):
     )
 
 
-class CreateTask(BaseModel):
+class CreateTask(WholeNumbers):
     model_config = _example(
         {
             "kind": "my-kind",
@@ -60,6 +62,11 @@ class CreateTask(BaseModel):
             "proposer": {"name": "heuristic", "knobs": {"noise": 0.0}},
         },
         forbid=True,
+        # the cross-field rule, in the schema: regroup_after 'arrival' needs mode 'async' (400 otherwise)
+        **{
+            "if": {"properties": {"regroup_after": {"const": "arrival"}}, "required": ["regroup_after"]},
+            "then": {"properties": {"mode": {"const": "async"}}, "required": ["mode"]},
+        },
     )
     kind: str = Field(..., max_length=64)
     params: dict[str, Any] = Field(default_factory=dict)
@@ -91,11 +98,19 @@ class TaskCreated(BaseModel):
     model_config = _example(
         {
             "id": "t-3f2a9c",
+            "status": "running",
             "join_token": "<join token: give it to your agents>",
             "read_token": "<read token: lets its holder read this task>",
         }
     )
     id: str
+    status: TaskStatus = Field(
+        TaskStatus.RUNNING,
+        description="'running', or 'preparing' while its kind still builds it (reference, first plan) in the "
+        "background: joins and leases are then answered 429 task_preparing with a retry_after, and the "
+        "task's view turns 'running' (or 'failed', with the reason) when it is done; 'failed' when the kind "
+        "raised within the wait",
+    )
     join_token: str
     read_token: str = Field(
         description="reads this task (status, rounds, report, solution, events, "
@@ -138,25 +153,26 @@ class TaskView(BaseModel):
     reason: str | None
     round: int
     version: int
-    objective: float
-    gap: float
-    relative_gap: float
-    feasible: bool
-    reference: float
-    reference_kind: str
-    merge_policy: MergePolicy
-    mode: TaskMode
+    objective: float | None = None
+    """None (with gap, feasible, reference and blocks) while the task is ``preparing``: not known yet."""
+    gap: float | None = None
+    relative_gap: float | None = None
+    feasible: bool | None = None
+    reference: float | None = None
+    reference_kind: str | None = None
+    merge_policy: MergePolicy = "checked"
+    mode: TaskMode = "rounds"
     regroup_after: RegroupAfter = "stalled"
-    blocks: int
-    agents: int
-    leases: int
+    blocks: int | None = None
+    agents: int = 0
+    leases: int = 0
     """Leases held right now."""
     budgets: Budgets
     usage: dict[str, float]
     created_at: float
     finished_at: float | None
     forecast: Forecast | None = None
-    """Estimated limit F̂∞, remaining improvement, ETA to relative gap ε, forecast gain per cost (DESIGN §6)."""
+    """Limit F̂∞, remaining improvement, ETA to relative gap ε, gain per cost (docs/architecture.md §5)."""
     selection: dict[str, Any] | None = None
     """Adaptive block selection's learned weights per neighbourhood generator (None under lease order)."""
 
@@ -166,7 +182,7 @@ class TaskList(BaseModel):
     tasks: list[TaskView]
 
 
-class JoinRequest(BaseModel):
+class JoinRequest(WholeNumbers):
     model_config = _example({"name": "worker-1", "proposer": "heuristic", "model": "heuristic"}, forbid=True)
     name: str = Field("agent", max_length=100, pattern=r"^[\w.\-:@ ]*$")
     proposer: str = Field("heuristic", max_length=64)
@@ -227,7 +243,7 @@ class LeaseRenewed(BaseModel):
     expires_at: float
 
 
-class ProposalIn(BaseModel):
+class ProposalIn(WholeNumbers):
     model_config = _example(
         {
             "id": "c0ffee01",

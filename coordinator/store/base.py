@@ -29,9 +29,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator import errors
-from coordinator.engine.adaptive import SelectionSettings
 from coordinator.engine.forecast import StopWhen
 from coordinator.engine.records import MergePolicy, Proposal, RoundRecord, Usage, UsageTotals, Verdict
+from coordinator.engine.selection_settings import SelectionSettings
+from coordinator.json_integers import WholeNumbers
 from coordinator.status import TERMINAL as TERMINAL  # re-exported: stores and the service read it here
 from coordinator.status import TaskStatus
 
@@ -41,7 +42,7 @@ RegroupAfter = Literal["stalled", "arrival"]
 that merged nothing, or (async mode) after every arrival."""
 
 
-class Budgets(BaseModel):
+class Budgets(WholeNumbers):
     """Task budgets; None means unlimited. Exceeding one gives 429 budget_exceeded."""
 
     model_config = ConfigDict(strict=True)  # part of a request body: false is not 0
@@ -73,6 +74,8 @@ class TaskSpec(BaseModel):
     proposer: dict[str, Any]
     reference: float
     reference_kind: str
+    reference_provenance: dict[str, Any] = Field(default_factory=dict)
+    """How the reference was obtained (``Reference.provenance``: solver, workers, seed, time limit, proven)."""
     initial_objective: float
     tolerance: float
     window: int

@@ -5,7 +5,7 @@ Each change that must not interleave with another replica's is one Lua script
 and commits are atomic without client-side locks. Plain reads are single
 commands. Key names: ``keys.py``.
 
-Design choices (DESIGN §7, issue 7):
+Design choices (docs/architecture.md §6, issue 7):
 
 - Proposal queue: a hash of proposals plus a sorted set of pending ids, not a
   Stream with a consumer group. The round lock already makes one replica the
@@ -139,7 +139,8 @@ class RedisStore(Store):
 
         The pool blocks when all its connections are busy: redis-py's default pool (100 connections) raised
         ``MaxConnectionsError`` instead, which reached agents as 503s (1,014 lease answers in 32 s with 50
-        tasks x 4 agents on one API process; BENCHMARKS.md, "50 tasks, corrected")."""
+        tasks x 4 agents on one API process; "50 tasks, corrected" in
+        docs/notes/2026-12-01-scale-curves-and-service-hot-path.md)."""
         pool = BlockingConnectionPool.from_url(
             url,
             max_connections=max_connections,
