@@ -239,10 +239,13 @@ class RoundsMode(RoundLocking):
         self, spec: TaskSpec, runtime: TaskRuntime, objective: float, proposals: int
     ) -> None:
         now = self.clock()
-        quiet = now - (runtime.last_merge_at or spec.created_at)
-        records = None
+        since, records = runtime.last_merge_at, None
         if runtime.stalled >= spec.stop_stall_rounds:  # the stall rule may be met: it reads the curve
-            records = [e.record for e in await self._known_rounds(spec.id)]
+            known = await self._known_rounds(spec.id)
+            records = [e.record for e in known]
+            if since is None and known:  # no merge yet: quiet since the work began, not since the request
+                since = known[0].opened_at  # (a kind's preparation may take a good part of the time limit)
+        quiet = now - (since or spec.created_at)
         ended = books.stop_status(
             spec, objective, runtime.stalled, proposals, quiet, now - spec.created_at, records
         )
