@@ -10,6 +10,10 @@
 - ``trace``: one agent on one block, in-process (no coordinator, no HTTP: the LNS alone), several git refs
   side by side, per seed the refs' order rotating: the best collision-free SOC at fixed times, the final
   SOC, the proposals and the LNS steps (``BlockSearch.try_group`` calls), to read against MAPF-LNS2's log.
+- ``stop-rule``: ``blockopt run routing`` through the product's path (embedded coordinator, agent
+  processes over HTTP) with a time limit, the old stop rule (k empty rounds alone, reproduced exactly by
+  ``--stall-seconds 1e-9``) and the default one (weighed in time: ``coordinator/reports/stopping.py``)
+  interleaved per seed: final SOC, stop time, last improvement, rounds, primal integral.
 - ``first-plan``: the first plan's ``initial`` values (shortest paths, prioritized with repair) back to
   back per instance, our team in-process (``run_team``, 2 blocks per agent): time to the first
   collision-free plan and SOC/LB at the limit (warehouse k=400 is issue 13's routing target).
@@ -20,6 +24,7 @@ A ref runs from its ``git archive`` in a process of its own importing that tree 
     .venv/bin/python -m benchmarks.routing index --refs c8ac401 HEAD --json out.json
     .venv/bin/python -m benchmarks.routing trace --refs 83e4337 HEAD --only room-32-32-4:50 --seeds 0 1 2
     .venv/bin/python -m benchmarks.routing first-plan --only warehouse-10-20-10-2-1:400 --agents 6 --limit 120
+    .venv/bin/python -m benchmarks.routing stop-rule --dir benchmarks/results/stop_rule
 """
 
 from __future__ import annotations
@@ -256,6 +261,51 @@ def first_plan(args: argparse.Namespace) -> int:
     return _written(args, {"meta": meta, "rows": rows})
 
 
+STOP_RULES = {"count (old)": ["--stall-seconds", "1e-9"], "time (new)": []}
+"""The rules ``stop-rule`` compares: the old count of empty rounds (a tiny stall_seconds), the default."""
+
+
+def stop_rule_run(m: str, k: int, seed: int, args: argparse.Namespace, rule: str) -> dict[str, Any]:
+    """One ``blockopt run routing`` with ``rule``; its report's numbers."""
+    report = os.path.join(args.dir, f"{m}-k{k}-s{seed}-{rule.split()[0]}.json")
+    cmd = [sys.executable, "-m", "blockopt", "run", "routing", "--map", m, "--scen", "random-1",
+           "--robots", str(k), "--seed", str(seed), "--agents", str(args.agents), "--time-limit",
+           str(args.limit), "--quiet", "--report", report, *STOP_RULES[rule]]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.limit * 4 + 120)
+    if done.returncode != 0:
+        raise SystemExit(f"routing stop-rule: {' '.join(cmd)} failed: {done.stderr.strip()[-300:]}")
+    data = json.loads(open(report).read())
+    anytime = data["anytime"]
+    return {"instance": f"{m} k={k}", "seed": seed, "rule": rule, "final": data["objective"]["final"],
+            "lb": data["objective"]["reference"], "stop_s": data["wall_s"], "rounds": data["rounds"],
+            "status": data["status"], "last_improvement_s": anytime["points"][-1][0],
+            "primal_integral_normalized": anytime["primal_integral_normalized"],
+            "load": round(os.getloadavg()[0], 2)}  # fmt: skip
+
+
+def stop_rule(args: argparse.Namespace) -> int:
+    os.makedirs(args.dir, exist_ok=True)
+    print(f"{args.agents} agents, --time-limit {args.limit:g}; old rule = --stall-seconds 1e-9")
+    print("| instance | seed | rule | final | LB | stop s | last improvement s | rounds | status | PI/T |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---|---:|")
+    rows = []
+    for m, k in args.instances:
+        for seed in range(1, args.seeds + 1):
+            for rule in STOP_RULES:  # interleaved per seed: the machine's load hits both rules alike
+                r = stop_rule_run(m, int(k), seed, args, rule)
+                rows.append(r)
+                print(f"| {r['instance']} | {seed} | {rule} | {r['final']:g} | {r['lb']:g} | "
+                      f"{r['stop_s']:.1f} | {r['last_improvement_s']:.1f} | {r['rounds']} | {r['status']} | "
+                      f"{r['primal_integral_normalized']:.5f} |", flush=True)  # fmt: skip
+    for name in dict.fromkeys(r["instance"] for r in rows):
+        old = [r for r in rows if r["instance"] == name and r["rule"] == "count (old)"]
+        new = [r for r in rows if r["instance"] == name and r["rule"] == "time (new)"]
+        lower = sorted(o["final"] - n["final"] for o, n in zip(old, new, strict=True))
+        longer = sorted(n["stop_s"] / o["stop_s"] for o, n in zip(old, new, strict=True))
+        print(f"{name}: final SOC lower by {lower} (new rule); stop time x{[round(x, 2) for x in longer]}")
+    return _written(args, {"meta": {"agents": args.agents, "limit": args.limit}, "rows": rows})
+
+
 def _written(args: argparse.Namespace, raw: dict[str, Any]) -> int:
     if args.json:
         from benchmarks.lib.cli import write_json
@@ -301,7 +351,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     f.add_argument("--seeds", type=int, default=1, help="runs per instance and start (seeds 0..N-1)")
     f.set_defaults(run=first_plan)
-    for p in (s, i, t, f):
+    r = sub.add_parser("stop-rule", help="the old and the default stop rule side by side, the product's path")
+    r.add_argument("--only", nargs="+", default=["random-32-32-10:50", "room-32-32-4:50"], metavar="MAP:K")
+    r.add_argument("--seeds", type=int, default=2, help="runs per instance and rule (seeds 1..N)")
+    r.add_argument("--limit", type=float, default=60.0, help="--time-limit of each run")
+    r.add_argument("--agents", type=int, default=3)
+    r.add_argument("--dir", required=True, help="folder for the runs' reports")
+    r.set_defaults(run=stop_rule)
+    for p in (s, i, t, f, r):
         p.add_argument("--json", default=None, help="write the raw rows here")
     args = ap.parse_args(argv)
     prog = f"routing {args.command}"

@@ -333,12 +333,19 @@ class RoundsView(BaseModel):
                     "hit": True,
                     "a_priori_rhs": 9.1,
                     "a_priori_held": True,
+                    "t": 1.84,
+                    "agent_seconds": 5.2,
+                    "merges": None,
                 }
             ],
         }
     )
     task: str
-    rounds: list[dict[str, Any]]
+    rounds: list[dict[str, Any]] = Field(
+        description="history rows; each carries t (seconds since the task was created, at the round's close), "
+        "agent_seconds (seconds the agents reported so far) and, for async windows, merges: [t, objective] of "
+        "each merge in the window (at most 64)"
+    )
 
 
 class SolutionView(BaseModel):

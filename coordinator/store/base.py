@@ -110,6 +110,8 @@ class WindowState(BaseModel):
     checks: int = 0
     merged: list[tuple[float, float]] = Field(default_factory=list)
     """(predicted, measured) improvement of each merge in the window."""
+    points: list[tuple[float, float]] = Field(default_factory=list)
+    """(seconds since creation, objective after it) of each merge in the window, bounded (``keep_point``)."""
     predicted_gap: float | None = None
     """The window's one-step forecast, made when it opened."""
     engine_seconds: float = 0.0
