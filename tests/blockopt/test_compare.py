@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import blockopt
+from tests.blockopt.test_cli import blockopt
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from coordinator.reports.stopping import StopRule, expected_gain, stall_met
 from tests.conftest import Coordinator
-from tests.test_service_api import _idle_rounds
+from tests.coordinator.api.test_service_api import _idle_rounds
 
 seconds = st.floats(0.0, 1e4, allow_nan=False)
 

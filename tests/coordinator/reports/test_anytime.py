@@ -19,7 +19,7 @@ from coordinator.reports.anytime import (
     time_to_target,
 )
 from tests.conftest import Coordinator
-from tests.test_ui_api import events, solve
+from tests.coordinator.ui.test_ui_api import events, solve
 
 times = st.floats(0.0, 1e4, allow_nan=False)
 objectives = st.floats(-1e6, 1e6, allow_nan=False)
