@@ -1,5 +1,5 @@
 """The coordinator, by layer. Imports point down only: a module imports its own layer and those below
-(``tests/test_layers.py`` checks every import against this list, top to bottom):
+(``tests/project/test_layers.py`` checks every import against this list, top to bottom):
 
     api       the HTTP edge: app factory and middleware (api/main.py), routers per resource
               (api/routes/), shared dependencies (api/deps.py), OpenAPI, read access; ui/ (the web page)

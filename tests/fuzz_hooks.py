@@ -1,4 +1,4 @@
-"""Schemathesis hooks for the API fuzz run (``tests/test_fuzz_api.py``): credentials as an agent gets them.
+"""Schemathesis hooks for the API fuzz run (``tests/coordinator/api/test_fuzz_api.py``): credentials as an agent gets them.
 
 Loaded by the ``st`` CLI through ``SCHEMATHESIS_HOOKS=tests.fuzz_hooks``. Every
 response is watched: task creation yields the task's join and read tokens, a

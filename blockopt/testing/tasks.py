@@ -1,8 +1,8 @@
 """The Task contract: every task kind passes these, on a real instance (built-in kinds and plugins alike).
 
-``tests/test_task_contract.py`` runs them over every installed kind, on the instance
+``tests/tasks/test_task_contract.py`` runs them over every installed kind, on the instance
 its ``Task.example`` describes. A plugin author can also run them from the plugin's
-own tests, blockopt installed from its wheel (``tests/test_wheel.py``): subclass ``TaskContract``
+own tests, blockopt installed from its wheel (``tests/project/test_wheel.py``): subclass ``TaskContract``
 and define a ``kit`` fixture in the module::
 
     from blockopt.testing import Kit, TaskContract, kit_for

@@ -114,7 +114,7 @@ def sipp_search_python(
     salt: int = 0,
 ) -> tuple[Path | None, bool]:
     """``sipp_search`` in plain Python: the readable statement of the search, and the oracle that the
-    compiled one must match path for path (tests/test_routing_sipp_jit.py).
+    compiled one must match path for path (tests/tasks/routing/test_routing_sipp_jit.py).
 
     Search nodes are ints ``cell * SLOT + interval index`` (ordered as the (cell, interval) pairs
     they stand for, so ties break the same way), and a popped node needs no closed set: the BFS

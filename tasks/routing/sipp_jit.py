@@ -10,7 +10,8 @@ a microsecond per dict lookup of it. Here the same search runs over arrays:
 
 A cell's safe intervals are read off its row of ``occupied`` when the search first reaches it, so nothing is
 cached between searches and nothing needs invalidating. Nodes, their order in the heap and the tie-breaks are
-those of ``sipp.sipp_search_python``: both return the very same path (tests/test_routing_sipp_jit.py).
+those of ``sipp.sipp_search_python``: both return the very same path
+(tests/tasks/routing/test_routing_sipp_jit.py).
 """
 
 from __future__ import annotations

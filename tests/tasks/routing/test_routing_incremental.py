@@ -1,0 +1,148 @@
+"""Contracts and agent-side reservation tables built incrementally agree with building them from scratch."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tasks.registry import create_task
+from tasks.routing import RoutingTask
+from tasks.routing.contract import region_of
+from tasks.routing.lns import table_from_contract
+from tasks.routing.occupancy import Path
+from tasks.routing.reservations import Reservations
+from tests.routing_reference import mirror_matches
+from tests.tasks.routing.test_routing_reservations import _paths  # random walks with distinct goals
+
+
+def _task(robots: int, blocks: int) -> RoutingTask:
+    task = create_task(
+        "routing",
+        {"map": "empty-16-16", "robots": robots, "blocks": blocks, "exact_limit": 0, "initial": "shortest"},
+    )
+    assert isinstance(task, RoutingTask)
+    return task
+
+
+def _naive_moves(task: RoutingTask, paths: tuple[Path, ...], block: int) -> list[list[Any]]:
+    """The contract's runs by the definition: every (t, cell) of another robot in the region and window,
+    or on one of the block's goals at any time."""
+    inst, w = task.inst, task.grid.width
+    robots = inst.blocks[block]
+    x0, y0, x1, y1 = region_of(inst, robots, paths, task.p.margin)
+    window = max(len(paths[r]) for r in robots) + 2 * task.p.margin + 8
+    goals = {inst.goals[r] for r in robots}
+    out: list[list[Any]] = []
+    for o, p in enumerate(paths):
+        if o in robots:
+            continue
+        run: list[list[int]] = []
+        t0 = 0
+        for t, c in enumerate(p):
+            if x0 <= c % w <= x1 and y0 <= c // w <= y1 and (t <= window or c in goals):
+                if not run:
+                    t0 = t
+                run.append([c % w, c // w])
+            elif run:
+                out.append([o, t0, run, 0])
+                run = []
+        if run:
+            out.append([o, t0, run, 1 if t0 + len(run) - 1 == len(p) - 1 else 0])
+    return out
+
+
+def _random_walk_path(task: RoutingTask, robot: int, rng: random.Random) -> Path:
+    """A legal path of ``robot``: a short random detour, then its shortest way to the goal."""
+    g = task.grid
+    c = task.inst.starts[robot]
+    cells = [c]
+    for _ in range(rng.randint(0, 6)):
+        c = rng.choice(g.moves(c))
+        cells.append(c)
+    return tuple(cells + g.shortest_path(c, task.inst.goals[robot])[1:])
+
+
+def _same_table(a: Reservations, b: Reservations) -> bool:
+    def visits(t: Reservations) -> dict[int, list[int]]:
+        return {c: sorted(v) for c, v in t.visits.items() if v}
+
+    return a.vert == b.vert and a.edge == b.edge and a.park == b.park and visits(a) == visits(b)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), margin=st.integers(0, 3))
+def test_incremental_contract_and_table_match_a_fresh_build(seed: int, margin: int) -> None:
+    rng = random.Random(seed)
+    task = _task(24, 4)
+    task.p.margin = margin
+    state = task.initial_state()
+    proposer = task.make_proposer(task.ProposerParams(), seed=0)
+    for _ in range(5):
+        block = rng.randrange(task.n_blocks)
+        data = task.contract(state, block)
+        assert data["reservations"]["moves"] == _naive_moves(task, state.paths, block)
+        kept = proposer._table(block, data)  # the agent's table, updated in place from its last contract
+        assert _same_table(kept, table_from_contract(task.grid, data))
+        assert mirror_matches(kept, task.grid.width)  # the compiled SIPP's view of it, kept in step too
+        moved = rng.randrange(task.n_blocks)
+        value = tuple(_random_walk_path(task, r, rng) for r in state.blocks[moved])
+        state = task.apply(state, {moved: value})
+
+
+def test_the_table_check_can_fail() -> None:
+    """A table that missed one robot's change differs from the fresh one (the comparison is not vacuous)."""
+    task = _task(24, 4)
+    state = task.initial_state()
+    data = task.contract(state, 0)
+    stale = table_from_contract(task.grid, data)
+    moved = 1
+    value = tuple(_random_walk_path(task, r, random.Random(1)) for r in state.blocks[moved])
+    value = tuple(p + p[-2:-1] + p[-1:] if len(p) > 1 else p for p in value)  # a wait-and-return at the end
+    after = task.apply(state, {moved: value})
+    assert not _same_table(stale, table_from_contract(task.grid, task.contract(after, 0)))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(robots=st.integers(1, 10), seed=st.integers(0, 10**6))
+def test_the_occupancy_index_after_removals_is_the_index_of_the_paths_left(robots: int, seed: int) -> None:
+    """Paths that wait, revisit cells and collide (several robots in one cell, on one edge), removed in
+    any order: the index equals one built from the remaining paths alone (tuple order aside)."""
+    from tasks.routing.grid import Grid
+    from tasks.routing.occupancy import OccupancyIndex
+
+    rng = random.Random(seed)
+    grid = Grid.from_rows(["...."] * 3)
+    paths = dict(enumerate(_paths(grid, rng, robots)))
+    index = OccupancyIndex.build(grid.n_cells, paths)
+    gone = rng.sample(sorted(paths), rng.randint(0, len(paths)))
+    for r in gone:
+        index.remove(r, paths[r])
+    fresh = OccupancyIndex.build(grid.n_cells, {r: p for r, p in paths.items() if r not in gone})
+
+    def norm(d: dict[int, Any]) -> dict[int, Any]:
+        return {k: sorted(v) for k, v in d.items()}
+
+    assert norm(index.vert) == norm(fresh.vert) and norm(index.edge) == norm(fresh.edge)
+    assert index.visits == fresh.visits
+    assert index.park == fresh.park
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6))
+def test_applying_a_change_leaves_the_old_plans_index_as_it_was(seed: int) -> None:
+    """``apply`` works on a copy of the index: the state it started from still scores its own paths (the
+    coordinator keeps old states as the bases of proposals in flight). A copy that shared the per-cell visit
+    dicts fails this as soon as a moved robot passes a cell that another robot also visits."""
+    from tasks.routing.occupancy import OccupancyIndex
+
+    rng = random.Random(seed)
+    task = _task(24, 4)
+    state = task.initial_state()
+    before = OccupancyIndex.build(task.grid.n_cells, dict(enumerate(state.paths)))
+    moved = rng.randrange(task.n_blocks)
+    task.apply(state, {moved: tuple(_random_walk_path(task, r, rng) for r in state.blocks[moved])})
+    assert (state.index.vert, state.index.edge, state.index.park) == (before.vert, before.edge, before.park)
+    assert state.index.visits == before.visits
