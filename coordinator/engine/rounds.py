@@ -289,6 +289,7 @@ class RoundEngine:
                     code="merged",
                     reason="merged" + (f" ({how})" if rebased or s.repaired else ""),
                     repaired=s.repaired,
+                    rebased=rebased,
                     round=round_index,
                     predicted=p.predicted_improvement,
                     delta=s.gain,
