@@ -65,7 +65,9 @@ class AsyncWindow(RoundsMode):
         built = await self._build(spec, head)
         started = time.perf_counter()
         keep = None
-        if spec.regroup_after == "arrival":  # held blocks and the blocks of queued answers stay
+        # held blocks and the blocks of queued answers stay; a kind with neighbourhood leases forms each
+        # block when it is leased instead (``Leasing._form_lease``)
+        if spec.regroup_after == "arrival" and not built.task.neighbourhood_leases:
             leased = await self.store.active_leases(task_id, self.clock())
             keep = frozenset({lease.block for lease in leased} | {q.proposal.block for q in behind})
         arrival, state_json = await self._engine_step(
