@@ -58,7 +58,7 @@ def _improving_on_base_only(task: QuadraticTask, base: Snapshot, head: Snapshot,
     raise AssertionError("no such value")
 
 
-def test_a_stale_arrival_that_no_longer_improves_where_a_later_commit_meets_it_is_refused() -> None:
+def test_a_stale_arrival_that_no_longer_improves_on_the_head_is_refused_as_stale() -> None:
     task = QuadraticTask(STRONG)
     engine = RoundEngine(task)
     snap = engine.initial_snapshot()
@@ -68,7 +68,7 @@ def test_a_stale_arrival_that_no_longer_improves_where_a_later_commit_meets_it_i
     assert score_arrival(engine, snap, late, 0).verdict.status == "accepted"  # on its base it merges
     arrival = score_arrival(engine, head, late, 1)
     assert arrival.verdict.status == "rejected" and arrival.verdict.code == "stale_footprint"
-    assert "meets block 0" in arrival.verdict.reason
+    assert "blocks 0 committed after its base version 0" in arrival.verdict.reason
     assert not arrival.committed and arrival.snapshot is head  # the head does not move
     assert arrival.accepted == 0 and arrival.merge_kind == "none"
 

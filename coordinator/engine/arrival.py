@@ -2,8 +2,8 @@
 
 Async mode merges each arrival on its own (optimistic concurrency), so there is no round to run: each
 arrival is scored as the engine's one-proposal round on the head, however old its base (a stale one is
-rebased: refused only when it no longer improves there, as ``stale_footprint`` when a block committed
-after its base meets it). A window of arrivals is
+rebased: refused only when it no longer improves there, as ``stale_footprint`` when blocks were committed
+after its base). A window of arrivals is
 then summed into the same ``RoundRecord`` a rounds-mode round produces, so reports, metrics and the
 forecast read both modes alike. Pure: no store, no clock, no I/O.
 """
@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from coordinator import errors
 from coordinator.engine.convergence import MergedScore, RoundConstants, check_accounting, round_constants
 from coordinator.engine.records import MergeKind, Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.engine.rounds import RoundEngine
@@ -44,32 +43,20 @@ STALE_REFUSALS = frozenset({"not_improving", "screen_not_improving"})
 """Refusals that, for an arrival drafted on an older version, may be due to what merged meanwhile."""
 
 
-def later_commit_met(engine: RoundEngine, snap: Snapshot, p: Proposal, value: Any) -> int | None:
-    """A block committed after ``p``'s base version whose footprint meets ``p``'s, or None."""
-    task = engine.task
-    mine = task.footprint(snap.state, p.block, value)
-    for b, v in enumerate(snap.block_versions):
-        if v > p.base_version and b != p.block:
-            if mine & task.footprint(snap.state, b, task.block_value(snap.state, b)):
-                return b
-    return None
-
-
-def stale_conflict(engine: RoundEngine, snap: Snapshot, p: Proposal, verdict: Verdict) -> Verdict:
+def stale_conflict(snap: Snapshot, p: Proposal, verdict: Verdict) -> Verdict:
     """``verdict``, named ``stale_footprint`` when it refused a stale arrival as not improving on the head
-    (after the kind's rebase) and a block committed after its base meets its footprint: a real conflict."""
+    (after the kind's rebase): blocks committed after its base are in its way (a real conflict: a path
+    that now collides, a value whose gain the others' moves took). Footprints do not decide it: a block's
+    footprint against its own current value is empty, so the blocks committed since are named instead."""
     if verdict.status != "rejected" or verdict.code not in STALE_REFUSALS or p.base_version >= snap.version:
         return verdict
-    try:
-        value = engine.admit(snap, p)
-    except errors.BlockoptError:
+    since = [b for b, v in enumerate(snap.block_versions) if v > p.base_version and b != p.block]
+    if not since:
         return verdict
-    met = later_commit_met(engine, snap, p, value)
-    if met is None:
-        return verdict
+    named = ", ".join(map(str, since[:8])) + (" ..." if len(since) > 8 else "")
     reason = (
-        f"its footprint meets block {met}, committed after base version {p.base_version}; rebased on"
-        f" version {snap.version}: {verdict.reason}"
+        f"blocks {named} committed after its base version {p.base_version}; rebased on version"
+        f" {snap.version}: {verdict.reason}"
     )
     return verdict.model_copy(update={"code": "stale_footprint", "reason": reason})
 
@@ -84,7 +71,7 @@ def score_arrival(
     A stale arrival (the head moved since its base) is rebased, not refused: the engine scores it on the
     head, repairs it there when it no longer improves (``Task.rebase``) and merges it if it still
     improves. Only a real conflict is refused: its own block changed (``stale_base``), or on the head it
-    no longer improves where a later commit meets it (``stale_footprint``)."""
+    no longer improves once blocks merged after its base (``stale_footprint``)."""
     regroup = keep is not None
     outcome = engine.run_round(
         snap, [p], index, regroup=regroup, keep=keep or frozenset(), after_merge=regroup
@@ -92,7 +79,7 @@ def score_arrival(
     rec = outcome.record
     return Arrival(
         snapshot=outcome.snapshot,
-        verdict=stale_conflict(engine, snap, p, outcome.verdicts[0]),
+        verdict=stale_conflict(snap, p, outcome.verdicts[0]),
         committed=outcome.committed,
         merge_kind=rec.merge_kind,
         regrouped=rec.regrouped,

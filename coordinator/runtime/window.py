@@ -1,8 +1,8 @@
 """Async mode: each arrival is scored and merged on its own; rounds are bookkeeping windows.
 
 Optimistic concurrency: an arrival drafted on an older version is scored on the head and merged when it
-still improves there (rebased); it is refused as ``stale_footprint`` only when it no longer improves and
-a block committed since its base meets it (``engine/arrival.py`` scores it). The window's record is closed on
+still improves there (rebased); it is refused as ``stale_footprint`` only when it no longer improves once
+blocks committed since its base (``engine/arrival.py`` scores it). The window's record is closed on
 the same deadline as a round (``engine.arrival.window_record``).
 """
 
