@@ -84,15 +84,16 @@ def walk_from(
     index: OccupancyIndex,
     spares: Sequence[int] = (1, 0),
     eligible: set[int] | None = None,
+    walks: int | None = None,
 ) -> list[int]:
     """``chosen`` grown with the robots met on random walks along ``path`` (a delayed robot's) towards
     ``goal``, phase by phase as ``spares`` says (``random_walk_from_delayed``), until it holds ``k``;
-    with ``eligible``, robots not in it are passed over."""
+    with ``eligible``, robots not in it are passed over; ``walks`` per phase at most (8 k by default)."""
     seen = set(chosen)
     dist = grid.distances(goal)
     moves, vert, park, n, draw = grid.moves, index.vert, index.park, index.n, rng.random
     for spare in spares:
-        for _ in range(8 * k):
+        for _ in range(8 * k if walks is None else walks):
             if len(chosen) >= k:
                 break
             t = rng.randrange(len(path))
