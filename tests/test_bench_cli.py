@@ -68,3 +68,11 @@ def test_index_speed_refuses_bad_input(args: list[str], says: str) -> None:
     done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True)
     assert done.returncode == 2
     assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["--agents", "0"], ["--answers", "0"], ["--budget", "-1"]])
+def test_commit_cpu_refuses_a_team_size_answer_count_or_budget_that_is_not_positive(args: list[str]) -> None:
+    script = ROOT / "benchmarks" / "commit_cpu.py"
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2
+    assert "must be positive" in done.stderr and len(done.stderr.strip().splitlines()) == 1
