@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
+from coordinator.engine.contract import contract_envelope
 from coordinator.engine.records import Snapshot
 from coordinator.runtime.metrics import ServiceMetrics
 from coordinator.runtime.service import CoordinatorService
@@ -201,3 +202,24 @@ def test_over_the_service_a_stale_answer_that_still_improves_merges_and_a_real_c
             await service.close()
 
     asyncio.run(run())
+
+
+def test_a_dumped_state_reuses_unchanged_paths_and_matches_the_plan_after_merges() -> None:
+    """``dump_state`` keeps the last dump's lists for the paths a merge left alone: the dump is still the
+    plan, path for path, and a regrouped state (same paths) dumps its new blocks."""
+    task = create_task("routing", {**ROUTING, "initial": "shortest"})
+    state = task.initial_state()
+    first = task.dump_state(state)
+    proposer = task.make_proposer(task.ProposerParams(time_budget=0.3), seed=1)
+    for step in range(3):
+        snap = Snapshot(step, task.objective(state), (0,) * task.n_blocks, state)
+        draft = proposer.propose(contract_envelope(task, snap, step % task.n_blocks))
+        if draft is not None:
+            state = task.apply(state, {draft.block: task.validate(draft.block, draft.value)})
+        dumped = task.dump_state(state)
+        assert dumped["cells"] == [list(p) for p in state.paths]
+    assert dumped["cells"] != first["cells"]  # something merged
+    formed = task.form_lease(state, 0, frozenset({1}), 0)
+    assert formed is not None
+    again = task.dump_state(formed)
+    assert again["cells"] == dumped["cells"] and again["blocks"] == [list(b) for b in formed.blocks]

@@ -441,7 +441,13 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         the pairs)."""
         kept = self._cells
         if kept is None or kept[0] is not state.paths:  # a lease's new blocks keep the paths: dumped once
-            kept = self._cells = (state.paths, [list(p) for p in state.paths])
+            # a merge changes a few paths: the others' lists are the last dump's (stores copy or encode them)
+            old_paths, old_cells = kept if kept is not None else ((), [])
+            n = len(old_paths)
+            cells = [
+                old_cells[r] if r < n and p is old_paths[r] else list(p) for r, p in enumerate(state.paths)
+            ]
+            kept = self._cells = (state.paths, cells)
         return {"cells": kept[1], "blocks": [list(b) for b in state.blocks]}
 
     def load_state(self, data: Any) -> RoutingState:
