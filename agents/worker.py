@@ -23,6 +23,8 @@ from tasks.registry import create_task
 
 log = logging.getLogger("blockopt.agent")
 END_CODES = {"task_finished", "budget_exceeded"}
+PREPARING = "task_preparing"
+"""The task's kind is still preparing it (reference, first plan): wait ``retry_after`` and try again."""
 
 
 class Shutdown(BaseException):
@@ -86,16 +88,26 @@ class Worker:
 
     # -- protocol steps ---------------------------------------------------------
     def join(self) -> None:
-        r = self.api.call(
-            "POST",
-            f"{self._base}/agents",
-            token=self.config.join_token,
-            json={
-                "name": self.config.name,
-                "proposer": self.config.proposer,
-                "model": self.model,
-            },
-        )
+        """Join the task; while the coordinator still prepares it (``task_preparing``), wait and try again."""
+        while True:
+            try:
+                r = self.api.call(
+                    "POST",
+                    f"{self._base}/agents",
+                    token=self.config.join_token,
+                    json={
+                        "name": self.config.name,
+                        "proposer": self.config.proposer,
+                        "model": self.model,
+                    },
+                )
+                break
+            except ApiError as exc:
+                if exc.code != PREPARING:
+                    raise
+                if self.stop.is_set():
+                    raise Shutdown() from None
+                self._wait(exc.retry_after, default=1.0)
         joined = r.json()
         self.agent_id = joined["agent_id"]
         self.api.token = joined["token"]

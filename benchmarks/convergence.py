@@ -1,4 +1,4 @@
-"""Convergence claims that can fail, measured (issue 10, DESIGN §6).
+"""Convergence claims that can fail, measured (issue 10, docs/architecture.md §5).
 
 Quadratic sweep (couplings × seeds × σ × merge policies, engine only): the a priori bound (rounds checked /
 held / precondition failed), the one-step forecast's coverage and tightness, the out-of-sample envelope's

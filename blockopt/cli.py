@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
+from blockopt.logs import setup_logging
 from blockopt.service_flags import add_settings_options
 from coordinator.settings import weak_token_reason
 from coordinator.status import EXIT_CODES, TaskStatus
@@ -394,16 +395,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_CODES[TaskStatus(report.status)]
 
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper()),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    if level.upper() != "DEBUG":
-        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns the progress
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
     from prometheus_client import CollectorRegistry
@@ -413,7 +404,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from coordinator.errors import InvalidRequest
     from coordinator.store import make_store, store_option
 
-    _setup_logging(args.log_level)
+    setup_logging(args.log_level)
     try:
         settings = settings_from_args(args, store_option(args.store))
     except InvalidRequest as exc:
@@ -498,7 +489,7 @@ def _stop_on_signals(on_signal: Any = None) -> threading.Event:
 def cmd_agent(args: argparse.Namespace) -> int:
     from agents.worker import Worker, interrupt
 
-    _setup_logging(args.log_level)
+    setup_logging(args.log_level)
     worker = Worker(_worker_config(args))
     _stop_on_signals(lambda: interrupt(worker))
     stats = worker.run()
@@ -510,7 +501,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
     if args.agents < 1 or args.processes < 1:
         raise UsageError("--agents and --processes must be at least 1")
-    _setup_logging(args.log_level)
+    setup_logging(args.log_level)
     return run_fleet(
         _worker_config(args),
         args.agents,

@@ -7,6 +7,7 @@ import json
 import os
 import secrets
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,20 @@ def _follow(client: httpx.Client, task_id: str, reference: Reference, quiet: boo
                     return
 
 
+def _prepared(client: httpx.Client, task_id: str, quiet: bool) -> dict[str, Any]:
+    """The task's view once its kind has prepared it (reference, first plan): ``preparing`` is waited out,
+    a failed preparation raised with the coordinator's reason."""
+    view: dict[str, Any] = client.get(f"/v1/tasks/{task_id}").json()
+    if view["status"] == "preparing" and not quiet:
+        print(f"task {task_id}: the coordinator is preparing it...", file=sys.stderr, flush=True)
+    while view["status"] == "preparing":
+        time.sleep(0.2)
+        view = client.get(f"/v1/tasks/{task_id}").json()
+    if view["status"] == "failed":
+        raise RuntimeError(f"the coordinator could not prepare the task: {view['reason']}")
+    return view
+
+
 def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> Report:
     """The real path: an embedded coordinator on a loopback port and a fleet of worker processes over HTTP."""
     own_token = os.environ.get("BLOCKOPT_ADMIN_TOKEN")  # the user's own: used, never printed
@@ -265,7 +280,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
             raise RuntimeError(f"the coordinator refused the task: {r.text}")
         created = r.json()
         task_id = created["id"]
-        view = client.get(f"/v1/tasks/{task_id}").json()
+        view = _prepared(client, task_id, args.quiet)
         reference = Reference(view["reference"], view["reference_kind"])
         if not args.quiet:
             print(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from blockopt.logs import setup_logging
 from coordinator.settings import ServiceSettings
 
 log = logging.getLogger("blockopt.serve")
@@ -56,10 +57,9 @@ def is_split(settings: ServiceSettings) -> bool:
 def _api_main(settings: ServiceSettings, sock: socket.socket, options: HttpOptions) -> None:
     import uvicorn
 
-    from blockopt.cli import _setup_logging
     from coordinator.api.worker import api_app
 
-    _setup_logging(options.log_level)
+    setup_logging(options.log_level)
     from coordinator.runtime import heap
 
     signal.signal(signal.SIGTERM, lambda signum, frame: None)  # uvicorn re-raises it after its shutdown
@@ -76,10 +76,9 @@ def _api_main(settings: ServiceSettings, sock: socket.socket, options: HttpOptio
 
 
 def _engine_main(settings: ServiceSettings, index: int, options: HttpOptions) -> None:
-    from blockopt.cli import _setup_logging
     from coordinator.runtime.engine_worker import engine_main
 
-    _setup_logging(options.log_level)
+    setup_logging(options.log_level)
     engine_main(settings, index, options.host)
 
 

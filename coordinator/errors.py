@@ -148,6 +148,13 @@ class NoBlockAvailable(RateLimited):
     code = "no_block_available"
 
 
+class TaskPreparing(RateLimited):
+    """The task is still being prepared (its kind computes its reference or first plan); retry after
+    ``retry_after`` seconds."""
+
+    code = "task_preparing"
+
+
 class NotReady(BlockoptError):
     """The service is starting or stopping."""
 

@@ -116,6 +116,17 @@ class ServiceSettings(BaseModel):
     metrics_max_tasks: int = Field(50, ge=1, description="tasks exported with per-task labels")
     metrics_max_agents: int = Field(100, ge=1, description="agents exported by name; the rest as 'other'")
     retry_after: float = Field(0.2, gt=0, description="Retry-After hint when no block is free")
+    prepare_wait: float = Field(
+        1.0,
+        ge=0,
+        description="seconds POST /v1/tasks waits for the kind to prepare a task (reference, first plan) "
+        "before answering with status 'preparing'; the preparation runs in a worker thread either way. "
+        "A preparing task is known to the process preparing it only: with several API processes the "
+        "answer waits until the task is stored",
+    )
+    prepare_retry_after: float = Field(
+        1.0, gt=0, description="Retry-After hint to joins and leases of a task still preparing"
+    )
     insecure_dev_token: bool = Field(
         False, description="accept a short or placeholder-looking admin token (local development only)"
     )

@@ -1,4 +1,4 @@
-"""The one list of task statuses (DESIGN §6), used the same way by the API, reports, metrics and the CLI."""
+"""The one list of task statuses (docs/architecture.md §5), read alike by API, reports, metrics and CLI."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from enum import StrEnum
 
 
 class TaskStatus(StrEnum):
+    PREPARING = "preparing"
+    """Created, while the kind builds it off the service's loop (reference, first plan): leases and joins are
+    answered ``task_preparing`` with a ``retry_after``; it then becomes ``running``, or ``failed`` with why."""
     RUNNING = "running"
     OPTIMAL = "optimal"
     """Gap within the stopping tolerance of a proven optimum."""
@@ -18,7 +21,9 @@ class TaskStatus(StrEnum):
     FAILED = "failed"
 
 
-TERMINAL: frozenset[str] = frozenset(s.value for s in TaskStatus if s is not TaskStatus.RUNNING)
+TERMINAL: frozenset[str] = frozenset(
+    s.value for s in TaskStatus if s not in (TaskStatus.RUNNING, TaskStatus.PREPARING)
+)
 
 EXIT_CODES: dict[TaskStatus, int] = {
     TaskStatus.OPTIMAL: 0,
@@ -28,5 +33,6 @@ EXIT_CODES: dict[TaskStatus, int] = {
     TaskStatus.STOPPED: 3,
     TaskStatus.FAILED: 1,
     TaskStatus.RUNNING: 1,
+    TaskStatus.PREPARING: 1,
 }
 """``blockopt run`` exit codes (2 is bad input): the run ended as its rules say, or it did not."""

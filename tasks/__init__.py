@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tasks.base import (
     COMMON_REJECTION_CODES,
+    OUTSIDE_LEASE,
     RUNNER_OPTIONS,
     Draft,
     InvalidProposal,
@@ -32,6 +33,7 @@ from tasks.registry import (
 
 __all__ = [
     "COMMON_REJECTION_CODES",
+    "OUTSIDE_LEASE",
     "RUNNER_OPTIONS",
     "Draft",
     "InvalidParams",

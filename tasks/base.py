@@ -1,4 +1,4 @@
-"""The Task protocol every problem kind implements (DESIGN §4).
+"""The Task protocol every problem kind implements (docs/architecture.md §3).
 
 A task owns the model: the coordinator only ever sees block values through
 these methods, so a new kind is one module or one installed package (entry point
@@ -32,7 +32,12 @@ JSON = Any
 
 ReferenceKind = Literal["optimum", "lower_bound"]
 
-COMMON_REJECTION_CODES = frozenset({"invalid_proposal", "wrong_block", "bad_shape", "bad_value"})
+OUTSIDE_LEASE = "outside_lease"
+"""The code of a value that writes elements its block does not hold (``Task.written_elements``)."""
+
+COMMON_REJECTION_CODES = frozenset(
+    {"invalid_proposal", "wrong_block", "bad_shape", "bad_value", OUTSIDE_LEASE}
+)
 """Codes any kind's ``validate`` may raise without declaring them."""
 
 RUNNER_OPTIONS = frozenset(
@@ -81,10 +86,36 @@ class InvalidProposal(ValueError):
 
 @dataclass(frozen=True)
 class Reference:
-    """The value the gap is measured against, labelled by what it is."""
+    """The value the gap is measured against, labelled by what it is, and how it was obtained.
+
+    The optional fields are its provenance, recorded in the run report so a reference can be reproduced: a
+    solver's answer depends on its workers, seed and time limit (CP-SAT proved an optimum with 8 workers and
+    gave only a bound with 4), so a kind fixes them and says so here."""
 
     value: float
     kind: ReferenceKind
+    method: str | None = None
+    """How it was obtained, in words (``"closed form"``, ``"sum of shortest paths"``, ``"CP-SAT"``)."""
+    solver: str | None = None
+    """The solver and its version, when one was run (``"ortools CP-SAT 9.12.4544"``)."""
+    workers: int | None = None
+    seed: int | None = None
+    time_limit: float | None = None
+    """Seconds the solver was given."""
+    proven: bool | None = None
+    """Whether the value is proven: an optimum proven optimal, or a bound proven valid."""
+
+    def provenance(self) -> dict[str, Any]:
+        """The fields above that are set (the run report's ``objective.reference_provenance``)."""
+        fields = {
+            "method": self.method,
+            "solver": self.solver,
+            "workers": self.workers,
+            "seed": self.seed,
+            "time_limit": self.time_limit,
+            "proven": self.proven,
+        }
+        return {k: v for k, v in fields.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -308,6 +339,30 @@ class Task(abc.ABC, Generic[State, P]):
         if generator == "regroup":
             return self.regroup(state, attempt, keep)
         raise ValueError(f"{self.kind} has no neighbourhood generator '{generator}'")
+
+    # -- ownership: a block's agent writes only what its lease holds ----------------
+    def block_elements(self, state: State, block: int) -> frozenset[Hashable]:
+        """The elements block ``block`` holds in ``state`` (robots, jobs, queries, coordinates).
+
+        The coordinator refuses, before scoring, a value whose ``written_elements`` are not all among them
+        (rejection code ``outside_lease``). Read from ``state``, not from the instance, because blocks can be
+        re-formed (``regroup``, ``form_blocks``): a lease holds what its block held in the state it was granted
+        on. The default, the block itself (``("block", block)``), suits a positional kind whose value always
+        lands on its own block's variables (a slice, a tuple in block order); a kind whose value names its
+        elements overrides this and ``written_elements``.
+        """
+        return frozenset({("block", block)})
+
+    def written_elements(self, state: State, block: int, value: Value) -> frozenset[Hashable]:
+        """The elements a validated ``value`` proposed for ``block`` would change when applied to ``state``.
+
+        Same vocabulary as ``block_elements``; anything outside that block's elements is a foreign write,
+        refused as ``outside_lease``. Shared parts of the state that every block may change (sqlplan's index
+        set) are not elements. The default, the block's own elements, is right only when the value cannot
+        name anything else: a kind whose value names jobs, robots or queries must say which it names (the
+        contract suite's ``test_a_foreign_write_is_reported_or_refused`` checks it).
+        """
+        return self.block_elements(state, block)
 
     @abc.abstractmethod
     def contract(self, state: State, block: int) -> dict[str, Any]:

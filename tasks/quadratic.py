@@ -1,4 +1,4 @@
-"""Synthetic quadratic F(x) = ½xᵀAx − bᵀx with a known optimum (DESIGN §4).
+"""Synthetic quadratic F(x) = ½xᵀAx − bᵀx with a known optimum (docs/architecture.md §3).
 
 This is where the convergence theory is checked to machine precision: the
 exact optimum is F* = −½bᵀA⁻¹b, the exact correction for block i is
@@ -289,7 +289,7 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
     """Above this many coordinates the eigenvalues are not computed (no a priori bound is stated)."""
 
     def a_priori(self) -> APriori | None:
-        """μ = λ_min(D⁻¹A), λ = λ_max(D⁻¹A), D = blockdiag(A_ii), m blocks (DESIGN §6).
+        """μ = λ_min(D⁻¹A), λ = λ_max(D⁻¹A), D = blockdiag(A_ii), m blocks (docs/architecture.md §5).
 
         Best single exact block step: g_{t+1} <= (1 − μ/m)·g_t; merging all (Jacobi): (1 − μ(2 − λ))·g_t.
         """
@@ -312,6 +312,11 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
 
     def block_value(self, state: QuadState, block: int) -> np.ndarray:
         return state.x[self._sl(block)].copy()
+
+    def block_elements(self, state: QuadState, block: int) -> frozenset[Hashable]:
+        """Block i holds the coordinates x[i·d : (i+1)·d]; the wire value is that slice, written in place by
+        position, so it can name no other coordinate (``written_elements`` is this, the default)."""
+        return frozenset(("x", k) for k in range(block * self.d, (block + 1) * self.d))
 
     def footprint(self, state: QuadState, block: int, value: Any) -> frozenset[Hashable]:
         """The blocks whose correction term this move changes (its coupled coordinates)."""
@@ -341,6 +346,8 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
             arr = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
             raise InvalidProposal("block value must be a list of numbers", "bad_shape") from None
+        except OverflowError:  # an integer JSON can carry and a float cannot (400 digits)
+            raise InvalidProposal("block value must be finite", "bad_value") from None
         if arr.shape != (self.d,):
             raise InvalidProposal(f"block value must have shape ({self.d},), got {arr.shape}", "bad_shape")
         if not np.all(np.isfinite(arr)):
@@ -351,7 +358,12 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         return np.asarray(value, dtype=float).tolist()
 
     def reference(self) -> Reference:
-        return Reference(self._optimum, "optimum")
+        method = (
+            "closed form -b^T A^-1 b / 2 (dense solve)"
+            if self.params.neighbours is None
+            else "F(x*), x* by conjugate gradients on the sparse A"
+        )
+        return Reference(self._optimum, "optimum", method=method, proven=True)
 
     def feasible(self, state: QuadState) -> bool:
         return True

@@ -1,4 +1,4 @@
-"""Convergence claims a run can contradict (DESIGN §6), measured on the quadratic where the theory is exact."""
+"""Convergence claims a run can contradict (docs/architecture.md §5), on the quadratic: theory is exact."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Footprints are sound for every kind, on real instances (DESIGN §6): two valid proposals whose footprints
-are disjoint have zero measured interaction c_pq = Δ_p + Δ_q − Δ_pq. An unsound footprint lets the
+"""Footprints are sound for every kind, on real instances (docs/architecture.md §3): two valid proposals with
+disjoint footprints have zero measured interaction c_pq = Δ_p + Δ_q − Δ_pq. An unsound footprint lets the
 ``independent`` policy merge interfering proposals (and trips the engine's accounting check)."""
 
 from __future__ import annotations

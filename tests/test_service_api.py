@@ -407,6 +407,8 @@ def test_the_time_limit_counts_the_first_plan(
     monkeypatch.setattr(QuadraticTask, "initial_state", initial_state)
     asked = time.time()
     task = coordinator.create_task(params={"blocks": 2, "dim": 2}, budgets={"seconds": 10})
+    assert task["status"] == "preparing"  # answered after prepare_wait (1 s), the first plan still going
+    coordinator.wait_for(task["id"], lambda v: v["status"] == "running")
     agent, _ = coordinator.join(task)
     grant = lease(agent, task["id"])
     created_at = coordinator.admin.get(f"/v1/tasks/{task['id']}").json()["created_at"]

@@ -49,6 +49,8 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "metrics_max_tasks": (["3"], 3),
     "metrics_max_agents": (["4"], 4),
     "retry_after": (["0.9"], 0.9),
+    "prepare_wait": (["0"], 0.0),
+    "prepare_retry_after": (["2.5"], 2.5),
     "insecure_dev_token": ([], True),
     "public_read": ([], True),
     "data_dirs": (["/srv/a", "--data-dir", "/srv/b"], (Path("/srv/a"), Path("/srv/b"))),

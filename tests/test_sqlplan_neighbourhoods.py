@@ -75,7 +75,8 @@ def test_a_value_may_replan_only_its_blocks_queries_in_the_current_state(
     assert task.evaluate_change(s0, {old_b: value}) < task.objective(s0)  # its block before re-forming
     with pytest.raises(InvalidProposal) as exc:
         task.evaluate_change(new, {old_b: value})  # and no longer after
-    assert exc.value.code == "wrong_block"
+    assert exc.value.code == "outside_lease"
+    assert task.written_elements(new, old_b, value) - task.block_elements(new, old_b) == {("query", q)}
     moved = task.validate(new_b, {"plans": {q: {"orders": {"0": ["orders", "customer", "lineitem"]}}}})
     assert task.evaluate_change(new, {new_b: moved}) < task.objective(new)
 

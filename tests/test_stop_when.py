@@ -1,5 +1,5 @@
-"""Budget-aware stopping (DESIGN §6): an LLM team stops as ``diminishing_returns`` once the forecast
-improvement of the next rounds is worth less than its threshold per 1,000 tokens; a threshold the team
+"""Budget-aware stopping (docs/architecture.md §5): an LLM team stops as ``diminishing_returns`` once the
+forecast gain of the next rounds is worth less than its threshold per 1,000 tokens; a threshold the team
 clears lets the task run to ``optimal``. The LLM is the fake OpenAI-protocol server on loopback."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The web UI in real headless Chromium against real coordinators and fleets (DESIGN: issue 15)."""
+"""The web UI in real headless Chromium against real coordinators and fleets (issue 15)."""
 
 from __future__ import annotations
 

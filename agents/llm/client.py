@@ -1,7 +1,7 @@
 """A small OpenAI-compatible chat-completions client on httpx.
 
 Why httpx and not the ``openai`` package: httpx is already the project's HTTP
-client (DESIGN §3), so this adds no dependency; the retry policy must honour
+client (docs/architecture.md §1), so this adds no dependency; the retry policy must honour
 ``Retry-After`` with our own caps and a deadline that covers slow *streams*
 (the openai client's timeout is per read, so a server trickling one token a
 second never times out); vLLM's extra request fields (``reasoning_effort``,

@@ -1,4 +1,4 @@
-"""Simulated LLM agents for benchmarks without a GPU (DESIGN §8, issue 6 item 4).
+"""Simulated LLM agents for benchmarks without a GPU (docs/architecture.md §9, issue 6 item 4).
 
 The task's heuristic proposer does the thinking; a latency model says how
 long GPT-OSS-120B served by vLLM would have taken to produce the same answer:

@@ -35,8 +35,8 @@ async def check_read(
         return
     if task_id is None:
         raise errors.Unauthorized("listing tasks needs the admin token")
-    spec = await service.spec(task_id)
-    if spec.read_token_hash and auth.matches(token, spec.read_token_hash):
+    read_hash = await service.read_token_hash(task_id)
+    if read_hash and auth.matches(token, read_hash):
         return
     digest = auth.token_hash(token)
     agent = await service.store.agent_by_token(task_id, digest)

@@ -33,7 +33,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         405: "method not allowed on this route (the Allow header lists the allowed ones)",
         413: "body too large",
         422: "body does not fit the model",
-        429: "rate limit, no free block or budget exceeded",
+        429: "rate limit, no free block, budget exceeded, or the task is still preparing (retry_after)",
         503: "the service is starting or stopping, or its store does not answer",
     }.items()
 }

@@ -1,4 +1,4 @@
-"""The measured constants of a run and the checks that can fail (DESIGN §6).
+"""The measured constants of a run and the checks that can fail (docs/architecture.md §5).
 
 Per round t (every round is a step; a round that merges nothing has κ_t = 0 and
 g_{t+1} = g_t):  δ_t = Σ|Δ̂_p − Δ_p|,  γ_t = (F_t − F_{t+1}) / ΣΔ_p,  κ_t = ΣΔ̂_p / g_t.

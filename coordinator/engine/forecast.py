@@ -1,4 +1,4 @@
-"""Forecasts that a run can contradict (DESIGN §6): the one-step forecast, the out-of-sample envelope,
+"""Forecasts a run can contradict (docs/architecture.md §5): the one-step forecast, out-of-sample envelope,
 and the estimated limit, remaining improvement and ETA a person can act on.
 
 Everything here is a pure function of the gap sequence g_0, g_1, ... (one entry per round: every round
@@ -186,7 +186,7 @@ def envelope_summary(
 
 
 class Forecast(BaseModel):
-    """What the next rounds are expected to bring (DESIGN §10 ``forecast``; None where unknown)."""
+    """What the next rounds should bring (docs/architecture.md §10, ``forecast``; None where unknown)."""
 
     limit: float | None
     """F̂∞, geometric extrapolation of the recent decreases (Aitken's Δ² on h-round sums)."""

@@ -135,7 +135,7 @@ class ScreenCheck(BaseModel):
 
 
 class RoundRecord(BaseModel):
-    """One row of the run history (DESIGN §10) plus what a user debugging a run wants."""
+    """One row of the run history (docs/architecture.md §10) plus what a user debugging a run wants."""
 
     round: int
     version: int

@@ -1,4 +1,4 @@
-"""The round engine: validate, score, build the interference graph, select, commit (DESIGN §5).
+"""The round engine: validate, score, build the interference graph, select, commit (docs/architecture.md §4).
 
 Pure: it takes a snapshot and proposals and returns the next snapshot, the
 round record and one verdict per proposal. Stores, HTTP and agents live
@@ -30,6 +30,7 @@ from coordinator.engine.convergence import (
     round_constants,
 )
 from coordinator.engine.interference import candidate_pairs
+from coordinator.engine.ownership import check_inside_lease
 from coordinator.engine.records import MergeKind, MergePolicy, Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.engine.selection import (
     best_pairwise_combination,
@@ -130,7 +131,11 @@ class RoundEngine:
 
     # -- admission ----------------------------------------------------------
     def admit(self, snap: Snapshot, proposal: Proposal) -> Any:
-        """The decoded block value, or a typed error (invalid, stale)."""
+        """The decoded block value, or a typed error (invalid, stale, ``outside_lease``).
+
+        The one admission of every proposal, in rounds and in async mode: nothing is scored before it. A
+        value that writes elements its block does not hold in the head (``coordinator/engine/ownership.py``)
+        is refused here, so nothing of it merges."""
         if not 0 <= proposal.block < self.task.n_blocks:
             raise errors.ProposalRefused(
                 f"block {proposal.block} does not exist (0..{self.task.n_blocks - 1})",
@@ -150,9 +155,11 @@ class RoundEngine:
                 current_version=snap.version,
             )
         try:
-            return self.task.validate(proposal.block, proposal.value)
+            value = self.task.validate(proposal.block, proposal.value)
         except TaskInvalidProposal as exc:
             raise errors.ProposalRefused(exc.reason, reason_code=exc.code) from None
+        check_inside_lease(self.task, snap.state, proposal.block, value)
+        return value
 
     # -- the round ----------------------------------------------------------
     def run_round(

@@ -1,4 +1,4 @@
-"""Exact checks of a screened selection: run exactly only what is about to be merged (DESIGN §5).
+"""Exact checks of a screened selection: run exactly only what is to be merged (docs/architecture.md §4).
 
 When the kind screens (``Task.screen_change``), the round engine selects from predicted gains; this module
 then measures the chosen combination exactly and, when it does not improve (or is refused), falls back

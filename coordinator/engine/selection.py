@@ -1,4 +1,4 @@
-"""Choosing which improving proposals to merge, on the interference graph (DESIGN §5).
+"""Choosing which improving proposals to merge, on the interference graph (docs/architecture.md §4).
 
 Nodes are proposal indices with weight ``"gain"`` (Δ_p); an edge carries the
 measured interaction ``"c"`` (c_pq = Δ_p + Δ_q − Δ_pq), or ``"exclusive"`` when

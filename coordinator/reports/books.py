@@ -19,11 +19,12 @@ from coordinator.reports.ledger import (
     history_fields,
 )
 from coordinator.store.base import Head, RoundEntry, TaskRuntime, TaskSpec, UsageRow
-from tasks.base import Reference
+from tasks.base import Reference, ReferenceKind
 
 
 def reference_of(spec: TaskSpec) -> Reference:
-    return Reference(spec.reference, "optimum" if spec.reference_kind == "optimum" else "lower_bound")
+    kind: ReferenceKind = "optimum" if spec.reference_kind == "optimum" else "lower_bound"
+    return Reference(spec.reference, kind, **spec.reference_provenance)
 
 
 def bound_dict(constants: Any) -> dict[str, Any] | None:

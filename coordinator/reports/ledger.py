@@ -1,4 +1,4 @@
-"""The run's books: rounds, verdict counts, usage, stopping rule and the report (DESIGN §10).
+"""The run's books: rounds, verdict counts, usage, stopping rule and the report (docs/architecture.md §10).
 
 Both the in-process runner and the service keep one ledger per task, so a
 report means the same thing whichever path produced it.
@@ -162,7 +162,7 @@ def solved(feasible: bool, status: TaskStatus, reference: Reference) -> bool:
 
 
 class Report(BaseModel):
-    """The machine-readable result of a run (DESIGN §10); extra keys are welcome, these are required."""
+    """The machine-readable result of a run (docs/architecture.md §10): these keys required, extra welcome."""
 
     task: dict[str, Any]
     agents: int
@@ -227,6 +227,7 @@ def build_report(
             "final": final_objective,
             "reference": ledger.reference.value,
             "reference_kind": ledger.reference.kind,
+            "reference_provenance": ledger.reference.provenance(),
             "relative_gap": relative_gap(final_objective, ledger.reference),
         },
         feasible=feasible,
@@ -248,7 +249,7 @@ def build_report(
 
 
 def history_fields(r: RoundRecord) -> dict[str, Any]:
-    """One history row (DESIGN §10), as the report, the rounds endpoint and the event stream give it."""
+    """One history row (docs/architecture.md §10), as the report, the rounds route and the events give it."""
     return {
         "round": r.round,
         "objective": r.objective,

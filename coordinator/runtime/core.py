@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from coordinator import errors
@@ -26,6 +26,7 @@ from coordinator.engine.rounds import EngineSettings, RoundEngine
 from coordinator.reports import books
 from coordinator.runtime import auth
 from coordinator.runtime.metrics import ServiceMetrics
+from coordinator.runtime.preparing import Preparation
 from coordinator.settings import ServiceSettings
 from coordinator.status import TaskStatus
 from coordinator.store.base import AgentRecord, Head, RoundEntry, Store, TaskRuntime, TaskSpec
@@ -48,6 +49,8 @@ class BuiltTask:
     snapshot: Snapshot
     step_seconds: float | None = None
     """Wall time of this task's last engine step (None: never run, so the first one goes to a thread)."""
+    call_seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time of the last call into the kind outside engine steps, by what it was (``_kind_call``)."""
 
 
 def new_id(prefix: str) -> str:
@@ -85,6 +88,8 @@ class ServiceCore:
         """Round-lock owner: host and pid first, so an operator (or a fault test) sees who holds a lock."""
         self.limiter = auth.RateLimiter(settings.rate_per_agent, settings.rate_burst)
         self._built: dict[str, BuiltTask] = {}
+        self._preparing: dict[str, Preparation] = {}
+        """Tasks created, not stored yet: their kind prepares them in a thread (``runtime/preparing.py``)."""
         self._specs: dict[str, TaskSpec] = {}
         self._agents: dict[tuple[str, str], AgentRecord] = {}
         """(task id, token digest) -> agent: see ``_remember_agent``."""
@@ -112,6 +117,17 @@ class ServiceCore:
         """The task's spec (fixed at creation, so cached per process; NotFound when unknown)."""
         spec = self._specs.get(task_id)
         if spec is None:
+            prep = self._preparing.get(task_id)
+            if prep is not None and prep.reason is None:
+                raise errors.TaskPreparing(
+                    "the task is being prepared (its kind computes its reference and first plan); "
+                    "retry shortly",
+                    retry_after=self.settings.prepare_retry_after,
+                )
+            if prep is not None:
+                raise errors.TaskFinished(
+                    f"the task has ended (failed): {prep.reason}", task_id=task_id, status=prep.status
+                )
             spec = self._specs[task_id] = await self.store.get_task(task_id)
         return spec
 
@@ -216,6 +232,20 @@ class ServiceCore:
         else:
             result = await asyncio.to_thread(step, *args)
         built.step_seconds = time.perf_counter() - started
+        return result
+
+    async def _kind_call(self, built: BuiltTask, what: str, call: Callable[..., _T], *args: Any) -> _T:
+        """Call into ``built``'s kind outside an engine step (a lease's contract, feasibility, the solution):
+        on the loop while its last ``what`` took under ``inline_step_ms``, else in a worker thread, as
+        ``_engine_step`` decides. The first call of each goes to a thread: a kind's work is not trusted to
+        be quick until it has been."""
+        started = time.perf_counter()
+        last = built.call_seconds.get(what)
+        if last is not None and last * 1000.0 < self.settings.inline_step_ms:
+            result = call(*args)
+        else:
+            result = await asyncio.to_thread(call, *args)
+        built.call_seconds[what] = time.perf_counter() - started
         return result
 
     async def _bandit(self, spec: TaskSpec) -> adaptive.Bandit | None:

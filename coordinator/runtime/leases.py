@@ -58,7 +58,9 @@ class Leasing(AsyncWindow):
             lease.version != built.snapshot.version
         ):  # an older lease handed back: show it the head it is on now
             lease = lease.model_copy(update={"version": built.snapshot.version})
-        contract = contract_envelope(built.task, built.snapshot, lease.block, left)
+        contract = await self._kind_call(
+            built, "contract", contract_envelope, built.task, built.snapshot, lease.block, left
+        )
         # (every field comes from the store or this process: no validation per lease, the contract's dict
         # of lists included)
         return LeaseGrant.model_construct(

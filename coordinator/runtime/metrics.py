@@ -33,6 +33,7 @@ ENGINE_REASONS = frozenset(
     {
         "invalid_proposal",
         "wrong_block",
+        "outside_lease",
         "future_base",
         "stale_base",
         "stale_footprint",

@@ -39,7 +39,8 @@ class CoordinatorService(TaskBook):
 
     async def close(self) -> None:
         self.ready = False
-        tasks = [t for t in [self._scheduler, *self._background] if t is not None]
+        preparing = [p.job for p in self._preparing.values()]  # (their threads finish on their own)
+        tasks = [t for t in [self._scheduler, *self._background, *preparing] if t is not None]
         for t in tasks:
             t.cancel()
         for t in tasks:
@@ -80,6 +81,7 @@ class CoordinatorService(TaskBook):
         processes, each tick's store reads are divided by M, not multiplied."""
         now = self.clock()
         await self._beat(now)
+        self._evict_failed_preparations(now)
         cached = set(self._specs)  # (before the listing: a task created meanwhile is not taken for gone)
         ids = await self.store.task_ids()
         for gone in cached - set(ids):  # evicted by another process: drop what this one kept of it
@@ -104,6 +106,15 @@ class CoordinatorService(TaskBook):
                 await self._maybe_close(spec.id)
             if expired:
                 self._notify(spec.id)
+
+    def _evict_failed_preparations(self, now: float) -> None:
+        """Forget failed preparations ``retain_finished`` seconds after they failed, as finished tasks are."""
+        retain = self.settings.retain_finished
+        if retain is None:
+            return
+        for prep in list(self._preparing.values()):
+            if prep.finished_at is not None and now - prep.finished_at >= retain:
+                self._preparing.pop(prep.id, None)
 
     async def _evict_if_due(self, task_id: str, runtime: TaskRuntime, now: float) -> None:
         """Delete a task ``retain_finished`` seconds after it ended, so a long-lived service's state stays

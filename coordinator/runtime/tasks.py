@@ -7,32 +7,52 @@ import logging
 from typing import Any
 
 from coordinator import errors
-from coordinator.engine import adaptive
 from coordinator.engine import forecast as fc
-from coordinator.engine.rounds import EngineSettings, RoundEngine
+from coordinator.engine.rounds import EngineSettings
 from coordinator.reports import books
 from coordinator.reports.ledger import Report, relative_gap
 from coordinator.runtime import auth, paramcheck
 from coordinator.runtime.core import BuiltTask, head_of, new_id
+from coordinator.runtime.preparing import Preparation, failure_reason, prepare, spec_of, view_of
 from coordinator.runtime.proposals import Proposing
-from coordinator.runtime.wire import CreateTask, Joined, JoinRequest, TaskView
+from coordinator.runtime.wire import CreateTask, Joined, JoinRequest, TaskCreated, TaskView
 from coordinator.status import TaskStatus
-from coordinator.store.base import AgentRecord, TaskSpec
+from coordinator.store.base import AgentRecord, RegroupAfter, TaskSpec
 from tasks.base import Task
-from tasks.registry import InvalidParams, UnknownKind, create_task, kind_class
+from tasks.registry import UnknownKind, kind_class
 
 log = logging.getLogger("blockopt.service")
+
+
+def _retrieve(job: asyncio.Task[Any]) -> None:
+    """Mark a preparation's failure as seen (it is kept as the task's status), or asyncio logs it again."""
+    if not job.cancelled():
+        job.exception()
 
 
 class TaskBook(Proposing):
     """Tasks (create, view, report, stop) and agents (join, authenticate)."""
 
+    FAILED_KEPT = 1000
+    """Failed preparations whose view this process keeps (they never reach the store)."""
+
     async def create(self, req: CreateTask) -> tuple[TaskSpec, str, str]:
-        """The stored spec, the join token and the read token (both shown once, stored as digests).
+        """The stored spec, the join token and the read token, once the kind has prepared the task."""
+        started, job = await self._start(req)
+        return await job, started.join_token, started.read_token
+
+    async def begin(self, req: CreateTask) -> TaskCreated:
+        """Check the request, start preparing the task in a worker thread and answer within
+        ``prepare_wait`` seconds: ``running`` when the kind was that quick, else ``preparing``.
 
         The task's clock (``created_at``: its seconds budget, elapsed time, stall seconds) starts when the
         request arrives, so the first plan, which a kind may take seconds to make, counts against the
-        time limit as a solver's initial solution counts against its own."""
+        time limit as a solver's initial solution counts against its own. A request the kind refuses
+        within the wait is answered 400 and leaves nothing behind; a kind that raises anything else, or
+        refuses later, leaves the task ``failed`` with the reason."""
+        return (await self._start(req))[0]
+
+    async def _start(self, req: CreateTask) -> tuple[TaskCreated, asyncio.Task[TaskSpec]]:
         requested = self.clock()
         if self.settings.kinds and req.kind not in self.settings.kinds:
             raise errors.InvalidRequest(
@@ -56,60 +76,92 @@ class TaskBook(Proposing):
                 "(rounds mode regroups after a round that merged nothing)",
                 field="regroup_after",
             )
-        try:
-            task = await asyncio.to_thread(create_task, req.kind, req.params)
-        except InvalidParams as exc:
-            raise errors.InvalidRequest(str(exc), field=f"params.{exc.param}") from None
-        try:
-            arms = adaptive.arms_of(req.selection, task.neighbourhoods())
-        except ValueError as exc:
-            raise errors.InvalidRequest(str(exc), field="selection.generators") from None
-        engine = RoundEngine(
-            task,
-            EngineSettings(
-                merge_policy=req.merge_policy, screen_exact_checks=self.settings.screen_exact_checks
-            ),
-        )
-        snap = await asyncio.to_thread(engine.initial_snapshot)
+        task_id = new_id("t")
         join_token, read_token = auth.new_token("join"), auth.new_token("read")
-        budgets = req.budgets
-        if budgets.rounds is None:
-            budgets = budgets.model_copy(update={"rounds": self.settings.default_max_rounds})
-        spec = TaskSpec(
-            id=new_id("t"),
-            kind=task.kind,
-            name=task.name,
-            n_blocks=task.n_blocks,
-            params=task.params.model_dump(),
-            merge_policy=req.merge_policy,
-            mode=req.mode,
-            regroup_after=regroup_after,
-            budgets=budgets,
-            proposer=req.proposer.model_dump(),
-            reference=engine.reference.value,
-            reference_kind=engine.reference.kind,
-            initial_objective=snap.objective,
-            tolerance=engine.tolerance,
-            window=req.window,
-            stop_relative_gap=req.stop.relative_gap,
-            stop_stall_rounds=req.stop.stall_rounds,
-            stop_stall_seconds=req.stop.stall_seconds,
-            stop_lag_rounds=task.lag_rounds(knobs),
-            a_priori=engine.a_priori.constants if engine.a_priori else None,
-            stop_when=req.stop_when,
-            selection=req.selection,
-            neighbourhoods=arms,
-            join_token_hash=auth.token_hash(join_token),
-            read_token_hash=auth.token_hash(read_token),
-            created_at=requested,
+        job = asyncio.create_task(
+            self._prepare(
+                task_id,
+                req,
+                knobs,
+                regroup_after,
+                auth.token_hash(join_token),
+                auth.token_hash(read_token),
+                requested,
+            )
         )
-        head = head_of(snap, task.dump_state(snap.state), version=0)
-        await self.store.create_task(spec, head)
-        self._built[spec.id] = BuiltTask(task, engine, snap)
+        job.add_done_callback(_retrieve)
+        self._preparing[task_id] = Preparation(task_id, req, requested, auth.token_hash(read_token), job)
+        # A preparing task lives in this process until it is stored: where several API processes share the
+        # port, the answer waits for the store (the loop stays free: the preparation runs in its thread).
+        wait = self.settings.prepare_wait if self.settings.api_workers == 1 else None
+        done, _ = await asyncio.wait({job}, timeout=wait)
+        failure = job.exception() if done else None
+        if isinstance(failure, errors.BlockoptError):  # refused at once (its parameters): nothing is left
+            self._preparing.pop(task_id, None)
+            raise failure
+        status = TaskStatus.PREPARING if not done else TaskStatus.FAILED if failure else TaskStatus.RUNNING
+        return TaskCreated(id=task_id, status=status, join_token=join_token, read_token=read_token), job
+
+    async def _prepare(
+        self,
+        task_id: str,
+        req: CreateTask,
+        knobs: Any,
+        regroup_after: RegroupAfter,
+        join_hash: str,
+        read_hash: str,
+        requested: float,
+    ) -> TaskSpec:
+        """Prepare in a thread, then store the task; a failure is kept as the task's ``failed`` status."""
+        settings = EngineSettings(
+            merge_policy=req.merge_policy, screen_exact_checks=self.settings.screen_exact_checks
+        )
+        try:
+            ready = await asyncio.to_thread(prepare, req.kind, req.params, req.selection, knobs, settings)
+            budgets = req.budgets
+            if budgets.rounds is None:
+                budgets = budgets.model_copy(update={"rounds": self.settings.default_max_rounds})
+            spec = spec_of(
+                task_id,
+                req,
+                ready,
+                regroup_after=regroup_after,
+                budgets=budgets,
+                join_hash=join_hash,
+                read_hash=read_hash,
+                created_at=requested,
+            )
+            await self.store.create_task(spec, head_of(ready.snapshot, ready.state_json, version=0))
+        except BaseException as exc:
+            prep = self._preparing.get(task_id)
+            if prep is not None:
+                prep.reason, prep.finished_at = failure_reason(exc), self.clock()
+                self._forget_failed_preparations()
+                log.info("task %s: %s", task_id, prep.reason)
+            raise
+        self._built[spec.id] = BuiltTask(ready.task, ready.engine, ready.snapshot)
+        self._preparing.pop(task_id, None)
         log.info("task %s created: %s (%s, %s)", spec.id, spec.name, spec.merge_policy, spec.mode)
-        return spec, join_token, read_token
+        self._notify(task_id)
+        return spec
+
+    def _forget_failed_preparations(self) -> None:
+        """Keep the newest ``FAILED_KEPT`` failed preparations (they live in this process only)."""
+        failed = sorted(
+            (p for p in self._preparing.values() if p.reason is not None), key=lambda p: p.created_at
+        )
+        for prep in failed[: max(0, len(failed) - self.FAILED_KEPT)]:
+            self._preparing.pop(prep.id, None)
+
+    async def read_token_hash(self, task_id: str) -> str:
+        """The digest of the task's read token (also while it is preparing)."""
+        prep = self._preparing.get(task_id)
+        return prep.read_token_hash if prep is not None else (await self.spec(task_id)).read_token_hash
 
     async def view(self, task_id: str) -> TaskView:
+        prep = self._preparing.get(task_id)
+        if prep is not None:
+            return view_of(prep)
         spec = await self.spec(task_id)
         runtime = await self._runtime(task_id)
         head = await self.store.get_head(task_id)
@@ -128,7 +180,7 @@ class TaskBook(Proposing):
             objective=head.objective,
             gap=head.objective - spec.reference,
             relative_gap=relative_gap(head.objective, ref),
-            feasible=built.task.feasible(built.snapshot.state),
+            feasible=await self._kind_call(built, "feasible", built.task.feasible, built.snapshot.state),
             reference=spec.reference,
             reference_kind=spec.reference_kind,
             merge_policy=spec.merge_policy,
@@ -157,9 +209,14 @@ class TaskBook(Proposing):
         return spec.stop_when.horizon_rounds if spec.stop_when else 5
 
     async def views(self) -> list[TaskView]:
-        return [await self.view(spec.id) for spec in await self.store.list_tasks()]
+        preparing = list(self._preparing.values())
+        stored = [await self.view(spec.id) for spec in await self.store.list_tasks()]
+        known = {v.id for v in stored}
+        return stored + [view_of(p) for p in preparing if p.id not in known]
 
     async def stop(self, task_id: str) -> TaskView:
+        if task_id in self._preparing:
+            await self.spec(task_id)  # still preparing: retry; failed: already ended
         await self._finish(task_id, TaskStatus.STOPPED, "stopped by an administrator")
         return await self.view(task_id)
 
@@ -176,7 +233,7 @@ class TaskBook(Proposing):
             await self.store.counters(task_id),
             await self.store.usage(task_id),
             len(await self.store.list_agents(task_id)),
-            built.task.feasible(built.snapshot.state),
+            await self._kind_call(built, "feasible", built.task.feasible, built.snapshot.state),
         ).model_copy(update={"selection": (b.view() if (b := await self._bandit(spec)) else None)})
 
     async def solution(self, task_id: str) -> dict[str, Any]:
@@ -188,8 +245,8 @@ class TaskBook(Proposing):
             "task": task_id,
             "version": head.version,
             "objective": head.objective,
-            "feasible": task.feasible(state),
-            "solution": task.solution(state),
+            "feasible": await self._kind_call(built, "feasible", task.feasible, state),
+            "solution": await self._kind_call(built, "solution", task.solution, state),
             "state": head.state,
         }
 

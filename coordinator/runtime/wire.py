@@ -91,11 +91,19 @@ class TaskCreated(BaseModel):
     model_config = _example(
         {
             "id": "t-3f2a9c",
+            "status": "running",
             "join_token": "<join token: give it to your agents>",
             "read_token": "<read token: lets its holder read this task>",
         }
     )
     id: str
+    status: TaskStatus = Field(
+        TaskStatus.RUNNING,
+        description="'running', or 'preparing' while its kind still builds it (reference, first plan) in the "
+        "background: joins and leases are then answered 429 task_preparing with a retry_after, and the "
+        "task's view turns 'running' (or 'failed', with the reason) when it is done; 'failed' when the kind "
+        "raised within the wait",
+    )
     join_token: str
     read_token: str = Field(
         description="reads this task (status, rounds, report, solution, events, "
@@ -138,25 +146,26 @@ class TaskView(BaseModel):
     reason: str | None
     round: int
     version: int
-    objective: float
-    gap: float
-    relative_gap: float
-    feasible: bool
-    reference: float
-    reference_kind: str
-    merge_policy: MergePolicy
-    mode: TaskMode
+    objective: float | None = None
+    """None (with gap, feasible, reference and blocks) while the task is ``preparing``: not known yet."""
+    gap: float | None = None
+    relative_gap: float | None = None
+    feasible: bool | None = None
+    reference: float | None = None
+    reference_kind: str | None = None
+    merge_policy: MergePolicy = "checked"
+    mode: TaskMode = "rounds"
     regroup_after: RegroupAfter = "stalled"
-    blocks: int
-    agents: int
-    leases: int
+    blocks: int | None = None
+    agents: int = 0
+    leases: int = 0
     """Leases held right now."""
     budgets: Budgets
     usage: dict[str, float]
     created_at: float
     finished_at: float | None
     forecast: Forecast | None = None
-    """Estimated limit F̂∞, remaining improvement, ETA to relative gap ε, forecast gain per cost (DESIGN §6)."""
+    """Limit F̂∞, remaining improvement, ETA to relative gap ε, gain per cost (docs/architecture.md §5)."""
     selection: dict[str, Any] | None = None
     """Adaptive block selection's learned weights per neighbourhood generator (None under lease order)."""
 

@@ -73,6 +73,8 @@ class TaskSpec(BaseModel):
     proposer: dict[str, Any]
     reference: float
     reference_kind: str
+    reference_provenance: dict[str, Any] = Field(default_factory=dict)
+    """How the reference was obtained (``Reference.provenance``: solver, workers, seed, time limit, proven)."""
     initial_objective: float
     tolerance: float
     window: int

@@ -1,4 +1,4 @@
-"""The routing kind: multi-robot path finding (DESIGN §4 "routing").
+"""The routing kind: multi-robot path finding (docs/architecture.md §3 "routing").
 
 Modules, one job each: ``grid`` (map, BFS), ``movingai`` (file loading),
 ``generate`` (random instances), ``instance`` (params -> instance),

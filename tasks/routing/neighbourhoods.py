@@ -17,16 +17,34 @@ import random
 import zlib
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tasks.routing.destroy import GENERATORS
+from tasks.routing.grid import Grid
+from tasks.routing.instance import Instance, RoutingParams
 from tasks.routing.occupancy import OccupancyIndex
 from tasks.routing.regroup import Blocks, regroup
-
-if TYPE_CHECKING:
-    from tasks.routing.task import RoutingState, RoutingTask
+from tasks.routing.state import RoutingState
 
 NAMES = ("partition", "interaction", *GENERATORS)
+
+
+class TaskForGenerators(Protocol):
+    """What the generators read of the task (``tasks/routing/task.py`` implements it): a protocol, so that the
+    task can import this module and not the other way round."""
+
+    @property
+    def p(self) -> RoutingParams: ...
+
+    @property
+    def inst(self) -> Instance: ...
+
+    @property
+    def grid(self) -> Grid: ...
+
+    def regroup(self, state: RoutingState, attempt: int) -> RoutingState | None: ...
+
+    def holding_up(self, state: RoutingState) -> dict[tuple[int, int], float]: ...
 
 
 def rebuild(blocks: Blocks, cores: Sequence[Sequence[int]]) -> Blocks:
@@ -48,7 +66,7 @@ def rebuild(blocks: Blocks, cores: Sequence[Sequence[int]]) -> Blocks:
 
 
 def form_blocks(
-    task: RoutingTask,
+    task: TaskForGenerators,
     state: RoutingState,
     name: str,
     size: float,
@@ -89,7 +107,7 @@ def form_blocks(
 
 
 def _regroup_some(
-    task: RoutingTask, state: RoutingState, free: Sequence[int], attempt: int
+    task: TaskForGenerators, state: RoutingState, free: Sequence[int], attempt: int
 ) -> RoutingState | None:
     """The kind's regrouping by interaction among the ``free`` blocks only (the others stay)."""
     if not task.p.regroup:

@@ -1,4 +1,4 @@
-"""The routing kind (DESIGN §4 "routing"): F = sum of costs + W x conflicts, scored incrementally.
+"""The routing kind (docs/architecture.md §3 "routing"): F = sum of costs + W x conflicts, incrementally.
 
 Over 350 lines: the Task interface for one kind (state, scoring, validation, contracts, views); the
 planners and the contract builder live in their own modules.
@@ -10,7 +10,7 @@ import pathlib
 import random
 import time
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
@@ -21,6 +21,7 @@ from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.destroy import delays
 from tasks.routing.instance import Instance, RoutingParams, build_instance
 from tasks.routing.lns import RoutingProposer
+from tasks.routing.neighbourhoods import NAMES, form_blocks
 from tasks.routing.occupancy import (
     OccupancyIndex,
     Path,
@@ -34,6 +35,7 @@ from tasks.routing.prompt import RoutingPrompt
 from tasks.routing.regroup import Blocks, holding_up, regroup
 from tasks.routing.repair import BlockSearch, prioritized, repair
 from tasks.routing.reservations import Reservations
+from tasks.routing.state import RoutingState
 
 INITIAL_REPAIR_PATIENCE = 1000
 """The first plan's repair stops after this many steps without fewer collisions: on a map with no
@@ -59,18 +61,6 @@ class RoutingProposerParams(BaseModel):
         le=1000,
         description="extra empty rounds before the run counts as stalled (LNS is random: a miss is not a proof)",
     )
-
-
-@dataclass(frozen=True)
-class RoutingState:
-    """Paths per robot, the occupancy index, the running totals and the robots of each block; never mutated."""
-
-    paths: tuple[Path, ...]
-    index: OccupancyIndex
-    soc: int
-    conflicts: int
-    blocks: Blocks
-    """Robot ids per block: the instance's partition until a regrouping changes it (same sizes)."""
 
 
 class RoutingTask(Task[RoutingState, RoutingParams]):
@@ -226,6 +216,17 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def block_value(self, state: RoutingState, block: int) -> tuple[Path, ...]:
         return tuple(state.paths[r] for r in state.blocks[block])
 
+    def block_elements(self, state: RoutingState, block: int) -> frozenset[Hashable]:
+        """The block's robots in ``state`` (a regrouping changes them)."""
+        return frozenset(("robot", r) for r in state.blocks[block])
+
+    def written_elements(
+        self, state: RoutingState, block: int, value: tuple[Path, ...]
+    ) -> frozenset[Hashable]:
+        """The robots whose paths the value holds: a path names its robot by its start (starts are distinct), so
+        a path that starts where another block's robot starts writes that robot."""
+        return frozenset(("robot", self._robot_of_start[p[0]]) for p in value)
+
     def footprint(self, state: RoutingState, block: int, value: tuple[Path, ...]) -> frozenset[Hashable]:
         """Cells of the old and new paths of the robots that change: every conflict shares a cell."""
         cells: set[int] = set()
@@ -323,8 +324,6 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return None if blocks is None else replace(state, blocks=blocks)
 
     def neighbourhoods(self) -> tuple[str, ...]:
-        from tasks.routing.neighbourhoods import NAMES
-
         return NAMES
 
     def form_blocks(
@@ -335,8 +334,6 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         attempt: int,
         keep: frozenset[int] = frozenset(),
     ) -> RoutingState | None:
-        from tasks.routing.neighbourhoods import form_blocks
-
         return form_blocks(self, state, generator, size, attempt, keep)
 
     def contract(self, state: RoutingState, block: int) -> dict[str, Any]:

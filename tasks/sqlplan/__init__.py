@@ -1,4 +1,4 @@
-"""SQLite query planning kind (DESIGN §4 "sqlplan"): see ``task.py``; one job per module."""
+"""SQLite query planning kind (docs/architecture.md §3 "sqlplan"): see ``task.py``; one job per module."""
 
 from __future__ import annotations
 

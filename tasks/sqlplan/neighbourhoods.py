@@ -18,12 +18,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from tasks.sqlplan.task import SqlPlanTask, SqlState
+from collections.abc import Mapping, Sequence
 
 NAMES = ("partition", "tables", "cost", "random")
 
@@ -52,13 +47,13 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / max(1, len(a | b))
 
 
-def cores_by_tables(task: SqlPlanTask, state: SqlState, k: Sequence[int], attempt: int) -> list[list[str]]:
-    cost = {q: o.cost for q, o in zip(task.qids, state.outcomes, strict=True)}
-    ranked = sorted(task.qids, key=lambda q: (-cost[q], q))
+def cores_by_tables(
+    cost: Mapping[str, int], tables: Mapping[str, frozenset[str]], k: Sequence[int], attempt: int
+) -> list[list[str]]:
+    ranked = sorted(cost, key=lambda q: (-cost[q], q))
     shift = attempt % max(1, len(ranked))
     ranked = ranked[shift:] + ranked[:shift]
-    tables = {q: task.ev.models[q].tables for q in task.qids}
-    left = set(task.qids)
+    left = set(cost)
     cores: list[list[str]] = []
     for want in k:
         seed = next((q for q in ranked if q in left), None)
@@ -72,9 +67,8 @@ def cores_by_tables(task: SqlPlanTask, state: SqlState, k: Sequence[int], attemp
     return cores
 
 
-def cores_by_cost(task: SqlPlanTask, state: SqlState, k: Sequence[int]) -> list[list[str]]:
-    cost = {q: o.cost for q, o in zip(task.qids, state.outcomes, strict=True)}
-    ranked = sorted(task.qids, key=lambda q: (-cost[q], q))
+def cores_by_cost(cost: Mapping[str, int], k: Sequence[int]) -> list[list[str]]:
+    ranked = sorted(cost, key=lambda q: (-cost[q], q))
     n = len(k)
     cores: list[list[str]] = [[] for _ in range(n)]
     for i, q in enumerate(ranked):
@@ -86,18 +80,25 @@ def cores_by_cost(task: SqlPlanTask, state: SqlState, k: Sequence[int]) -> list[
 
 
 def form_query_blocks(
-    task: SqlPlanTask, state: SqlState, name: str, size: float, attempt: int
-) -> SqlState | None:
-    if name == "partition" or len(state.blocks) < 2:
+    blocks: Blocks,
+    cost: Mapping[str, int],
+    tables: Mapping[str, frozenset[str]],
+    name: str,
+    size: float,
+    attempt: int,
+) -> Blocks | None:
+    """New blocks by generator ``name`` from each query's current ``cost`` (in the task's query order) and the
+    ``tables`` it reads; None when they stay as they are. Plain data in and out: the task applies them."""
+    if name == "partition" or len(blocks) < 2:
         return None
-    k = [max(1, min(len(b), round(size * len(b)))) for b in state.blocks]
+    k = [max(1, min(len(b), round(size * len(b)))) for b in blocks]
     if name == "tables":
-        cores = cores_by_tables(task, state, k, attempt)
+        cores = cores_by_tables(cost, tables, k, attempt)
     elif name == "cost":
-        cores = cores_by_cost(task, state, k)
+        cores = cores_by_cost(cost, k)
     elif name == "random":
         rng = random.Random(attempt * 1_000_003 + zlib.crc32(name.encode()))
-        pool = list(task.qids)
+        pool = list(cost)
         rng.shuffle(pool)
         cores, at = [], 0
         for want in k:
@@ -105,7 +106,5 @@ def form_query_blocks(
             at += want
     else:
         raise ValueError(f"sqlplan has no neighbourhood generator '{name}' (it has {', '.join(NAMES)})")
-    blocks = regroup_queries(state.blocks, cores)
-    if blocks == tuple(tuple(sorted(b)) for b in state.blocks):
-        return None
-    return replace(state, blocks=blocks)
+    new = regroup_queries(blocks, cores)
+    return None if new == tuple(tuple(sorted(b)) for b in blocks) else new

@@ -1,4 +1,4 @@
-"""SQLite query planning as a block-optimization task (DESIGN §4 "sqlplan").
+"""SQLite query planning as a block-optimization task (docs/architecture.md §3 "sqlplan").
 
 State: one plan per query plus the shared set of extra indexes, with each
 query's measured outcome carried along so that F and every change are scored
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +22,7 @@ from tasks.paths import DataPath
 from tasks.sqlplan import blind
 from tasks.sqlplan.evaluate import Evaluator, QueryOutcome
 from tasks.sqlplan.indexes import IndexSpec, parse_index_spec
+from tasks.sqlplan.neighbourhoods import NAMES, form_query_blocks
 from tasks.sqlplan.plan import DEFAULT_PLAN, QueryPlan, parse_plan
 from tasks.sqlplan.prompt import SqlPlanPrompt
 from tasks.sqlplan.workload import load_workload
@@ -185,14 +186,24 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
     def initial_blocks(self) -> tuple[tuple[str, ...], ...]:
         return tuple(tuple(qs) for qs in self.block_queries)
 
+    def block_elements(self, state: SqlState, block: int) -> frozenset[Hashable]:
+        """The block's queries in ``state`` (a neighbourhood generator re-forms them). The index set is
+        shared: every block may add or drop indexes, so indexes are no block's elements."""
+        return frozenset(("query", q) for q in state.blocks[block])
+
+    def written_elements(self, state: SqlState, block: int, value: BlockChange) -> frozenset[Hashable]:
+        """The queries the value re-plans (its index changes write the shared index set, no element)."""
+        return frozenset(("query", q) for q in value.plans)
+
     def _owned(self, state: SqlState, changes: Mapping[int, BlockChange]) -> None:
         """A block's value may re-plan only the queries its block holds in ``state`` (blocks can be re-formed,
-        so this is checked against the state, not in the stateless ``validate``)."""
+        so this is checked against the state, not in the stateless ``validate``). The coordinator refuses such
+        a value before scoring; this keeps in-process callers of ``apply`` and ``evaluate_change`` honest."""
         for b, ch in changes.items():
             foreign = sorted(set(ch.plans) - set(state.blocks[b]))
             if foreign:
                 raise InvalidProposal(
-                    f"block {b} holds {list(state.blocks[b])}, not {foreign}", "wrong_block"
+                    f"block {b} holds {list(state.blocks[b])}, not {foreign}", "outside_lease"
                 )
 
     # -- model -----------------------------------------------------------------
@@ -428,7 +439,9 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     def reference(self) -> Reference:
         """A valid lower bound: no plan can cost less than zero progress callbacks."""
-        return Reference(0.0, "lower_bound")
+        return Reference(
+            0.0, "lower_bound", method="no plan costs fewer than zero progress callbacks", proven=True
+        )
 
     def feasible(self, state: SqlState) -> bool:
         within = self.budget is None or self.index_bytes(state.indexes) <= self.budget
@@ -460,8 +473,6 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
 
     # -- neighbourhoods (adaptive block selection) -------------------------------
     def neighbourhoods(self) -> tuple[str, ...]:
-        from tasks.sqlplan.neighbourhoods import NAMES
-
         return NAMES
 
     def form_blocks(
@@ -469,11 +480,12 @@ class SqlPlanTask(Task[SqlState, SqlPlanParams]):
     ) -> SqlState | None:
         """Re-forms all blocks or none: with blocks to ``keep`` (adaptive selection's ``hold``) it keeps them
         all, since the generators deal every query at once."""
-        from tasks.sqlplan.neighbourhoods import form_query_blocks
-
         if keep:
             return None
-        return form_query_blocks(self, state, generator, size, attempt)
+        cost = {q: o.cost for q, o in zip(self.qids, state.outcomes, strict=True)}
+        tables = {q: self.ev.models[q].tables for q in self.qids}
+        blocks = form_query_blocks(state.blocks, cost, tables, generator, size, attempt)
+        return None if blocks is None else replace(state, blocks=blocks)
 
     # -- output --------------------------------------------------------------------
     def baselines(self) -> list[Any]:

@@ -19,8 +19,9 @@ router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
     "", status_code=201, response_model=TaskCreated, dependencies=ADMIN, summary="Create a task (admin)"
 )
 async def post_task(body: CreateTask, service: ServiceDep) -> TaskCreated:
-    spec, join_token, read_token = await service.create(body)
-    return TaskCreated(id=spec.id, join_token=join_token, read_token=read_token)
+    """Answers within ``prepare_wait`` seconds: ``status`` says whether the task already runs or its kind is
+    still preparing it (reference, first plan) in the background."""
+    return await service.begin(body)
 
 
 @router.get("", response_model=TaskList, dependencies=READ, summary="List tasks (admin)")
@@ -53,7 +54,7 @@ async def get_rounds(task_id: str, store: StoreDep, since: Annotated[int, Query(
     "/{task_id}/report",
     response_model=Report,
     dependencies=READ,
-    summary="The run report (DESIGN §10)",
+    summary="The run report (docs/architecture.md §10)",
     responses={200: {"content": {"application/json": {"example": REPORT_EXAMPLE}}}},
 )
 async def get_report(task_id: str, service: ServiceDep) -> Report:

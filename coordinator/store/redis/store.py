@@ -5,7 +5,7 @@ Each change that must not interleave with another replica's is one Lua script
 and commits are atomic without client-side locks. Plain reads are single
 commands. Key names: ``keys.py``.
 
-Design choices (DESIGN §7, issue 7):
+Design choices (docs/architecture.md §6, issue 7):
 
 - Proposal queue: a hash of proposals plus a sorted set of pending ids, not a
   Stream with a consumer group. The round lock already makes one replica the

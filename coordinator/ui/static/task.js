@@ -4,6 +4,7 @@ import { duration, el, EventStream, fmt, frameScheduler, getJSON, setText } from
 import { ConvergenceChart } from "./chart.js";
 
 const TERMINAL_POLL_MS = 1000;
+const PREPARING_POLL_MS = 500;
 const ROUND_ROWS_SHOWN = 20;
 const TABLE_MS = 250;
 const SUMMARY = [
@@ -78,9 +79,19 @@ export class TaskPage {
   async run() {
     try {
       await this.refreshTask();
+      // The kind is still preparing the task (reference, first plan): only its view answers until then.
+      while (this.task.status === "preparing" && !this.stopped) {
+        this.ui.connection("retry", "preparing…");
+        await new Promise((resolve) => { this.timer = setTimeout(resolve, PREPARING_POLL_MS); });
+        await this.refreshTask();
+      }
+      this.ui.connection("", "");
     } catch (e) {
       if (e.name !== "AbortError") this.ui.error(e);
       return;
+    }
+    if (this.stopped || (this.task.status === "failed" && this.task.blocks === null)) {
+      return; // its preparation failed: the summary says why, and there is nothing else to show
     }
     this.stream = new EventStream(`/v1/tasks/${this.id}/events`, {
       onEvent: (type, data) => this.onEvent(type, data),
@@ -246,18 +257,19 @@ export class TaskPage {
   renderSummary(t) {
     const s = this.summary;
     setText(this.title, t.name);
-    if (s.status.textContent !== t.status) {
-      s.status.textContent = t.status; s.status.className = `status ${t.status}`;
+    const status = t.reason && t.status === "failed" && t.blocks === null ? `${t.status}: ${t.reason}` : t.status;
+    if (s.status.textContent !== status) {
+      s.status.textContent = status; s.status.className = `status ${t.status}`;
     }
     setText(s.round, String(t.round)); setText(s.objective, fmt(t.objective, 6)); setText(s.gap, fmt(t.gap));
-    setText(s.relative_gap, fmt(t.relative_gap)); setText(s.feasible, t.feasible ? "yes" : "no");
-    setText(s.reference, `${fmt(t.reference, 6)} (${t.reference_kind})`);
+    setText(s.relative_gap, fmt(t.relative_gap)); setText(s.feasible, t.feasible === null ? "–" : t.feasible ? "yes" : "no");
+    setText(s.reference, t.reference === null ? "–" : `${fmt(t.reference, 6)} (${t.reference_kind})`);
     setText(s.agents, String(t.agents)); setText(s.leases, String(t.leases));
     setText(s.merge_policy, `${t.merge_policy}, ${t.mode}`);
     const f = t.forecast || (this.report && this.report.forecast) || null;
     setText(s.eta, f && t.finished_at === null ? `${fmt(f.eta_rounds)} rounds, ${duration(f.eta_seconds)}` : "–");
     setText(s.limit, f && f.limit !== undefined && f.limit !== null ? fmt(f.limit, 6) : "–");
-    this.chart.setLimit(f && f.limit !== null && f.limit !== undefined ? f.limit - t.reference : null);
+    this.chart.setLimit(f && f.limit !== null && f.limit !== undefined && t.reference !== null ? f.limit - t.reference : null);
     setText(s.age, duration((t.finished_at ?? Date.now() / 1000) - t.created_at));
   }
 

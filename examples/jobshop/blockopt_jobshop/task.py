@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -39,6 +40,16 @@ class State:
     """keys[j][k]: the key of job j's k-th operation; machines run operations in key order."""
     groups: tuple[tuple[int, ...], ...]
     """groups[b] = the jobs of block b."""
+
+
+def _finite(x: Any) -> bool:
+    """A number a float holds, finite (JSON can carry a 400-digit integer, and Python's parser Infinity)."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return False
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:
+        return False
 
 
 class JobShopParams(BaseModel):
@@ -162,6 +173,16 @@ class JobShopTask(Task[State, JobShopParams]):
             "makespan": self.objective(state),
         }
 
+    def block_elements(self, state: State, block: int) -> frozenset[Hashable]:
+        """The block's jobs in ``state`` (``regroup`` changes them, keeping each block's size)."""
+        return frozenset(("job", j) for j in state.groups[block])
+
+    def written_elements(self, state: State, block: int, value: Value) -> frozenset[Hashable]:
+        """The jobs the value gives keys to: the coordinator refuses a value that names a job of another
+        block (``validate`` has no state, so it checks only that the value names as many jobs as the block
+        holds)."""
+        return frozenset(("job", j) for j in value)
+
     def validate(self, block: int, value: Any) -> Value:
         if not isinstance(block, int) or not 0 <= block < self.n_blocks:
             raise InvalidProposal(f"block {block} does not exist (0..{self.n_blocks - 1})", "wrong_block")
@@ -180,9 +201,7 @@ class JobShopTask(Task[State, JobShopParams]):
             ops = len(self.inst.routes[j])
             if not isinstance(ks, list) or len(ks) != ops:
                 raise InvalidProposal(f"job {j}: give one key per operation ({ops})", "bad_shape")
-            if not all(
-                isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in ks
-            ):
+            if not all(_finite(x) for x in ks):
                 raise InvalidProposal(f"job {j}: keys must be finite numbers", "bad_key")
             decoded[j] = tuple(float(x) for x in ks)
         return decoded
@@ -193,9 +212,23 @@ class JobShopTask(Task[State, JobShopParams]):
     @cached_property
     def _reference(self) -> Reference:
         if self.params.exact_limit <= 0:
-            return Reference(float(self.inst.trivial_bound()), "lower_bound")
+            return Reference(
+                float(self.inst.trivial_bound()),
+                "lower_bound",
+                method="largest job or machine load (trivial bound)",
+                proven=True,
+            )
         _, bound, proven = exact.solve(self.inst, self.params.exact_limit)
-        return Reference(float(bound), "optimum" if proven else "lower_bound")
+        return Reference(
+            float(bound),
+            "optimum" if proven else "lower_bound",
+            method="CP-SAT on the disjunctive model",
+            solver=exact.SOLVER,
+            workers=exact.WORKERS,
+            seed=exact.SEED,
+            time_limit=self.params.exact_limit,
+            proven=proven,
+        )
 
     def reference(self) -> Reference:
         return self._reference

@@ -1,0 +1,21 @@
+"""Routing's state: what the task scores and the neighbourhood generators re-form, in a module of its own so
+that both can name it without importing each other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tasks.routing.occupancy import OccupancyIndex, Path
+from tasks.routing.regroup import Blocks
+
+
+@dataclass(frozen=True)
+class RoutingState:
+    """Paths per robot, the occupancy index, the running totals, the robots of each block; never mutated."""
+
+    paths: tuple[Path, ...]
+    index: OccupancyIndex
+    soc: int
+    conflicts: int
+    blocks: Blocks
+    """Robot ids per block: the instance's partition until a regrouping changes it (same sizes)."""
