@@ -12,13 +12,26 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tasks.routing.destroy import walk_from
+from tasks.routing.grid import Grid
+from tasks.routing.instance import Instance
 from tasks.routing.regroup import Blocks
+from tasks.routing.state import RoutingState
 
-if TYPE_CHECKING:
-    from tasks.routing.task import RoutingState, RoutingTask
+
+class TaskForLeases(Protocol):
+    """What lease formation reads of the task (``tasks/routing/task.py`` implements it): a protocol, so that
+    the task can import this module and not the other way round."""
+
+    @property
+    def inst(self) -> Instance: ...
+
+    @property
+    def grid(self) -> Grid: ...
+
+    def delays(self, state: RoutingState) -> list[int]: ...
 
 
 WALKS = 24
@@ -27,7 +40,7 @@ other agents' robots meets nobody eligible, and 8 k walks from it cost up to hal
 
 
 def lease_members(
-    task: RoutingTask, state: RoutingState, pool: set[int], k: int, rng: random.Random
+    task: TaskForLeases, state: RoutingState, pool: set[int], k: int, rng: random.Random
 ) -> list[int]:
     """``k`` robots of ``pool``: delayed ones drawn by their delay, each with the robots of ``pool`` met on
     walks along its way; the rest (when too few are delayed) drawn uniformly from ``pool``."""
@@ -71,7 +84,7 @@ def spread(blocks: Blocks, block: int, members: Sequence[int], free: Sequence[in
 
 
 def form_lease(
-    task: RoutingTask, state: RoutingState, block: int, held: frozenset[int], attempt: int
+    task: TaskForLeases, state: RoutingState, block: int, held: frozenset[int], attempt: int
 ) -> RoutingState | None:
     """``state`` with ``block`` holding a neighbourhood of its fair share of the free robots (those of the
     blocks not ``held``); None when no other block is free to take what it leaves out (one agent: its one

@@ -20,6 +20,7 @@ from tasks.base import InvalidProposal, Reference, Task
 from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.destroy import delays
 from tasks.routing.instance import Instance, RoutingParams, build_instance
+from tasks.routing.lease import form_lease
 from tasks.routing.lns import RoutingProposer
 from tasks.routing.neighbourhoods import NAMES, form_blocks
 from tasks.routing.occupancy import (
@@ -308,8 +309,6 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def form_lease(
         self, state: RoutingState, block: int, held: frozenset[int], attempt: int
     ) -> RoutingState | None:
-        from tasks.routing.lease import form_lease
-
         return form_lease(self, state, block, held, attempt) if self.p.neighbourhood_leases else None
 
     def regroup(
