@@ -51,8 +51,7 @@ class Leasing(AsyncWindow):
         built = self._built.get(task_id)
         if built is None or built.snapshot.version != version:
             built = await self._build(spec, await self.store.get_head(task_id))
-        # (not on an API process of the split mode: its round lock would keep the engines from merging)
-        if spec.mode == "async" and built.task.neighbourhood_leases and self.rounds_here:
+        if self._forms_leases(spec, built.task):
             built = await self._form_lease(spec, lease, built)
         if (
             lease.version != built.snapshot.version

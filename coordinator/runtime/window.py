@@ -65,9 +65,9 @@ class AsyncWindow(RoundsMode):
         built = await self._build(spec, head)
         started = time.perf_counter()
         keep = None
-        # held blocks and the blocks of queued answers stay; a kind with neighbourhood leases forms each
-        # block when it is leased instead (``Leasing._form_lease``)
-        if spec.regroup_after == "arrival" and not built.task.neighbourhood_leases:
+        # held blocks and the blocks of queued answers stay; where leases form their blocks, each block is
+        # formed when it is leased instead (``Leasing._form_lease``)
+        if spec.regroup_after == "arrival" and not self._forms_leases(spec, built.task):
             leased = await self.store.active_leases(task_id, self.clock())
             keep = frozenset({lease.block for lease in leased} | {q.proposal.block for q in behind})
         arrival, state_json = await self._engine_step(
