@@ -12,8 +12,8 @@ with a bootstrap interval over seeds. ``lease_order-again`` is lease order a sec
 what noise alone gives. Arms are interleaved per seed (their order rotating), so the drift of a shared
 machine hits them alike.
 
-    .venv/bin/python benchmarks/adaptive.py --seeds 0 1 --dir benchmarks/results/adaptive2   # runs
-    .venv/bin/python benchmarks/adaptive.py --summarize --dir benchmarks/results/adaptive2   # the table
+    .venv/bin/python -m benchmarks.adaptive --seeds 0 1 --dir benchmarks/results/adaptive2   # runs
+    .venv/bin/python -m benchmarks.adaptive --summarize --dir benchmarks/results/adaptive2   # the table
 
 One raw JSON file per run goes to ``--dir`` (its rounds included); runs already there are skipped, so a
 long measurement splits into chunks of seeds.
@@ -21,7 +21,6 @@ long measurement splits into chunks of seeds.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import json
@@ -34,18 +33,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import httpx
+from prometheus_client import CollectorRegistry
+from pydantic import SecretStr
 
-import httpx  # noqa: E402
-from prometheus_client import CollectorRegistry  # noqa: E402
-from pydantic import SecretStr  # noqa: E402
-
-from agents.fleet import spawn, terminate  # noqa: E402
-from agents.worker import WorkerConfig  # noqa: E402
-from coordinator.api.embedded import EmbeddedServer  # noqa: E402
-from coordinator.api.main import create_app  # noqa: E402
-from coordinator.settings import ServiceSettings  # noqa: E402
-from coordinator.store.memory import MemoryStore  # noqa: E402
+from agents.fleet import spawn, terminate
+from agents.worker import WorkerConfig
+from benchmarks.lib.cli import Parser
+from coordinator.api.embedded import EmbeddedServer
+from coordinator.api.main import create_app
+from coordinator.settings import ServiceSettings
+from coordinator.store.memory import MemoryStore
 
 ARMS: dict[str, dict[str, Any]] = {
     "lease_order": {"policy": "lease_order"},
@@ -224,7 +222,7 @@ def summarize(runs: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(prog="adaptive", description=__doc__.splitlines()[0])
     ap.add_argument("--instances", nargs="+", default=list(INSTANCES), help="MAP:ROBOTS (scenario random-1)")
     ap.add_argument("--seeds", type=int, nargs="+", default=list(range(8)))
     ap.add_argument("--agents", type=int, default=3)

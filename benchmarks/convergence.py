@@ -8,13 +8,12 @@ SF 0.01), engine only and short: one-step coverage, tightness, ETA and F̂∞ at
 against the final value. Everything comes from one run of this script; raw rows go to
 benchmarks/results/convergence.json.
 
-    .venv/bin/python benchmarks/convergence.py                # everything (~10 min on 2 shared cores)
-    .venv/bin/python benchmarks/convergence.py --seeds 2 --skip-routing --skip-sqlplan   # a quick look
+    .venv/bin/python -m benchmarks.convergence                # everything (~10 min on 2 shared cores)
+    .venv/bin/python -m benchmarks.convergence --seeds 2 --skip-routing --skip-sqlplan   # a quick look
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -22,13 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from coordinator.engine import forecast as fc  # noqa: E402
-from coordinator.engine.rounds import EngineSettings  # noqa: E402
-from coordinator.reports.ledger import RunLedger  # noqa: E402
-from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc  # noqa: E402
-from tasks.quadratic import QuadraticParams, QuadraticProposerParams, QuadraticTask  # noqa: E402
+from benchmarks.lib.cli import Parser
+from coordinator.engine import forecast as fc
+from coordinator.engine.rounds import EngineSettings
+from coordinator.reports.ledger import RunLedger
+from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc
+from tasks.quadratic import QuadraticParams, QuadraticProposerParams, QuadraticTask
 
 EPSILON = 1e-6
 WINDOWS = (3, 6)
@@ -245,12 +243,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out["runs"] = len(quad)
     env_fail = sum(1 for r in quad if r["eta"][0]["envelope_hits"] < r["eta"][0]["envelope_rounds"])
     out["envelope_W3_runs_with_a_miss"] = env_fail
+    coverage, tight = out["one_step_coverage"], out["one_step_tightness_median_of_runs"]
     print(
         f"\nquadratic, all {len(quad)} runs: a priori held {out['a_priori_all']['held']}/"
         f"{out['a_priori_all']['checked']} checked rounds (sigma 0: {out['a_priori_sigma0']['held']}/"
         f"{out['a_priori_sigma0']['checked']}); one-step coverage "
-        f"{out['one_step_coverage']:.1%} (target 90%), median of per-run median tightness "
-        f"{out['one_step_tightness_median_of_runs']:.3g}; envelope (W=3) missed in {env_fail} runs; "
+        f"{'none (too few rounds)' if coverage is None else f'{coverage:.1%}'} (target 90%), median of per-run "
+        f"median tightness {'none' if tight is None else f'{tight:.3g}'}; envelope (W=3) missed in {env_fail} runs; "
         f"ETA within 2x of actual among the {len(reached)} runs that reached 1e-6: {out['eta_within_2x']}"
     )
     others = [r for r in rows if r["kind"] != "quadratic"]
@@ -271,7 +270,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = Parser(prog="convergence", description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--max-rounds", type=int, default=150)
     ap.add_argument("--routing-seconds", type=float, default=40.0)

@@ -10,12 +10,11 @@ coordinator (embedded, memory store) and the team (worker threads, the real
 HTTP protocol) run until the plan is first collision-free; we record the wall
 time and the tokens and calls the coordinator had counted by then.
 
-    .venv/bin/python benchmarks/llm_team.py --scens 1,2,3 --teams 1,3,6 --robots 20
+    .venv/bin/python -m benchmarks.llm_team --scens 1,2,3 --teams 1,3,6 --robots 20
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import secrets
 import statistics
@@ -31,6 +30,7 @@ from pydantic import SecretStr
 
 from agents.fleet import run_threads
 from agents.worker import WorkerConfig
+from benchmarks.lib.cli import Parser
 from coordinator.api.embedded import EmbeddedServer
 from coordinator.api.main import create_app
 from coordinator.settings import ServiceSettings
@@ -106,7 +106,7 @@ def solve_once(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(prog="llm_team", description=__doc__.splitlines()[0])
     parser.add_argument("--map", default="random-32-32-10")
     parser.add_argument("--scens", default="1,2,3", help="scenario numbers (random-N of the map)")
     parser.add_argument("--robots", type=int, default=20)

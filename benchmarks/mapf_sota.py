@@ -17,9 +17,17 @@ an empty round, ``--regroup-after stalled``); ``--teams hold`` is rounds mode wi
 (``--selection ucb1 --hold``: the blocks that did not pay are formed anew after every round). ``--agents 1 2
 3`` gives a column per team size. Instances run one after the other.
 
-    .venv/bin/python benchmarks/mapf_sota.py --quick --lns2-src /work/ext/lns2 --lacam3-src /work/ext/lacam3
-    .venv/bin/python benchmarks/mapf_sota.py --limit 30 --lns2-src ... --lacam3-src ... --json out.json
-    .venv/bin/python benchmarks/mapf_sota.py --teams inproc async --only room-32-32-4:100 --lns2-src ...
+``--seeds S... --dir OUT`` runs every instance and seed in a call of its own (one raw JSON each,
+``OUT/MAP-K-sSEED.json``). ``--refs REF... --dir OUT`` runs our team (no reference solver) from each git
+ref's ``git archive``, each warmed up first (its compiled SIPP cached), then per seed and instance the refs
+one after the other, their order rotating, so a change of load hits them alike (``OUT/REF-MAP-K-sSEED.json``).
+
+    .venv/bin/python -m benchmarks.mapf_sota --quick --lns2-src /work/ext/lns2 --lacam3-src /work/ext/lacam3
+    .venv/bin/python -m benchmarks.mapf_sota --limit 30 --lns2-src ... --lacam3-src ... --json out.json
+    .venv/bin/python -m benchmarks.mapf_sota --teams inproc async --only room-32-32-4:100 --lns2-src ...
+    .venv/bin/python -m benchmarks.mapf_sota --lns2-src ... --teams async --no-stall --seeds 0 1 2 --dir OUT
+    .venv/bin/python -m benchmarks.mapf_sota --refs 83e4337 HEAD --teams async --no-stall --seeds 1 2 \\
+        --only empty-16-16:100 --dir OUT
 """
 
 from __future__ import annotations
@@ -38,10 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.routing_common import check, make_task, run_team  # noqa: E402
-from tasks.routing import RoutingTask, movingai  # noqa: E402
+from benchmarks.lib.cli import Parser, fail, instances, write_json
+from benchmarks.lib.refs import exported, tree_env
+from benchmarks.lib.routing import check, make_task, run_team
+from tasks.routing import RoutingTask, movingai
 
 XY = tuple[int, int]
 
@@ -254,7 +262,7 @@ def run_service_team(
             *SERVICE_TEAMS[mode],
             "--quiet", "--report", str(report), *(["--stall-seconds", str(limit)] if no_stall else []),
         ]  # fmt: skip
-        env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        env = tree_env(Path(__file__).resolve().parent.parent, MPLBACKEND="Agg")
         t0 = time.monotonic()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 300, env=env)
@@ -294,7 +302,7 @@ def _row(task: RoutingTask, solver: str, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog="mapf_sota", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lns2-src", help="MAPF-LNS2 source tree (github.com/Jiaoyang-Li/MAPF-LNS2)")
     ap.add_argument(
         "--lacam3-src", help="LaCAM3 source tree with third_party/argparse (github.com/Kei18/lacam3)"
@@ -334,10 +342,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help=f"only {', '.join(f'{m} k={k}' for m, k in QUICK)}")
     ap.add_argument("--only", nargs="*", metavar="MAP:K", help="instances to run, e.g. room-32-32-4:50")
     ap.add_argument("--json", default=None, help="write the raw rows here")
+    ap.add_argument("--seeds", type=int, nargs="+", default=None, help="a call per seed and instance (--dir)")
+    ap.add_argument("--refs", nargs="+", default=None, help="our team from each git ref's tree (--dir)")
+    ap.add_argument("--dir", type=Path, default=None, help="one raw JSON per call of --seeds or --refs here")
     ap.add_argument(
         "--table-from", default=None, metavar="JSON", help="only print the table of an earlier run's rows"
     )
     args = ap.parse_args(argv)
+    if (args.seeds or args.refs) and args.dir is None:
+        fail("mapf_sota", "--seeds and --refs want --dir (one raw JSON per call goes there)")
+    if args.dir is not None and not (args.seeds or args.refs):
+        fail("mapf_sota", "--dir goes with --seeds or --refs")
+    if args.limit <= 0 or min(args.agents) < 1:
+        fail("mapf_sota", "--limit and --agents want positive numbers")
     if args.table_from:
         saved = json.loads(Path(args.table_from).read_text())
         meta = saved["meta"]
@@ -347,11 +364,21 @@ def main(argv: list[str] | None = None) -> int:
 
     cases = QUICK if args.quick else FULL
     if args.only:
-        try:
-            cases = [(s.split(":")[0], int(s.split(":")[1])) for s in args.only]
-        except (IndexError, ValueError):
-            print(f"mapf_sota: error: --only wants MAP:K, got {args.only}", file=sys.stderr)
-            return 2
+        cases = [(m, int(k)) for m, k in instances(args.only, "mapf_sota")]
+    if args.refs:
+        return side_by_side(args, argv or sys.argv[1:], cases)
+    if args.seeds:
+        for seed in args.seeds:
+            for map_name, k in cases:
+                args.seed, args.json = seed, str(args.dir / f"{map_name}-{k}-s{seed}.json")
+                run(args, [(map_name, k)])
+        return 0
+    run(args, cases)
+    return 0
+
+
+def run(args: argparse.Namespace, cases: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    """Every solver and team of ours on ``cases``; the rows, also written to ``--json``."""
     solvers = [build("lns2", args.lns2_src, "lns", "lns"), build("lacam3", args.lacam3_src, "main", "main")]
     for s in solvers:
         print(
@@ -421,10 +448,61 @@ def main(argv: list[str] | None = None) -> int:
             "cpus": os.cpu_count(),
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         }
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-        print(f"wrote {args.json}")
+        print(f"wrote {write_json(args.json, {'meta': meta, 'rows': rows})}")
+    return rows
+
+
+def side_by_side(args: argparse.Namespace, argv: list[str], cases: list[tuple[str, int]]) -> int:
+    """``--refs``: our team from each ref's tree, refs rotating per seed and instance; no reference solver."""
+    keep = _passed_through(argv)
+    with exported(args.refs, "mapf_sota") as trees:
+        for ref, tree in trees.items():  # warm-up: SIPP compiles into the tree's cache
+            _in_tree(tree, ["--limit", "2", "--agents", str(args.agents[0]), "--teams", "async",
+                            "--only", "empty-16-16:20"])  # fmt: skip
+            print(f"{ref} exported and warmed up {time.strftime('%H:%M:%S')}", flush=True)
+        turn = 0
+        for seed in args.seeds or [args.seed]:
+            for map_name, k in cases:
+                order = args.refs[turn % len(args.refs) :] + args.refs[: turn % len(args.refs)]
+                turn += 1
+                for ref in order:
+                    out = args.dir / f"{ref.replace('/', '_')}-{map_name}-{k}-s{seed}.json"
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    _in_tree(trees[ref], [*keep, "--seed", str(seed), "--only", f"{map_name}:{k}",
+                                          "--json", str(out.resolve())])  # fmt: skip
+                    socs = [r.get("soc") for r in json.loads(out.read_text())["rows"] if "skipped" not in r]
+                    when, load = time.strftime("%H:%M:%S"), os.getloadavg()[0]
+                    print(f"{ref} {map_name} k={k} s{seed} soc {socs} {when} load {load:.1f}", flush=True)
     return 0
+
+
+def _passed_through(argv: list[str]) -> list[str]:
+    """The options a ref's own run takes from this command: the team's, not the seeds, refs or paths."""
+    drop = {
+        "--refs",
+        "--seeds",
+        "--dir",
+        "--only",
+        "--json",
+        "--seed",
+        "--lns2-src",
+        "--lacam3-src",
+        "--quick",
+    }
+    out: list[str] = []
+    skipping = False
+    for arg in argv:
+        if arg.startswith("--"):
+            skipping = arg.split("=")[0] in drop
+        if not skipping:
+            out.append(arg)
+    return out
+
+
+def _in_tree(tree: str, args: list[str]) -> None:
+    """This benchmark as ``tree`` has it, run from that tree (its own code end to end)."""
+    cmd = [sys.executable, "-m", "benchmarks.mapf_sota", *args]
+    subprocess.run(cmd, cwd=tree, env=tree_env(tree), check=True, capture_output=True)
 
 
 def _team_names(sizes: list[int], teams: list[str]) -> list[str]:

@@ -19,8 +19,8 @@ Per point: time per round (coordinator side: engine + objective evaluations; wal
 coordinator CPU per proposal, peak RSS, time to the first feasible and to the final answer. The summary
 prints the fitted log-log slope per axis and metric (1.0 = linear in the input).
 
-    .venv/bin/python benchmarks/scale.py --quick            # < 5 min
-    .venv/bin/python benchmarks/scale.py --label before     # full; writes benchmarks/results/scale-before.json
+    .venv/bin/python -m benchmarks.scale --quick            # < 5 min
+    .venv/bin/python -m benchmarks.scale --label before     # full; writes benchmarks/results/scale-before.json
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.lib.cli import Parser
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 QUICK: dict[str, list[dict[str, Any]]] = {
     "quad-blocks": [{"blocks": n, "rounds": 4} for n in (16, 64, 256)],
@@ -144,7 +144,7 @@ def engine_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
 def _gen(
     port: int, tasks: list[dict[str, str]], agents: list[int], start: float, seconds: float, queue: Any
 ) -> None:
-    from service_throughput import agent_loop
+    from benchmarks.service_throughput import agent_loop
 
     while time.time() < start:
         time.sleep(0.005)
@@ -182,7 +182,7 @@ STACK: list[str] = []
 
 
 def service_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
-    from service_throughput import ADMIN, Conn, cpu_seconds, free_port, start_serve, stop
+    from benchmarks.service_throughput import ADMIN, Conn, cpu_seconds, free_port, start_serve, stop
 
     port = free_port()
     serve = start_serve(port, *STACK)
@@ -264,7 +264,7 @@ def run_point(axis: str, spec: dict[str, Any]) -> dict[str, Any]:
     if axis.startswith("svc"):
         return service_point(axis, spec)
     done = subprocess.run(
-        [sys.executable, __file__, "--point", json.dumps({"axis": axis, **spec})],
+        [sys.executable, "-m", "benchmarks.scale", "--point", json.dumps({"axis": axis, **spec})],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -406,7 +406,7 @@ def compare(labels: list[str]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(prog="scale", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small points only (< 5 min)")
     ap.add_argument(
         "--axes", default=None, help=f"comma-separated subset of {','.join(FULL)} (default: all of the mode)"

@@ -7,12 +7,11 @@ proposer and request bodies took (timed apart), is the service layer's cost: the
 server CPU that no HTTP stack can remove. Compare it with the trivial endpoint's whole request in
 ``service_throughput.py``: 0.5x that endpoint needs the two costs within 2x of each other.
 
-    .venv/bin/python benchmarks/service_inproc.py [--seconds 5] [--repeats 3] [--json FILE]
+    .venv/bin/python -m benchmarks.service_inproc [--seconds 5] [--repeats 3] [--json FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import json
@@ -23,6 +22,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from benchmarks.lib.cli import Parser
 from coordinator import errors
 from coordinator.runtime import heap
 from coordinator.runtime.metrics import ServiceMetrics
@@ -92,7 +92,7 @@ async def measure(mode: str, seconds: float) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(prog="service_inproc", description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--repeats", type=int, default=3, help="runs per mode, the modes alternated")
     ap.add_argument("--modes", default="async,rounds")

@@ -10,7 +10,7 @@
 - ``tasks50``: 50 concurrent quadratic tasks with 4 agents each on one split coordinator (1 API + 1 engine):
   every task must converge; submit latency (the `POST /proposals?wait=5` call, verdict inline) p50 / p99.
 
-    .venv/bin/python benchmarks/service_split.py [--parts ratio,scaleout,tasks50] [--repeats 3]
+    .venv/bin/python -m benchmarks.service_split [--parts ratio,scaleout,tasks50] [--repeats 3]
         [--seconds 12] [--json benchmarks/results/service_split.json]
 """
 
@@ -30,11 +30,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from service_throughput import (  # noqa: E402
+from benchmarks.lib.cli import Parser
+from benchmarks.service_throughput import (
     ADMIN,
     Conn,
     agent_loop,
@@ -44,6 +41,8 @@ from service_throughput import (  # noqa: E402
     start_trivial,
     stop,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
 
 REDIS = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 WARMUP = 6.0
@@ -125,7 +124,7 @@ def gen_process(
 
 
 def trivial_process(port: int, agents: int, start: float, seconds: float, q: Any) -> None:
-    from service_throughput import trivial_loop
+    from benchmarks.service_throughput import trivial_loop
 
     while time.time() < start:
         time.sleep(0.005)
@@ -355,7 +354,7 @@ def summary(results: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(prog="service_split", description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="ratio,scaleout,tasks50")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--agents", type=int, default=64)

@@ -9,7 +9,7 @@ is known inside the measured window, and the server's CPU is read at the
 window's end: the last round waits out its deadline for agents that stopped,
 and dividing by the drained wall time cost the coordinator up to 11% of its
 rate in the runs where that tail lasted 1 s. The same load generator POSTs a proposal-shaped body to a trivial
-FastAPI endpoint (benchmarks/service_trivial_app.py, also one uvicorn process).
+FastAPI endpoint (benchmarks/lib/trivial_app.py, also one uvicorn process).
 
 Load generator: ``--gen-procs`` processes × threads, each agent a stdlib
 ``http.client`` keep-alive connection (lowest per-request client overhead
@@ -18,7 +18,7 @@ available here; no aiohttp). CPU seconds of server and generator are read from
 installed the trivial endpoint is also measured with it (C load generator) as
 a ceiling.
 
-    .venv/bin/python benchmarks/service_throughput.py [--agents 64] [--seconds 15]
+    .venv/bin/python -m benchmarks.service_throughput [--agents 64] [--seconds 15]
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.lib.cli import Parser
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN = "bench-admin-token-4f0b9d2e7a61"
@@ -320,7 +322,7 @@ def start(
 
 def start_trivial(port: int, *extra: str) -> subprocess.Popen[bytes]:
     """The baseline: a FastAPI endpoint that does nothing, under uvicorn like the coordinator."""
-    cmd = [sys.executable, "-m", "uvicorn", "benchmarks.service_trivial_app:app", "--port", str(port)]
+    cmd = [sys.executable, "-m", "uvicorn", "benchmarks.lib.trivial_app:app", "--port", str(port)]
     return start([*cmd, "--log-level", "warning", "--no-access-log", *extra], port, "/docs")
 
 
@@ -499,7 +501,7 @@ def paired(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(prog="service_throughput", description=__doc__.splitlines()[0])
     ap.add_argument("--agents", type=int, default=64)
     ap.add_argument("--blocks", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=15.0)

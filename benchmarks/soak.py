@@ -12,12 +12,11 @@ least-squares slope after the warm-up (per hour, and as the change it implies
 over the run relative to the series' mean), the error count (coordinator log
 lines at ERROR, tracebacks, failed tasks, unexpected HTTP answers), and a PNG.
 
-Usage: python benchmarks/soak.py [--minutes 30] [--out benchmarks/results/soak]
+Usage: python -m benchmarks.soak [--minutes 30] [--out benchmarks/results/soak]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -36,6 +35,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from benchmarks.lib.cli import Parser
 from coordinator.status import TERMINAL
 
 REPO = Path(__file__).resolve().parent.parent
@@ -250,7 +250,7 @@ def plot(samples: list[dict[str, float]], warmup: float, path: Path) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(prog="soak", description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--sample", type=float, default=10.0, help="seconds between samples")
     ap.add_argument("--warmup", type=float, default=300.0, help="seconds left out of the slopes")
@@ -349,7 +349,7 @@ def main() -> int:
     log_errors = [line for line in text.splitlines() if " ERROR " in line or line.startswith("Traceback")]
     errors = len(log_errors) + len(soak.unexpected) + soak.finished.get("failed", 0)
     result = {
-        "command": "python benchmarks/soak.py " + " ".join(sys.argv[1:]),
+        "command": "python -m benchmarks.soak " + " ".join(sys.argv[1:]),
         "minutes": round((samples[-1]["t"] if samples else 0) / 60, 1),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "tasks_created": soak.created,

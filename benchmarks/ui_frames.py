@@ -6,12 +6,11 @@ history rows (with forecast fields, hits, misses and regroupings) are generated 
 own event handler as fast as the stream would deliver them (``--rows-per-frame``), while the robots play.
 Side by side from one run: the same page idle (animation only) against the page under that load.
 
-    .venv/bin/python benchmarks/ui_frames.py --out benchmarks/results/ui_frames.json
+    .venv/bin/python -m benchmarks.ui_frames --out benchmarks/results/ui_frames.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import random
@@ -24,13 +23,12 @@ import httpx
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from coordinator.api.embedded import EmbeddedServer  # noqa: E402
-from coordinator.api.main import create_app  # noqa: E402
-from coordinator.settings import ServiceSettings  # noqa: E402
-from coordinator.store import MemoryStore  # noqa: E402
-from tests.browser_support import Browser, executables  # noqa: E402
+from benchmarks.lib.browser import Browser, find_executables
+from benchmarks.lib.cli import Parser, fail
+from coordinator.api.embedded import EmbeddedServer
+from coordinator.api.main import create_app
+from coordinator.settings import ServiceSettings
+from coordinator.store import MemoryStore
 
 TOKEN = "bench-admin-token-0123456789"
 
@@ -102,7 +100,7 @@ def rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = Parser(prog="ui_frames", description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=2000)
     ap.add_argument("--robots", type=int, default=400)
     ap.add_argument("--agents", type=int, default=64)
@@ -114,7 +112,10 @@ def main() -> int:
 
     settings = ServiceSettings(admin_token=SecretStr(TOKEN), lease_ttl=600.0, rate_per_agent=1000.0)
     app = create_app(settings, MemoryStore(), CollectorRegistry())
-    chromium, driver = executables()
+    try:
+        chromium, driver = find_executables()
+    except LookupError as exc:
+        fail("ui_frames", str(exc))
     with (
         EmbeddedServer(app) as server,
         httpx.Client(base_url=server.url, timeout=120, headers={"Authorization": f"Bearer {TOKEN}"}) as admin,

@@ -226,6 +226,20 @@ def build_parser(with_kinds: bool = True) -> argparse.ArgumentParser:
             "--report", type=Path, default=None, help="write the JSON report here (PNG beside it)"
         )
         kp.add_argument(
+            "--target",
+            type=float,
+            action="append",
+            default=None,
+            metavar="Q",
+            help="objective whose first time the report's anytime section gives (repeatable)",
+        )
+        kp.add_argument(
+            "--plot-x",
+            choices=["rounds", "seconds"],
+            default="rounds",
+            help="x-axis of the convergence picture: rounds, or seconds since the task was created",
+        )
+        kp.add_argument(
             "--inproc", action="store_true", help="engine only: no HTTP, the task's own proposers"
         )
         kp.add_argument("--quiet", action="store_true", help="no per-round progress lines")
@@ -272,6 +286,18 @@ def build_parser(with_kinds: bool = True) -> argparse.ArgumentParser:
         add_model_options(kp, cls.ProposerParams)
 
     sub.add_parser("kinds", help="list the installed task kinds and the packages they come from")
+
+    comp = sub.add_parser(
+        "compare", help="time-to-target speed-ups of run reports (the first is the reference)"
+    )
+    comp.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
+    comp.add_argument(
+        "--target",
+        type=float,
+        default=None,
+        help="objective Q to reach (default: the first report's final objective)",
+    )
+    comp.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
     serve = sub.add_parser(
         "serve", help="run the coordinator service", allow_abbrev=False
@@ -382,10 +408,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     own = os.environ.get("BLOCKOPT_ADMIN_TOKEN")  # the embedded coordinator of a service run uses it when set
     if not args.inproc and own and (reason := weak_token_reason(own)) is not None:
         raise UsageError(f"BLOCKOPT_ADMIN_TOKEN: {reason}, or unset it (a fresh one is generated)")
-    task = cls(params)
+    from blockopt.team import team_error, team_line
+
+    try:
+        task = cls(params)
+    except InvalidParams as exc:  # a parameter the team size set (one block per agent) names the team
+        raise UsageError(team_error(exc, team, vars(args), args.agents or 0)) from None
     if args.agents is None:  # one agent per block, so every block proposes each round (a priori precondition)
         args.agents = min(task.n_blocks, MAX_DEFAULT_AGENTS)
     _check_run_options(args)
+    if (line := team_line(args.agents, task.n_blocks)) is not None:
+        print(f"blockopt: {line}", file=sys.stderr, flush=True)
     if args.inproc:
         report = execute_run(task, knobs, args)
     else:
@@ -512,6 +545,23 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from blockopt.compare import CompareError, compare, table
+
+    try:
+        result = compare(args.reports, args.target)
+    except CompareError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        for row in result["runs"]:  # JSON has no infinity: a run that started at the target has T(Q) = 0
+            if row["speed_up"] is not None and row["speed_up"] == float("inf"):
+                row["speed_up"] = None
+        print_json(result)
+    else:
+        print("\n".join(table(result)))
+    return 0
+
+
 def cmd_kinds() -> int:
     """One line per installed kind: name, package and version, entry point; a broken one with its reason."""
     for source in kind_sources():
@@ -542,6 +592,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "kinds":
             return cmd_kinds()
+        if args.command == "compare":
+            return cmd_compare(args)
         if args.command == "run":
             return cmd_run(args)
         if args.command == "serve":

@@ -21,8 +21,9 @@ from coordinator.api.embedded import EmbeddedServer
 from coordinator.api.main import create_app
 from coordinator.engine.forecast import StopWhen
 from coordinator.engine.rounds import EngineSettings, RoundOutcome
+from coordinator.reports.anytime import time_to_target
 from coordinator.reports.ledger import Report, RunLedger, build_report, history_fields, relative_gap
-from coordinator.reports.plots import convergence_plot
+from coordinator.reports.plots import PlotAxis, convergence_plot
 from coordinator.runtime.datapaths import dirs_for
 from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc
 from coordinator.settings import ServiceSettings
@@ -100,6 +101,8 @@ def summary_lines(report: Report) -> list[str]:
         f"tokens {_g(f.gain_per_1k_tokens)}, per agent-second {_g(f.gain_per_agent_second)}"
     )
     lines.append(usage_line(report))
+    if report.anytime is not None and report.anytime.get("timed"):
+        lines.append(anytime_line(report.anytime))
     if report.selection is not None:
         lines.append(selection_line(report.selection))
     return lines
@@ -119,6 +122,31 @@ def selection_line(view: dict[str, Any]) -> str:
     return f"  neighbourhoods ({view['policy']}): " + ", ".join(parts)
 
 
+def anytime_line(anytime: dict[str, Any]) -> str:
+    """The anytime section in one line: the normalized primal integral, then the time to each target."""
+    targets = ", ".join(
+        (f"{row['relative_gap']:.2%}" if row["relative_gap"] is not None else f"F={row['objective']:.10g}")
+        + f" {_g(row['seconds'], '.2f')}"
+        + ("" if row["seconds"] is None else " s")
+        for row in anytime["time_to_target"]
+    )
+    return (
+        f"  anytime: primal integral / T {_g(anytime['primal_integral_normalized'], '.4g')} over "
+        f"{anytime['horizon']:.3g} s against the {anytime['reference_kind'].replace('_', ' ')}; time to "
+        + (targets or "-")
+    )
+
+
+def with_targets(report: Report, targets: list[float]) -> Report:
+    """The report with the time its curve first reached each user target (``--target``) in its anytime section."""
+    if not targets or report.anytime is None:
+        return report
+    points = [(float(t), float(f)) for t, f in report.anytime["points"]]
+    rows = [{"relative_gap": None, "objective": q, "seconds": time_to_target(points, q)} for q in targets]
+    anytime = {**report.anytime, "time_to_target": [*report.anytime["time_to_target"], *rows]}
+    return report.model_copy(update={"anytime": anytime})
+
+
 def usage_line(report: Report) -> str:
     u = report.usage
     per = u.get("tokens_per_unit_improvement")
@@ -131,11 +159,13 @@ def usage_line(report: Report) -> str:
     )
 
 
-def write_outputs(report: Report, task: Task[Any], state: Any, path: Path) -> list[str]:
+def write_outputs(
+    report: Report, task: Task[Any], state: Any, path: Path, plot_x: PlotAxis = "rounds"
+) -> list[str]:
     """Pictures first: a kind may measure things while drawing (sqlplan's baselines) that its solution reports."""
     path.parent.mkdir(parents=True, exist_ok=True)
     stem = str(path.with_suffix(""))
-    pictures = [convergence_plot(report, stem + "-convergence.png"), *task.pictures(state, stem)]
+    pictures = [convergence_plot(report, stem + "-convergence.png", plot_x), *task.pictures(state, stem)]
     report = report.model_copy(update={"solution": task.solution(state)})
     path.write_text(report.model_dump_json(indent=2))
     return [str(path), *pictures]
@@ -157,11 +187,13 @@ def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> 
             print(progress_line(outcome, ledger), file=sys.stderr, flush=True)
 
     result = run_inproc(task, knobs, settings, engine_settings, on_round=show)
-    report = report_of(result, args.agents)
+    report = with_targets(report_of(result, args.agents), getattr(args, "target", None) or [])
     for line in summary_lines(report):
         print(line)
     if args.report is not None:
-        for written in write_outputs(report, task, result.snapshot.state, args.report):
+        for written in write_outputs(
+            report, task, result.snapshot.state, args.report, getattr(args, "plot_x", "rounds")
+        ):
             print(f"  wrote {written}")
     return report
 
@@ -318,8 +350,9 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
 
 
 def print_outputs(report: Report, task: Task[Any], state: Any, args: argparse.Namespace) -> None:
+    report = with_targets(report, getattr(args, "target", None) or [])
     for line in summary_lines(report):
         print(line)
     if args.report is not None:
-        for written in write_outputs(report, task, state, args.report):
+        for written in write_outputs(report, task, state, args.report, getattr(args, "plot_x", "rounds")):
             print(f"  wrote {written}")

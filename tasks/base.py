@@ -65,6 +65,8 @@ RUNNER_OPTIONS = frozenset(
         "stop_gain_per_agent_second",
         "ui",
         "selection",
+        "target",
+        "plot_x",
     }
 )
 """Options of ``blockopt run`` itself: a kind's parameter with one of these names is refused at registration

@@ -156,7 +156,8 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
     ProposerParams = QuadraticProposerParams
     prompt = QuadraticPrompt
     presets = {"theory": {"blocks": 16, "dim": 4, "coupling": 0.3, "seed": 7}}
-    example = {"blocks": 6, "dim": 3, "coupling": 0.5, "seed": 1}
+    example = {"blocks": 6, "dim": 3, "coupling": 0.5, "seed": 1, "neighbours": 2}
+    """Sparse: some blocks' footprints are disjoint, so the contract suite checks they do not interact."""
 
     def __init__(self, params: QuadraticParams) -> None:
         super().__init__(params)

@@ -159,7 +159,9 @@ def test_hold_is_refused_without_a_learning_policy() -> None:
 
 def test_settings_refuse_bad_bounds() -> None:
     with pytest.raises(ValidationError, match="min_size"):
-        SelectionSettings(size=0.05, min_size=0.1)
+        SelectionSettings(min_size=0.0)
+    with pytest.raises(ValidationError, match="generators"):
+        SelectionSettings(generators=[])
     with pytest.raises(ValidationError):
         SelectionSettings.model_validate({"policy": "thompson"})
     with pytest.raises(ValueError, match="repeat"):

@@ -138,3 +138,35 @@ def test_regrouping_on_arrival_needs_async_mode() -> None:
 def test_unknown_kind_is_one_line() -> None:
     done = blockopt("run", "nosuchkind")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_team_larger_than_the_blocks_is_told_how_many_work_at_once(tmp_path: Path) -> None:
+    """The service path with real agent processes: 4 agents for 2 blocks run to the end (the other two wait
+    for a free block), and the run says so in one line at the start."""
+    report = tmp_path / "r.json"
+    done = blockopt(
+        "run", "quadratic", "--blocks", "2", "--dim", "2", "--agents", "4", "--processes", "1",
+        "--max-rounds", "30", "--quiet", "--report", str(report),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "work at once" in line]
+    assert said == [
+        "blockopt: 4 agents for 2 blocks: at most 2 work at once (one agent per block); "
+        "the other 2 wait for a free block"
+    ]
+    assert json.loads(report.read_text())["agents"] == 4
+
+
+def test_a_team_that_fits_is_not_warned() -> None:
+    done = blockopt("run", "quadratic", "--inproc", "--blocks", "2", "--agents", "2", "--max-rounds", "3")
+    assert done.returncode == 0 and "work at once" not in done.stderr
+
+
+def test_more_agents_than_robots_names_the_team_default() -> None:
+    """Routing's blocks follow the team (one per agent); more agents than robots is refused in one line that
+    says the team set the block count."""
+    done = blockopt("run", "routing", "--map", "empty-16-16", "--robots", "4", "--agents", "8", "--inproc")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "8 blocks for 4 robots" in lines[0] and "team of 8 agents" in lines[0]
+    assert "Traceback" not in done.stderr

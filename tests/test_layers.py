@@ -31,6 +31,7 @@ PACKAGE_LAYER = {
     "errors": "base",
     "status": "base",
     "settings": "base",
+    "json_integers": "base",
 }
 """coordinator's first-level packages and modules; a new one must be placed here (else the test fails)."""
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from benchmarks import mapf_sota
-from benchmarks.routing_common import make_task
+from benchmarks.lib.routing import make_task
 
 
 def test_missing_source_tree_is_skipped_with_the_reason(tmp_path: Path) -> None:

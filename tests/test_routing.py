@@ -397,7 +397,7 @@ def test_service_run_stops_when_the_team_finds_nothing_more(tmp_path: FsPath) ->
             "--seed",
             "1",
             "--time-limit",
-            "120",
+            "30",  # the stop rule then waits 6 s without a merge (a fifth of it) before `stalled`
             "--time-budget",
             "0.1",
             "--patience",
@@ -411,8 +411,7 @@ def test_service_run_stops_when_the_team_finds_nothing_more(tmp_path: FsPath) ->
     )
     assert code == 0
     data = json.loads(report.read_text())
-    assert data["status"] == "stalled" and data["feasible"] is True
-    assert data["wall_s"] < 60
+    assert data["status"] == "stalled" and data["feasible"] is True  # before its time limit
     assert data["proposals"]["abandoned"] >= 1  # the "nothing found" reports that closed the last rounds
     assert "regrouped" in data["history"][-1]
 

@@ -276,3 +276,23 @@ def test_a_stateless_validate_is_not_enough_once_blocks_are_re_formed() -> None:
     value = t.validate(0, own.value)
     assert not t.written_elements(state, 0, value) - t.block_elements(state, 0)
     assert t.written_elements(regrouped, 0, value) - t.block_elements(regrouped, 0) == {("slot", t.n_blocks)}
+
+
+def test_an_example_too_dense_for_the_footprint_check_fails_asking_for_a_sparser_one() -> None:
+    """On three chain blocks only 1 and 2 find a move, and they are neighbours: every pair of drafts shares
+    an edge, so nothing would be checked."""
+    dense = Kit.build(Chain(ChainParams(blocks=3)), NoKnobs())
+    assert [d.block for d in dense.drafts[0]] == [1, 2]
+    with pytest.raises(AssertionError, match="give Chain.example a sparser instance"):
+        TaskContract().test_disjoint_footprints_mean_zero_interaction(dense)
+
+
+def test_a_kind_whose_footprints_are_everything_has_no_pair_to_check_and_passes() -> None:
+    """The default footprint (``EVERYTHING``) is sound by construction: the engine measures every pair."""
+
+    class Everywhere(Chain):
+        footprint = Task.footprint
+
+    TaskContract().test_disjoint_footprints_mean_zero_interaction(
+        Kit.build(Everywhere(ChainParams(blocks=3)), NoKnobs())
+    )

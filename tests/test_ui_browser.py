@@ -115,6 +115,19 @@ def test_task_page_follows_a_routing_run_live(
         "every agent in the agents table",
     )
     assert b.text("#task-status") in TERMINAL
+    # the convergence chart's x-axis switches to seconds: each point at its round's time
+    b.js(
+        "const s = document.getElementById('chart-x');"
+        "s.value = 'seconds'; s.dispatchEvent(new Event('change'));"
+    )
+    times = b.js(
+        "const c = window.blockoptPage.chart;"
+        "return [...c.rows].sort((a, b) => a.round - b.round).map(r => c.xOf(r));"
+    )
+    rows = httpx.get(
+        f"{url}/v1/tasks/{task['id']}/rounds", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30
+    ).json()["rounds"]
+    assert times == [r["t"] for r in rows] and times[-1] > 0
     # the map's time slider and play button drive the robots
     assert float(b.js("return Number(document.getElementById('routing-time').max);")) > 0
     b.js("document.getElementById('routing-play').click();")

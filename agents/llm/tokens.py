@@ -7,7 +7,7 @@ words, runs of at most three digits, punctuation runs and whitespace. For
 ordinary text and short words a piece is about one token; prompts here are
 mostly JSON numbers, where the plain "4 characters per token" rule
 undercounts by about 2×. Calibrated against o200k_base (see BENCHMARKS.md,
-"LLM agents"): within a few percent on the built-in prompts.
+"LLM agents and the simulated LLM"): within a few percent on the built-in prompts.
 """
 
 from __future__ import annotations

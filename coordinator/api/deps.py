@@ -30,7 +30,8 @@ def _settings(request: Request) -> ServiceSettings:
 
 
 # The dependencies are ``async def`` although none awaits: FastAPI runs a plain ``def`` dependency in its
-# thread pool, a thread hop per request (it cost a third of a polling agent's request CPU, BENCHMARKS.md).
+# thread pool, a thread hop per request (a third of a polling agent's request CPU; docs/notes/2026-12-01-
+# coordinator-layers.md).
 async def get_service(request: Request) -> CoordinatorService:
     return _service(request)
 

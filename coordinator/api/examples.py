@@ -78,6 +78,19 @@ REPORT_EXAMPLE: dict[str, Any] = {
             "hit": None,
             "a_priori_rhs": None,
             "a_priori_held": None,
+            "t": 0.42,
+            "agent_seconds": 1.6,
         }
     ],
+    "anytime": {
+        "timed": True,
+        "points": [[0.0, -4.2], [0.42, -12.3]],
+        "horizon": 3.1,
+        "reference": -29.0588,
+        "reference_kind": "optimum",
+        "primal_integral": 1.95,
+        "primal_integral_normalized": 0.63,
+        "time_to_target": [{"relative_gap": 0.01, "objective": -28.77, "seconds": None}],
+        "agent_seconds": 1.6,
+    },
 }

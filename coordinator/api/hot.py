@@ -2,7 +2,7 @@
 
 A steady agent makes one request per proposal (``POST .../proposals?wait=..&next_lease=true``); profiled
 under 64 agents, FastAPI's route matching, dependency solving and parameter validation cost that request
-more CPU than the proposal's own work (BENCHMARKS.md, "Hot path, in-process memory store"). This
+more CPU than the proposal's own work (docs/notes/2026-12-01-scale-curves-and-service-hot-path.md). This
 middleware answers the common case of the three agent routes of that loop (submit, poll a verdict, lease)
 itself: the same service calls, the same validation model (``ProposalIn``, on the body ``json.loads``
 decoded, as FastAPI validates it), the same error mapping and response bytes.

@@ -96,6 +96,8 @@ def add_kind_union(
         variant["title"] = f"CreateTask ({kind})"
         variant["properties"]["kind"] = {"type": "string", "const": kind, "title": "Kind"}
         variant["properties"]["params"] = {"$ref": f"#/components/schemas/Params.{name}"}
+        add_kind_knobs(components, variant, name, cls)
+        add_kind_generators(components, variant, name, cls)
         variant["required"] = sorted({*variant.get("required", []), "kind"})
         example = copy.deepcopy(base.get("examples", [{}])[0])
         example.update(kind=kind, params=params_example)
@@ -109,6 +111,55 @@ def add_kind_union(
         "description": "A task of one installed kind; `params` follows that kind's schema.",
         "oneOf": variants,
         "discriminator": {"propertyName": "kind", "mapping": mapping},
+    }
+
+
+def add_kind_knobs(
+    components: dict[str, Any], variant: dict[str, Any], name: str, cls: type[Task[Any]]
+) -> None:
+    """The variant's ``proposer.knobs`` is the kind's ``ProposerParams`` schema, as the server checks them."""
+    hints = components.get("ProposerHints")
+    if hints is None:
+        return
+    knobs = cls.ProposerParams.model_json_schema(ref_template="#/components/schemas/{model}")
+    for def_name, definition in knobs.pop("$defs", {}).items():
+        components.setdefault(def_name, definition)
+    components[f"Knobs.{name}"] = knobs
+    own = copy.deepcopy(hints)
+    own["title"] = f"ProposerHints ({name})"
+    own["properties"]["knobs"] = {"$ref": f"#/components/schemas/Knobs.{name}"}
+    components[f"ProposerHints.{name}"] = own
+    variant["properties"]["proposer"] = {"$ref": f"#/components/schemas/ProposerHints.{name}"}
+
+
+def generator_names(cls: type[Task[Any]]) -> tuple[str, ...] | None:
+    """The kind's neighbourhood generators, when ``neighbourhoods`` names them without instance data (every
+    built-in kind's does; building an instance here could take seconds); None when it needs the instance."""
+    try:
+        names = cls.neighbourhoods(cls.__new__(cls))
+    except Exception:  # a kind's own code, run on a bare instance: any failure means "ask an instance"
+        return None
+    return tuple(names) if all(isinstance(n, str) for n in names) else None
+
+
+def add_kind_generators(
+    components: dict[str, Any], variant: dict[str, Any], name: str, cls: type[Task[Any]]
+) -> None:
+    """The variant's ``selection.generators`` may name only the kind's generators (the server refuses
+    others with 400)."""
+    settings, names = components.get("SelectionSettings"), generator_names(cls)
+    if settings is None or names is None:
+        return
+    own = copy.deepcopy(settings)
+    own["title"] = f"SelectionSettings ({name})"
+    for option in own["properties"]["generators"].get("anyOf", []):
+        if option.get("type") == "array":
+            option["items"] = {"type": "string", "enum": list(names)}
+    components[f"SelectionSettings.{name}"] = own
+    selection = variant["properties"].get("selection", {})
+    variant["properties"]["selection"] = {
+        **selection,
+        "$ref": f"#/components/schemas/SelectionSettings.{name}",
     }
 
 

@@ -33,62 +33,15 @@ import random
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import Any
 
 from coordinator.engine.records import RoundRecord, SelectionRow
+from coordinator.engine.selection_settings import Policy, SelectionSettings
 
-Policy = Literal["lease_order", "ucb1", "alns"]
+__all__ = ["KEEP", "Bandit", "Policy", "SelectionSettings", "arms_of", "bandit_of", "row_of"]
+
 KEEP = "partition"
 """The generator that keeps the current blocks (every kind has it)."""
-
-
-class SelectionSettings(BaseModel):
-    """How a task chooses its neighbourhoods (part of a task's creation request)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    policy: Policy = Field("lease_order", description="lease_order (no learning), ucb1 or alns")
-    every_round: bool = Field(
-        False,
-        description="form new blocks after every round the coordinator may regroup; false: only after a "
-        "round that merged nothing (when lease order regroups), the blocks that paid staying in place",
-    )
-    hold: bool = Field(
-        False,
-        description="an agent whose lease found nothing waits for the round to close (at most one round "
-        "deadline) instead of searching the same block again, and after a round that merged, the blocks that "
-        "did not pay are formed anew (the ones that paid stay)",
-    )
-    generators: list[str] | None = Field(
-        None,
-        max_length=64,
-        description="use only these of the kind's neighbourhood generators (default: all)",
-    )
-    size: float = Field(0.5, gt=0.0, le=1.0, description="initial neighbourhood size (fraction of a block)")
-    min_size: float = Field(0.1, gt=0.0, le=1.0)
-    max_size: float = Field(1.0, gt=0.0, le=1.0)
-    growth: float = Field(
-        1.25, gt=1.0, le=4.0, description="size factor after a gain (its inverse after none)"
-    )
-    exploration: float = Field(0.5, ge=0.0, le=10.0, description="UCB1's c")
-    reaction: float = Field(0.2, gt=0.0, le=1.0, description="ALNS's r")
-    floor: float = Field(0.05, gt=0.0, le=1.0, description="ALNS's smallest weight")
-
-    @model_validator(mode="after")
-    def _sizes(self) -> SelectionSettings:
-        if not self.min_size <= self.size <= self.max_size:
-            raise ValueError(
-                f"need min_size <= size <= max_size, got {self.min_size}, {self.size}, {self.max_size}"
-            )
-        if self.hold and self.policy == "lease_order":
-            raise ValueError("hold needs a learning policy (ucb1 or alns): lease order forms no blocks")
-        return self
-
-    @property
-    def adaptive(self) -> bool:
-        return self.policy != "lease_order"
 
 
 @dataclass
@@ -149,7 +102,7 @@ class Bandit:
         if len(set(self.arms)) != len(self.arms):
             raise ValueError(f"arm names repeat: {self.arms}")
         for a in self.arms:
-            self.gens.setdefault(a, Arm(size=self.settings.size))
+            self.gens.setdefault(a, Arm(size=self.settings.clamp(self.settings.size)))
         if self.current not in self.gens:
             self.current = self.arms[0]
 
@@ -169,7 +122,7 @@ class Bandit:
             arm.weight = max(s.floor, (1 - s.reaction) * arm.weight + s.reaction * psi)
             if self.current_size is not None:
                 factor = s.growth if gain > 0 else 1 / s.growth
-                arm.size = min(s.max_size, max(s.min_size, self.current_size * factor))
+                arm.size = s.clamp(self.current_size * factor)
         raw = {int(b): reward_of(g, c) for b, (g, c) in row.blocks.items()}
         self.block_recent.extend(raw.values())  # one round's blocks are normalized together
         del self.block_recent[: -WINDOW * max(1, len(raw))]
@@ -268,8 +221,6 @@ def arms_of(settings: SelectionSettings, offered: Sequence[str]) -> list[str]:
     if settings.generators is None:
         return list(offered)
     unknown = [g for g in settings.generators if g not in offered]
-    if not settings.generators:
-        raise ValueError("selection.generators is empty")
     if unknown:
         names = ", ".join(map(repr, unknown))
         raise ValueError(f"no neighbourhood generator {names} in this kind (it has {', '.join(offered)})")

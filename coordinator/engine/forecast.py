@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coordinator.engine.convergence import RoundConstants, constants_of
+from coordinator.json_integers import WholeNumbers
 
 DEFAULT_COVERAGE = 0.9
 DEFAULT_WINDOW = 20
@@ -301,14 +302,23 @@ def consecutive_misses(hits: Sequence[bool | None]) -> int:
     return n
 
 
-class StopWhen(BaseModel):
+class StopWhen(WholeNumbers):
     """Stop a task as ``diminishing_returns`` once the next rounds are forecast to be worth too little.
 
     The forecast improvement over the next ``horizon_rounds`` rounds, per 1,000 tokens (LLM teams) or per
     agent-second (heuristic teams) at the recent pace, is compared with the threshold that is set.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True)  # JSON numbers only (the fuzzer sent strings)
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,  # JSON numbers only (the fuzzer sent strings)
+        json_schema_extra={  # the cross-field rule, in the schema: at least one threshold is a number
+            "anyOf": [
+                {"properties": {name: {"type": "number"}}, "required": [name]}
+                for name in ("gain_per_1k_tokens", "gain_per_agent_second")
+            ]
+        },
+    )
     gain_per_1k_tokens: float | None = Field(None, gt=0, description="minimum forecast gain per 1,000 tokens")
     gain_per_agent_second: float | None = Field(
         None, gt=0, description="minimum forecast gain per agent-second"

@@ -11,11 +11,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from coordinator.json_integers import WholeNumbers
+
 MergePolicy = Literal["independent", "checked"]
 MergeKind = Literal["none", "independent", "checked_combination"]
 
 
-class Usage(BaseModel):
+class Usage(WholeNumbers):
     """What producing a proposal cost, as honestly reported by the agent."""
 
     model_config = ConfigDict(strict=True)  # part of a request body: false is not 0
@@ -176,3 +178,25 @@ class RoundRecord(BaseModel):
     selected, in order, at most ``EngineSettings.screen_exact_checks``; None when the round was scored exactly."""
     screened: int = 0
     """Screen evaluations (standalone, pairs and combinations) the round made instead of exact ones."""
+    t: float | None = None
+    """Seconds since the task was created when the round (or async window) closed (None: recorded before
+    rounds carried their time)."""
+    agent_seconds: float | None = None
+    """Agent-seconds spent so far: the sum of the seconds every proposal and abandoned lease reported in its
+    usage up to the close (reported usage, not lease time; None: not recorded)."""
+    merges: list[tuple[float, float]] | None = None
+    """Async windows: (seconds since creation, objective after the merge) of each merge in the window, at most
+    ``MAX_MERGE_POINTS`` (thinned evenly, the last kept), so the anytime curve has the resolution of commits."""
+
+
+MAX_MERGE_POINTS = 64
+"""Merge points one async window keeps (``RoundRecord.merges``): bounds a record's size on a busy window."""
+
+
+def keep_point(points: list[tuple[float, float]], point: tuple[float, float]) -> list[tuple[float, float]]:
+    """``points`` with ``point`` appended, thinned to at most ``MAX_MERGE_POINTS``: when full, every second
+    point is dropped (the first and the newest stay), so a window's curve keeps its shape at half resolution."""
+    out = [*points, point]
+    if len(out) > MAX_MERGE_POINTS:
+        out = out[:-1:2] + [out[-1]]
+    return out

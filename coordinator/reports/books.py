@@ -33,30 +33,43 @@ def bound_dict(constants: Any) -> dict[str, Any] | None:
 
 
 def stop_rule(spec: TaskSpec) -> StopRule:
-    return StopRule(relative_gap=spec.stop_relative_gap, stall_rounds=spec.stop_stall_rounds)
+    return StopRule(
+        relative_gap=spec.stop_relative_gap,
+        stall_rounds=spec.stop_stall_rounds,
+        stall_seconds=spec.stop_stall_seconds,
+        time_limit=spec.budgets.seconds,
+    )
 
 
 def stop_status(
-    spec: TaskSpec, objective: float, stalled: int, proposals: int, quiet_seconds: float = math.inf
+    spec: TaskSpec,
+    objective: float,
+    stalled: int,
+    proposals: int,
+    quiet_seconds: float = math.inf,
+    elapsed: float = math.inf,
+    records: list[RoundRecord] | None = None,
 ) -> TaskStatus | None:
-    """The in-process stopping rule (``RunLedger.stop_status``) on the store's numbers.
+    """The in-process stopping rule (``RunLedger.stop_status``, ``reports/stopping.py``) on the store's data.
 
     As in ``run_inproc``, stalling is counted in sweeps: with ``proposals`` blocks
     per round, a block comes back once every ceil(n_blocks / proposals) rounds;
     and a lagging proposer's empty rounds (``stop_lag_rounds``) do not count.
-    With ``stop_stall_seconds``, stalling also needs ``quiet_seconds`` (since the last merge) that long.
+    Then it is weighed in time: ``quiet_seconds`` since the last merge, ``elapsed`` since creation, and the
+    last improvements of the task's ``records`` (their forecast gain over the time left).
     """
     ledger = RunLedger(
         reference_of(spec), spec.initial_objective, spec.tolerance, spec.window, stalled=stalled
     )
+    ledger.records = records or []
     sweep = math.ceil(spec.n_blocks / max(1, min(proposals, spec.n_blocks)))
     rule = stop_rule(spec)
-    status = ledger.stop_status(
-        objective, replace(rule, stall_rounds=(rule.stall_rounds + spec.stop_lag_rounds) * sweep)
+    return ledger.stop_status(
+        objective,
+        replace(rule, stall_rounds=(rule.stall_rounds + spec.stop_lag_rounds) * sweep),
+        quiet_seconds,
+        elapsed,
     )
-    if status == TaskStatus.STALLED and quiet_seconds < (spec.stop_stall_seconds or 0.0):
-        return None
-    return status
 
 
 def _plus(base: UsageTotals, sums: Counter[str]) -> UsageTotals:
@@ -150,6 +163,7 @@ def task_report(
         feasible=feasible,
         status_reason=runtime.reason,
         horizon=spec.stop_when.horizon_rounds if spec.stop_when else 5,
+        open_points=runtime.window.points,
     )
 
 

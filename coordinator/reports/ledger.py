@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,18 +17,12 @@ from pydantic import BaseModel
 from coordinator.engine import forecast as fc
 from coordinator.engine.convergence import RoundConstants, RunConstants, run_constants
 from coordinator.engine.records import MergePolicy, Proposal, RoundRecord, UsageTotals, Verdict
+from coordinator.reports.anytime import anytime_section, curve
+from coordinator.reports.stopping import RECENT_IMPROVEMENTS, StopRule, stall_met
 from coordinator.status import TaskStatus
 from tasks.base import Reference
 
 __all__ = ["TaskStatus", "RunLedger", "StopRule", "Report", "build_report", "relative_gap"]
-
-
-@dataclass(frozen=True)
-class StopRule:
-    relative_gap: float = 1e-10
-    """``optimal`` when (F − F_ref) / |F_ref| falls to this (only against a proven optimum)."""
-    stall_rounds: int = 3
-    """``stalled`` when this many rounds in a row merge nothing."""
 
 
 def relative_gap(objective: float, reference: Reference) -> float:
@@ -74,11 +69,35 @@ class RunLedger:
                 self.verdicts["rebased"] += 1
         self.stalled = 0 if record.accepted else self.stalled + 1
 
-    def stop_status(self, objective: float, rule: StopRule) -> TaskStatus | None:
-        """``optimal`` or ``stalled`` when the stopping rule is met, else None."""
+    def stop_status(
+        self,
+        objective: float,
+        rule: StopRule,
+        quiet_seconds: float | None = None,
+        elapsed: float | None = None,
+    ) -> TaskStatus | None:
+        """``optimal`` or ``stalled`` when the stopping rule is met (``reports/stopping.py``), else None.
+        ``elapsed`` (seconds since the start; the ledger's clock by default) and ``quiet_seconds`` (since
+        the last merge; from the records' times by default) weigh the stall in time."""
         if self.reference.kind == "optimum" and relative_gap(objective, self.reference) <= rule.relative_gap:
             return TaskStatus.OPTIMAL
-        return TaskStatus.STALLED if self.stalled >= rule.stall_rounds else None
+        if self.stalled < rule.stall_rounds:  # (the cheap test first: most rounds end here)
+            return None
+        elapsed = self.wall_s if elapsed is None else elapsed
+        recent = self.improvements()
+        if quiet_seconds is None:
+            quiet_seconds = elapsed - recent[-1][0]
+        met = stall_met(rule, self.stalled, quiet_seconds, elapsed, recent, self.tolerance)
+        return TaskStatus.STALLED if met else None
+
+    def improvements(self, lookback: int = 50) -> list[tuple[float, float]]:
+        """The anytime curve's last improvements (time, objective), from the last ``lookback`` records."""
+        tail = self.records[-lookback:]
+        before, start = self.initial_objective, 0.0
+        if len(self.records) > lookback:  # the curve before the tail: its level, from the tail's first time
+            before, start = self.records[-lookback - 1].objective, tail[0].t or 0.0
+        points = curve([history_fields(r) for r in tail], before)
+        return [(max(t, start), f) for t, f in points][-(RECENT_IMPROVEMENTS + 1) :]
 
     # -- the run's numbers, all from the records (every round is a step) -------------------
     @property
@@ -187,6 +206,8 @@ class Report(BaseModel):
     """The final solution as the kind presents it (``Task.solution``), filled in by the CLI."""
     selection: dict[str, Any] | None = None
     """Adaptive block selection's learned weights (``Bandit.view``; None under lease order)."""
+    anytime: dict[str, Any] | None = None
+    """Objective against time, its primal integral and the time to targets (``reports/anytime.py``)."""
 
 
 def build_report(
@@ -200,12 +221,14 @@ def build_report(
     feasible: bool,
     status_reason: str | None = None,
     horizon: int = 5,
+    open_points: Sequence[tuple[float, float]] = (),
 ) -> Report:
     received = sum(ledger.verdicts[k] for k in ("accepted", "rejected"))
     rejected_by = {k.split(":", 1)[1]: n for k, n in ledger.verdicts.items() if k.startswith("rejected:")}
     abandoned_by = {k.split(":", 1)[1]: n for k, n in ledger.verdicts.items() if k.startswith("abandoned:")}
     improvement = ledger.initial_objective - final_objective
     tokens = ledger.usage.tokens
+    history = [history_fields(r) for r in ledger.records]
     return Report(
         task=task_info,
         agents=agents,
@@ -244,7 +267,15 @@ def build_report(
         checks=ledger.checks(),
         forecast=ledger.forecast(horizon),
         accounting_violations=sum(r.accounting_violations for r in ledger.records),
-        history=[history_fields(r) for r in ledger.records],
+        history=history,
+        anytime=anytime_section(
+            history,
+            ledger.initial_objective,
+            ledger.reference.value,
+            ledger.reference.kind,
+            round(ledger.wall_s, 3),
+            open_points=open_points,
+        ),
     )
 
 
@@ -270,4 +301,7 @@ def history_fields(r: RoundRecord) -> dict[str, Any]:
         "checks": r.checks,
         "regrouped": r.regrouped,
         "selection": r.selection.model_dump() if r.selection is not None else None,
+        "t": r.t,
+        "agent_seconds": r.agent_seconds,
+        "merges": r.merges,
     }

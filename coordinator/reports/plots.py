@@ -6,6 +6,8 @@ legend says so instead.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -20,8 +22,14 @@ VACUOUS = 100.0
 """An envelope more than this many times above the gap (median) says nothing worth drawing."""
 
 
-def convergence_plot(report: Report, path: str) -> str:
-    """x = rounds completed (every round is a step)."""
+PlotAxis = Literal["rounds", "seconds"]
+
+
+def convergence_plot(report: Report, path: str, x: PlotAxis = "rounds") -> str:
+    """x = rounds completed (every round is a step), or seconds since the task was created (the anytime
+    curve, at the resolution of commits: ``anytime_plot``)."""
+    if x == "seconds":
+        return anytime_plot(report, path)
     hist = report.history
     ref = report.objective["reference"]
     gap0 = report.objective["initial"] - ref
@@ -95,9 +103,9 @@ def convergence_plot(report: Report, path: str) -> str:
             label=f"forecast: limit {f.limit:.6g}, ETA {f.eta_rounds} rounds",
         )
     regrouped = [h["round"] + 1 for h in hist if h.get("regrouped")]
-    for k, x in enumerate(regrouped):  # empty rounds after which the blocks were re-partitioned
+    for k, at in enumerate(regrouped):  # empty rounds after which the blocks were re-partitioned
         ax.axvline(
-            x,
+            at,
             color="#8c564b",
             lw=0.8,
             ls=":",
@@ -114,6 +122,49 @@ def convergence_plot(report: Report, path: str) -> str:
     ax.set_title(f"{task['name']} — {report.status}, {report.merge_policy} merging, {report.agents} agents")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def anytime_plot(report: Report, path: str) -> str:
+    """The gap against seconds since creation: a step at every commit, round closes marked, the time to each
+    relative-gap target drawn, the primal integral in the legend. A report without times says so."""
+    anytime = report.anytime or {}
+    ref = report.objective["reference"]
+    points = [(float(t), float(f)) for t, f in anytime.get("points", [])]
+    horizon = float(anytime.get("horizon") or report.wall_s)
+    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=120)
+    if points and anytime.get("timed"):
+        xs = [t for t, _ in points] + [max(horizon, points[-1][0])]
+        ys = [max(f - ref, _FLOOR) for _, f in points]
+        ax.step(xs, ys + ys[-1:], where="post", lw=1.5, color="#1f77b4", label="gap  $F(t) - F_{ref}$")
+        closes = [(h["t"], max(h["gap"], _FLOOR)) for h in report.history if h.get("t") is not None]
+        if closes:
+            ax.plot(*zip(*closes, strict=True), "o", ms=2.5, color="#1f77b4", alpha=0.6, label="round closes")
+        pi = anytime.get("primal_integral_normalized")
+        if pi is not None:
+            ax.plot([], [], " ", label=f"primal integral / T = {pi:.4g} (T = {horizon:.3g} s)")
+        for row in anytime.get("time_to_target", []):
+            if row["seconds"] is not None and row["relative_gap"] is not None:
+                ax.axvline(row["seconds"], color="#2ca02c", lw=0.8, ls=":", alpha=0.8)
+                ax.annotate(
+                    f"{row['relative_gap']:.2%}", (row["seconds"], 1.0), xycoords=("data", "axes fraction"),
+                    fontsize=7, color="#2ca02c", ha="left", va="top",
+                )  # fmt: skip
+        ax.set_yscale("log")
+        positive = [g for g in ys if g > _FLOOR]
+        if positive:
+            ax.set_ylim(bottom=max(min(positive) / 10, 1e-18), top=max(positive) * 10)
+        ax.legend(fontsize=8, loc="upper right")
+    else:
+        ax.text(0.5, 0.5, "no time data in this report", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("seconds since the task was created")
+    ax.set_ylabel(f"gap to {report.objective['reference_kind'].replace('_', ' ')}")
+    task = report.task
+    ax.set_title(f"{task['name']} — {report.status}, {report.merge_policy} merging, {report.agents} agents")
+    ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -20,6 +20,7 @@ from coordinator.engine.forecast import StopWhen
 from coordinator.engine.records import Proposal, Snapshot, Usage
 from coordinator.engine.rounds import EngineSettings, RoundEngine, RoundOutcome
 from coordinator.reports.ledger import RunLedger, StopRule
+from coordinator.reports.stopping import stalled_reason
 from coordinator.status import TaskStatus
 from tasks.base import Draft, Proposer, Task
 
@@ -89,8 +90,13 @@ def run_inproc(
     # a lagging proposer (stale views) may legitimately find nothing for `lag` of its leases.
     sweep = math.ceil(task.n_blocks / min(settings.agents, task.n_blocks))
     lag = task.lag_rounds(knobs)
-    stop = replace(settings.stop, stall_rounds=(settings.stop.stall_rounds + lag) * sweep)
+    stop = replace(
+        settings.stop,
+        stall_rounds=(settings.stop.stall_rounds + lag) * sweep,
+        time_limit=settings.stop.time_limit if settings.stop.time_limit is not None else settings.time_limit,
+    )
     status, reason = TaskStatus.BUDGET_EXHAUSTED, "rounds or time budget spent"
+    agent_seconds = 0.0  # every proposer call's seconds, a declined one's too
     for round_index in range(settings.max_rounds):
         if settings.time_limit is not None and ledger.wall_s >= settings.time_limit:
             break
@@ -102,6 +108,7 @@ def run_inproc(
             t0 = time.perf_counter()
             draft = proposers[agent].propose(contract)
             seconds = time.perf_counter() - t0
+            agent_seconds += seconds
             if draft is None:
                 continue
             proposals.append(
@@ -113,14 +120,20 @@ def run_inproc(
             snap, proposals, round_index, regroup=(ledger.stalled + 1) % sweep == 0, predicted_gap=predicted
         )
         snap = outcome.snapshot
-        ledger.add_round(outcome.record, proposals, outcome.verdicts)
+        record = outcome.record.model_copy(
+            update={"t": round(ledger.wall_s, 6), "agent_seconds": round(agent_seconds, 6)}
+        )
+        outcome = replace(outcome, record=record)
+        ledger.add_round(record, proposals, outcome.verdicts)
         if on_round is not None:
             on_round(outcome, ledger)
         ended = ledger.stop_status(snap.objective, stop)
         if ended is not None:
             status, reason = (
                 ended,
-                "stopping rule met (" + ("relative gap)" if ended == "optimal" else "stalled rounds)"),
+                "stopping rule met (relative gap)"
+                if ended == "optimal"
+                else stalled_reason(ledger.stalled, ledger.wall_s - ledger.improvements()[-1][0]),
             )
             break
         if settings.stop_when is not None:

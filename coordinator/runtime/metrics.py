@@ -80,6 +80,10 @@ class TaskSample:
     """FORECAST_GAUGES name -> value (None: unknown, not exported)."""
     neighbourhoods: dict[str, tuple[float | None, float]] = field(default_factory=dict)
     """Adaptive selection: generator -> (weight, size); empty under lease order."""
+    elapsed: float = 0.0
+    """Seconds since the task was created (to its end once it ended): the x-axis of its anytime curve."""
+    agent_seconds: float = 0.0
+    """Seconds its agents reported in their usage so far (proposals and abandoned leases)."""
 
 
 @dataclass
@@ -208,6 +212,16 @@ class TaskStateCollector(Collector):
                 "blockopt_delta", "Correction error delta of the last merging round", labels=["task"]
             ),
             "leases": GaugeMetricFamily("blockopt_leases_active", "Leases currently held", labels=["task"]),
+            "elapsed": GaugeMetricFamily(
+                "blockopt_task_elapsed_seconds",
+                "Seconds since the task was created (to its end once it ended)",
+                labels=["task"],
+            ),
+            "agent_seconds": GaugeMetricFamily(
+                "blockopt_task_agent_seconds",
+                "Agent-seconds the task's agents reported in their usage (proposals and abandoned leases)",
+                labels=["task"],
+            ),
         }
         info = GaugeMetricFamily(
             "blockopt_task_info", "Task labels (value 1)", labels=["task", "kind", "status", "mode"]
@@ -220,6 +234,8 @@ class TaskStateCollector(Collector):
                 "gamma": t.gamma,
                 "delta": t.delta,
                 "leases": float(t.leases_active),
+                "elapsed": t.elapsed,
+                "agent_seconds": t.agent_seconds,
             }
             for key, fam in gauges.items():
                 v = values[key]
@@ -340,6 +356,8 @@ class ServiceMetrics:
                     budget_used=_budget_used(spec, rt, rows, now),
                     forecast=_forecast(spec, rt, [r.record for r in last], rows, now),
                     neighbourhoods=await self._neighbourhoods(store, spec),
+                    elapsed=(rt.finished_at if rt.finished_at is not None else now) - spec.created_at,
+                    agent_seconds=sum(r.usage.seconds for r in rows),
                 )
             )
             for row in rows:

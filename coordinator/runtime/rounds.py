@@ -18,6 +18,7 @@ from coordinator.engine import adaptive
 from coordinator.engine.records import Proposal, RoundRecord, Verdict
 from coordinator.engine.rounds import RoundOutcome
 from coordinator.reports import books
+from coordinator.reports.stopping import stalled_reason
 from coordinator.runtime.core import BuiltTask, head_of
 from coordinator.runtime.round_lock import RoundLocking
 from coordinator.status import TaskStatus
@@ -138,6 +139,7 @@ class RoundsMode(RoundLocking):
                 }
                 row = adaptive.row_of(spent, gains, formed[-1] if formed else None)
                 rec = rec.model_copy(update={"selection": row})
+            rec = rec.model_copy(update=await self._times(spec))
             new_runtime = runtime.model_copy(
                 update={
                     "round": runtime.round + 1,
@@ -175,6 +177,15 @@ class RoundsMode(RoundLocking):
             spec, new_runtime, rec.objective, rec.proposals + len({a.block for a in idle})
         )
         return True
+
+    async def _times(self, spec: TaskSpec) -> dict[str, float]:
+        """A closing round's place on the anytime curve: seconds since the task was created, and the
+        agent-seconds its agents reported (proposals and abandoned leases) so far."""
+        rows = await self.store.usage(spec.id)
+        return {
+            "t": round(self.clock() - spec.created_at, 6),
+            "agent_seconds": round(sum(r.usage.seconds for r in rows), 6),
+        }
 
     @staticmethod
     def _engine_round(
@@ -229,8 +240,17 @@ class RoundsMode(RoundLocking):
     async def _after_round(
         self, spec: TaskSpec, runtime: TaskRuntime, objective: float, proposals: int
     ) -> None:
-        quiet = self.clock() - (runtime.last_merge_at or spec.created_at)
-        ended = books.stop_status(spec, objective, runtime.stalled, proposals, quiet)
+        now = self.clock()
+        since, records = runtime.last_merge_at, None
+        if runtime.stalled >= spec.stop_stall_rounds:  # the stall rule may be met: it reads the curve
+            known = await self._known_rounds(spec.id)
+            records = [e.record for e in known]
+            if since is None and known:  # no merge yet: quiet since the work began, not since the request
+                since = known[0].opened_at  # (a kind's preparation may take a good part of the time limit)
+        quiet = now - (since or spec.created_at)
+        ended = books.stop_status(
+            spec, objective, runtime.stalled, proposals, quiet, now - spec.created_at, records
+        )
         why = None
         if ended is None and spec.stop_when is not None:
             ledger = await self._ledger(spec.id)
@@ -239,8 +259,9 @@ class RoundsMode(RoundLocking):
             await self._finish(
                 spec.id,
                 ended,
-                "stopping rule met ("
-                + ("relative gap)" if ended == TaskStatus.OPTIMAL else "stalled rounds)"),
+                "stopping rule met (relative gap)"
+                if ended == TaskStatus.OPTIMAL
+                else stalled_reason(runtime.stalled, quiet),
             )
         elif why is not None:
             await self._finish(spec.id, TaskStatus.DIMINISHING_RETURNS, why)

@@ -61,14 +61,15 @@ class TaskBook(Proposing):
             )
         try:
             cls = kind_class(req.kind)
-            knobs = cls.ProposerParams.model_validate(req.proposer.knobs)
         except UnknownKind as exc:
             raise errors.InvalidRequest(str(exc), field="kind") from None
-        except ValueError as exc:
-            raise errors.InvalidRequest(
-                f"proposer knobs: {str(exc).splitlines()[0]}", field="proposer.knobs"
-            ) from None
-        paramcheck.check(req.kind, cls.Params, req.params, self.settings.data_dirs)
+        knob_fields = paramcheck.check_knobs(req.kind, cls.ProposerParams, req.proposer.knobs)
+        knobs = cls.ProposerParams.model_validate(knob_fields)
+        params = paramcheck.check(req.kind, cls.Params, req.params, self.settings.data_dirs)
+        # The cleaned values (whole-number floats read as integers) are the ones prepared and stored.
+        req = req.model_copy(
+            update={"params": params, "proposer": req.proposer.model_copy(update={"knobs": knob_fields})}
+        )
         regroup_after = req.regroup_after or ("arrival" if req.mode == "async" else "stalled")
         if regroup_after == "arrival" and req.mode != "async":
             raise errors.InvalidRequest(

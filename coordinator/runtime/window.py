@@ -14,7 +14,7 @@ from typing import Any
 
 from coordinator import errors
 from coordinator.engine.arrival import Arrival, score_arrival, window_record
-from coordinator.engine.records import Proposal
+from coordinator.engine.records import Proposal, keep_point
 from coordinator.reports import books
 from coordinator.reports.ledger import relative_gap
 from coordinator.runtime.core import BuiltTask, head_of
@@ -73,7 +73,9 @@ class AsyncWindow(RoundsMode):
         arrival, state_json = await self._engine_step(
             built, self._score_arrival, built, queued.proposal, runtime.round, keep
         )
-        window = runtime.window.model_copy(update={"merged": list(runtime.window.merged)})  # tuples
+        window = runtime.window.model_copy(  # tuples
+            update={"merged": list(runtime.window.merged), "points": list(runtime.window.points)}
+        )
         if window.opened_at is None:  # the window's forecast is made when it opens, before any scoring
             window.opened_at, window.start_objective = self.clock(), head.objective
             window.predicted_gap = await self._predict_next(task_id)
@@ -86,6 +88,9 @@ class AsyncWindow(RoundsMode):
         v = arrival.verdict
         if v.status == "accepted" and v.delta is not None:
             window.merged.append((queued.proposal.predicted_improvement, v.delta))
+        if v.status == "accepted":  # the anytime curve at the resolution of commits, not windows
+            point = (round(self.clock() - spec.created_at, 6), arrival.snapshot.objective)
+            window.points = keep_point(window.points, point)
         new_head = head_of(arrival.snapshot, state_json) if arrival.committed else None
         counters = self._counters([v], None)
         if arrival.merge_kind != "none":
@@ -129,6 +134,7 @@ class AsyncWindow(RoundsMode):
             log.error(
                 "task %s window %d: books do not balance: %s", task_id, runtime.round, "; ".join(problems)
             )
+        rec = rec.model_copy(update={**await self._times(spec), "merges": list(w.points) or None})
         new_runtime = runtime.model_copy(
             update={
                 "round": runtime.round + 1,

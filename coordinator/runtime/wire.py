@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator.engine.adaptive import SelectionSettings
 from coordinator.engine.forecast import Forecast, StopWhen
 from coordinator.engine.records import MergePolicy, Usage, Verdict
+from coordinator.engine.selection_settings import SelectionSettings
+from coordinator.json_integers import WholeNumbers
 from coordinator.status import TaskStatus
 from coordinator.store.base import Budgets, RegroupAfter, TaskMode
 
@@ -20,15 +21,16 @@ if TYPE_CHECKING:
     from tasks.base import Draft
 
 
-def _example(example: dict[str, Any], forbid: bool = False) -> ConfigDict:
-    cfg = ConfigDict(json_schema_extra={"examples": [example]})
+def _example(example: dict[str, Any], forbid: bool = False, **schema: Any) -> ConfigDict:
+    """A model's config: its example and further schema keywords (``schema``: cross-field rules)."""
+    cfg = ConfigDict(json_schema_extra={"examples": [example], **schema})
     if forbid:  # a request body: no unknown fields, and no coercion (false is not 0.0, "3" is not 3)
         cfg["extra"] = "forbid"
         cfg["strict"] = True
     return cfg
 
 
-class ProposerHints(BaseModel):
+class ProposerHints(WholeNumbers):
     """Which proposer agents should run and its knobs (the kind's ``ProposerParams``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -36,7 +38,7 @@ class ProposerHints(BaseModel):
     knobs: dict[str, Any] = Field(default_factory=dict)
 
 
-class StopSpec(BaseModel):
+class StopSpec(WholeNumbers):
     model_config = ConfigDict(extra="forbid", strict=True)
     relative_gap: float = Field(1e-10, ge=0)
     stall_rounds: int = Field(3, ge=1)
@@ -49,7 +51,7 @@ class StopSpec(BaseModel):
     )
 
 
-class CreateTask(BaseModel):
+class CreateTask(WholeNumbers):
     model_config = _example(
         {
             "kind": "my-kind",
@@ -60,6 +62,11 @@ class CreateTask(BaseModel):
             "proposer": {"name": "heuristic", "knobs": {"noise": 0.0}},
         },
         forbid=True,
+        # the cross-field rule, in the schema: regroup_after 'arrival' needs mode 'async' (400 otherwise)
+        **{
+            "if": {"properties": {"regroup_after": {"const": "arrival"}}, "required": ["regroup_after"]},
+            "then": {"properties": {"mode": {"const": "async"}}, "required": ["mode"]},
+        },
     )
     kind: str = Field(..., max_length=64)
     params: dict[str, Any] = Field(default_factory=dict)
@@ -175,7 +182,7 @@ class TaskList(BaseModel):
     tasks: list[TaskView]
 
 
-class JoinRequest(BaseModel):
+class JoinRequest(WholeNumbers):
     model_config = _example({"name": "worker-1", "proposer": "heuristic", "model": "heuristic"}, forbid=True)
     name: str = Field("agent", max_length=100, pattern=r"^[\w.\-:@ ]*$")
     proposer: str = Field("heuristic", max_length=64)
@@ -236,7 +243,7 @@ class LeaseRenewed(BaseModel):
     expires_at: float
 
 
-class ProposalIn(BaseModel):
+class ProposalIn(WholeNumbers):
     model_config = _example(
         {
             "id": "c0ffee01",
@@ -326,12 +333,19 @@ class RoundsView(BaseModel):
                     "hit": True,
                     "a_priori_rhs": 9.1,
                     "a_priori_held": True,
+                    "t": 1.84,
+                    "agent_seconds": 5.2,
+                    "merges": None,
                 }
             ],
         }
     )
     task: str
-    rounds: list[dict[str, Any]]
+    rounds: list[dict[str, Any]] = Field(
+        description="history rows; each carries t (seconds since the task was created, at the round's close), "
+        "agent_seconds (seconds the agents reported so far) and, for async windows, merges: [t, objective] of "
+        "each merge in the window (at most 64)"
+    )
 
 
 class SolutionView(BaseModel):

@@ -29,9 +29,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator import errors
-from coordinator.engine.adaptive import SelectionSettings
 from coordinator.engine.forecast import StopWhen
 from coordinator.engine.records import MergePolicy, Proposal, RoundRecord, Usage, UsageTotals, Verdict
+from coordinator.engine.selection_settings import SelectionSettings
+from coordinator.json_integers import WholeNumbers
 from coordinator.status import TERMINAL as TERMINAL  # re-exported: stores and the service read it here
 from coordinator.status import TaskStatus
 
@@ -41,7 +42,7 @@ RegroupAfter = Literal["stalled", "arrival"]
 that merged nothing, or (async mode) after every arrival."""
 
 
-class Budgets(BaseModel):
+class Budgets(WholeNumbers):
     """Task budgets; None means unlimited. Exceeding one gives 429 budget_exceeded."""
 
     model_config = ConfigDict(strict=True)  # part of a request body: false is not 0
@@ -109,6 +110,8 @@ class WindowState(BaseModel):
     checks: int = 0
     merged: list[tuple[float, float]] = Field(default_factory=list)
     """(predicted, measured) improvement of each merge in the window."""
+    points: list[tuple[float, float]] = Field(default_factory=list)
+    """(seconds since creation, objective after it) of each merge in the window, bounded (``keep_point``)."""
     predicted_gap: float | None = None
     """The window's one-step forecast, made when it opened."""
     engine_seconds: float = 0.0

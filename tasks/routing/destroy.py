@@ -61,7 +61,7 @@ def random_walk_from_delayed(
     arrive on time (``spares``: the steps to spare, phase by phase). The first phase is what pays one agent
     (warehouse k=200: 16,248-16,270 at 30 s on 3 seeds against 16,267-16,272 with on-time walks only). The
     second keeps a team's walks, which meet only their own block's robots, from ending short; without it
-    the team was behind on 6 of 10 runs (BENCHMARKS.md, "MAPF-LNS's random walk")."""
+    the team was behind on 6 of 10 runs (docs/notes/2026-12-03-lns-walk.md, "MAPF-LNS's random walk")."""
     d = delays(grid, paths, starts, goals)
     order = sorted((i for i in range(len(paths)) if d[i] > 0), key=lambda i: -d[i])
     pick = next((i for i in order if i not in tabu), None)

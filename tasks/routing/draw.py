@@ -97,7 +97,7 @@ def draw_animation(inst: Instance, paths: tuple[Path, ...], out: str, fps: int =
     The map and the goals are drawn once; each frame restores that background and draws only the robots,
     the conflicts and the clock (matplotlib's blitting), and every frame shares the first one's palette.
     Redrawing and re-quantizing the whole figure per frame took 23 s of a 28 s `blockopt run` on
-    maze-32-32-2 (BENCHMARKS.md, "Pictures")."""
+    maze-32-32-2 (docs/notes/2026-12-01-routing-at-density.md, "Pictures")."""
     g = inst.grid
     makespan = max(len(p) for p in paths) - 1
     step = max(1, -(-(makespan + 1) // MAX_FRAMES))

@@ -7,7 +7,8 @@ time against everything else the contract shows (repair.BlockSearch: a step
 costs the neighbourhood's paths, not the block's). Each re-plan salts SIPP's tie-break from the
 proposer's rng, as MAPF-LNS2's random tie-breaking does: with one fixed choice among equal-cost paths a
 neighbourhood tried again takes the same paths, and the search stays on its plateau (empty-16-16 k=50,
-about 2,000 steps: 510-511 with fixed ties, LNS2's 507 with salted ones on 3 of 3 seeds; BENCHMARKS.md).
+about 2,000 steps: 510-511 with fixed ties, LNS2's 507 with salted ones on 3 of 3 seeds;
+docs/notes/2026-12-03-salted-ties.md).
 Before it answers, a proposal gives robots back their old paths of equal cost where those still fit
 (``BlockSearch.put_back``), so that it changes the robots that had to move and not the plateau's walk.
 The surrogate is the block's sum of costs + W x (conflicts inside the block +

@@ -83,7 +83,7 @@ def sipp_search(
     deadline cut the search short (a path may exist), True when the answer is exact.
 
     Runs compiled (``sipp_jit``) over the table's array mirror: the same path as
-    ``sipp_search_python`` in an eighth to a tenth of the time (benchmarks/routing_sipp_jit.py). The
+    ``sipp_search_python`` in an eighth to a tenth of the time (benchmarks/routing.py sipp). The
     deadline is checked before the search starts; the expansion budget bounds the search itself."""
     if deadline is not None and time.perf_counter() > deadline:
         return None, False

@@ -90,7 +90,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         work, and an empty round regroups only the blocks nobody holds: the spare block is what the block
         an agent just gave up on is regrouped with (2 agents with 3 blocks beat 2 with 4 at 300 robots).
         One agent has nobody to make room for: one block lets it see every robot (6 of 9 seeded runs at
-        least as good as with 2 blocks; BENCHMARKS.md "one agent, one block")."""
+        least as good as with 2 blocks; docs/notes/2026-12-03-lns-walk.md, "One agent, one block")."""
         return {"blocks": agents + 1 if mode == "async" and agents > 1 else agents}
 
     def run_seed(self) -> int:

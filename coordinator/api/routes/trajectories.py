@@ -23,13 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.api.deps import AgentDep, ServiceDep, StoreDep
 from coordinator.engine.records import Usage
+from coordinator.json_integers import WholeNumbers
 from coordinator.reports.trajectories import abandoned_line, proposal_line
 from coordinator.store.base import AbandonedLease
 
 MEDIA_TYPE = "application/x-ndjson"
 
 
-class AbandonIn(BaseModel):
+class AbandonIn(WholeNumbers):
     model_config = ConfigDict(
         extra="forbid",
         strict=True,

@@ -2,10 +2,10 @@
 
 Both apply the same change under the same checks: the fencing token is the
 current one and the round lock still carries it, the head is at the expected
-version, and a new head increases it. ``benchmarks/redis_store.py`` measures
+version, and a new head increases it. ``benchmarks/stores.py redis`` measures
 both; Lua is the default because it needs one round trip where WATCH/MULTI
 needs six (WATCH, four reads, MULTI/EXEC) and restarts when a watched key moves (see
-BENCHMARKS.md, "Redis store and replicas").
+BENCHMARKS.md, "Stores: memory, SQLite, Redis").
 
 A commit carries a random id, recorded with it: when the reply to an applied
 commit is lost and the client retries, the retry is recognised and not applied

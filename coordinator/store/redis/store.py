@@ -139,7 +139,8 @@ class RedisStore(Store):
 
         The pool blocks when all its connections are busy: redis-py's default pool (100 connections) raised
         ``MaxConnectionsError`` instead, which reached agents as 503s (1,014 lease answers in 32 s with 50
-        tasks x 4 agents on one API process; BENCHMARKS.md, "50 tasks, corrected")."""
+        tasks x 4 agents on one API process; "50 tasks, corrected" in
+        docs/notes/2026-12-01-scale-curves-and-service-hot-path.md)."""
         pool = BlockingConnectionPool.from_url(
             url,
             max_connections=max_connections,

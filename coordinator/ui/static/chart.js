@@ -1,4 +1,4 @@
-// Convergence chart: the gap per round on a log axis, on a canvas. Drawing is incremental: a new round draws
+// Convergence chart: the gap per round (or against seconds since the task was created: setAxis) on a log axis, on a canvas. Drawing is incremental: a new round draws
 // its own point and segments over what is there; the whole chart is redrawn only when the axes change (the
 // x range grows with headroom, the y range by decades) or the canvas is resized.
 const M = { left: 52, right: 12, top: 14, bottom: 22 };
@@ -18,6 +18,7 @@ export class ConvergenceChart {
     this.drawn = 0;            // points on the canvas (what the tests read)
     this.x1 = 10; this.ylo = 0; this.yhi = 1; this.hasRange = false; this.limit = null;
     this.full = true; this.size = [0, 0]; this.box = [0, 0];
+    this.axis = "rounds";      // x: "rounds", or "seconds" (each row's t: seconds since the task was created)
     // the size comes from a ResizeObserver: reading clientWidth in a frame would force a layout of the page
     new ResizeObserver(([entry]) => {
       this.box = [entry.contentRect.width, entry.contentRect.height];
@@ -36,7 +37,19 @@ export class ConvergenceChart {
     this.queue.push(row);
     if (row.gap > 0) this.extend(Math.log10(row.gap));
     if (row.predicted_gap > 0) this.extend(Math.log10(row.predicted_gap));
-    if (row.round > this.x1) { this.x1 = Math.ceil(row.round * 1.25); this.full = true; }
+    this.grow(this.xOf(row));
+  }
+
+  xOf(row) { return this.axis === "seconds" ? (row.t ?? 0) : row.round; }
+
+  grow(x) { if (x > this.x1) { this.x1 = Math.ceil(x * 1.25); this.full = true; } }
+
+  // Rounds or seconds on the x-axis: the whole chart is redrawn on the new axis.
+  setAxis(axis) {
+    if (axis === this.axis) return;
+    this.axis = axis; this.x1 = 10; this.full = true;
+    for (const row of this.rows) this.grow(this.xOf(row));
+    requestAnimationFrame(() => this.render());
   }
 
   setLimit(gap) {
@@ -84,17 +97,17 @@ export class ConvergenceChart {
   yOf(gap) { return gap > 0 ? Math.log10(gap) : this.ylo - 0.35; }
 
   draw(row, prev) {
-    const ctx = this.ctx, x = this.px(row.round), y = this.py(this.yOf(row.gap));
+    const ctx = this.ctx, x = this.px(this.xOf(row)), y = this.py(this.yOf(row.gap));
     if (row.regrouped) {
       ctx.strokeStyle = COLOURS.regroup; ctx.setLineDash([2, 3]); ctx.lineWidth = 1;
       ctx.beginPath(); ctx.moveTo(x, M.top); ctx.lineTo(x, this.size[1] - M.bottom); ctx.stroke(); ctx.setLineDash([]);
     }
     if (prev) {
       ctx.strokeStyle = COLOURS.gap; ctx.lineWidth = 1.5;
-      ctx.beginPath(); ctx.moveTo(this.px(prev.round), this.py(this.yOf(prev.gap))); ctx.lineTo(x, y); ctx.stroke();
+      ctx.beginPath(); ctx.moveTo(this.px(this.xOf(prev)), this.py(this.yOf(prev.gap))); ctx.lineTo(x, y); ctx.stroke();
       if (prev.predicted_gap > 0 && row.predicted_gap > 0) {
         ctx.strokeStyle = COLOURS.forecast; ctx.setLineDash([4, 3]); ctx.lineWidth = 1.2;
-        ctx.beginPath(); ctx.moveTo(this.px(prev.round), this.py(Math.log10(prev.predicted_gap)));
+        ctx.beginPath(); ctx.moveTo(this.px(this.xOf(prev)), this.py(Math.log10(prev.predicted_gap)));
         ctx.lineTo(x, this.py(Math.log10(row.predicted_gap))); ctx.stroke(); ctx.setLineDash([]);
       }
     }
@@ -121,6 +134,8 @@ export class ConvergenceChart {
     ctx.textAlign = "center";
     const xstep = niceStep(this.x1 / 8);
     for (let r = 0; r <= this.x1; r += xstep) ctx.fillText(String(r), this.px(r), h - 6);
+    ctx.textAlign = "right";
+    ctx.fillText(this.axis === "seconds" ? "s" : "round", w - M.right, h - 6);
     ctx.textAlign = "left";
     ctx.fillText("gap F − F_ref (log)", M.left, M.top - 4);
     if (this.limit !== null) {

@@ -42,7 +42,9 @@ export class TaskPage {
       return [key, value];
     }));
     this.title = el("h1", { text: this.id });
-    const chartPanel = el("div", { class: "panel" }, el("h2", { text: "Convergence" }));
+    const axis = el("select", { id: "chart-x", title: "x-axis", onchange: (e) => this.chart.setAxis(e.target.value) },
+      el("option", { value: "rounds", text: "rounds" }), el("option", { value: "seconds", text: "seconds" }));
+    const chartPanel = el("div", { class: "panel" }, el("h2", { text: "Convergence " }, axis));
     this.chart = new ConvergenceChart(chartPanel);
     chartPanel.append(el("div", { class: "legend" },
       el("span", {}, el("i", { style: "background:#2c6fbb" }), "gap per round"),
