@@ -299,6 +299,24 @@ class Task(abc.ABC, Generic[State, P]):
         """
         return None
 
+    @property
+    def neighbourhood_leases(self) -> bool:
+        """Whether each lease's block is formed at lease time (``form_lease``) rather than kept from a fixed
+        partition. False by default: kinds whose structure is a partition (quadratic, job-shop) keep it."""
+        return False
+
+    def form_lease(self, state: State, block: int, held: frozenset[int], attempt: int) -> State | None:
+        """``state`` with block ``block`` formed anew for the lease about to be granted on it, or None to
+        keep it (kinds with ``neighbourhood_leases``).
+
+        The kind's generators draw the block's new members from the whole current state, among the
+        elements of the blocks not in ``held`` (leased by other agents, or their answers wait in the
+        queue): those keep theirs, so no element is in two leases. What the new block leaves out goes to
+        the other free blocks, so block sizes may change; the objective does not. ``attempt`` varies the
+        answer between calls on the same state.
+        """
+        return None
+
     def neighbourhoods(self) -> tuple[str, ...]:
         """Names of the kind's ways to form blocks, for adaptive block selection (``coordinator/engine/adaptive.py``).
 

@@ -10,7 +10,14 @@ REPORT_EXAMPLE: dict[str, Any] = {
     "merge_policy": "checked",
     "status": "optimal",
     "rounds": 28,
-    "proposals": {"received": 112, "accepted": 112, "repaired": 0, "rejected": 0, "rejected_by_reason": {}},
+    "proposals": {
+        "received": 112,
+        "accepted": 112,
+        "repaired": 0,
+        "rebased": 0,
+        "rejected": 0,
+        "rejected_by_reason": {},
+    },
     "objective": {
         "initial": 0.0,
         "final": -29.0588,

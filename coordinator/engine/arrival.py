@@ -1,8 +1,9 @@
 """The async path's merge semantics: score one arrival on the head; close a window into a round record.
 
-Async mode merges each arrival on its own (optimistic concurrency), so there is no round to run: an
-arrival whose footprint meets a block committed after its base version is refused as
-``stale_footprint``; any other is scored as the engine's one-proposal round. A window of arrivals is
+Async mode merges each arrival on its own (optimistic concurrency), so there is no round to run: each
+arrival is scored as the engine's one-proposal round on the head, however old its base (a stale one is
+rebased: refused only when it no longer improves there, as ``stale_footprint`` when blocks were committed
+after its base). A window of arrivals is
 then summed into the same ``RoundRecord`` a rounds-mode round produces, so reports, metrics and the
 forecast read both modes alike. Pure: no store, no clock, no I/O.
 """
@@ -14,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from coordinator import errors
 from coordinator.engine.convergence import MergedScore, RoundConstants, check_accounting, round_constants
 from coordinator.engine.records import MergeKind, Proposal, RoundRecord, Snapshot, Verdict
 from coordinator.engine.rounds import RoundEngine
@@ -39,29 +39,26 @@ class Arrival:
     eval_seconds: float = 0.0
 
 
-def stale_footprint(engine: RoundEngine, snap: Snapshot, p: Proposal, index: int) -> Verdict | None:
-    """The ``stale_footprint`` refusal when ``p``'s footprint meets a block committed after its base."""
-    task = engine.task
+STALE_REFUSALS = frozenset({"not_improving", "screen_not_improving"})
+"""Refusals that, for an arrival drafted on an older version, may be due to what merged meanwhile."""
+
+
+def stale_conflict(snap: Snapshot, p: Proposal, verdict: Verdict) -> Verdict:
+    """``verdict``, named ``stale_footprint`` when it refused a stale arrival as not improving on the head
+    (after the kind's rebase): blocks committed after its base are in its way (a real conflict: a path
+    that now collides, a value whose gain the others' moves took). Footprints do not decide it: a block's
+    footprint against its own current value is empty, so the blocks committed since are named instead."""
+    if verdict.status != "rejected" or verdict.code not in STALE_REFUSALS or p.base_version >= snap.version:
+        return verdict
     since = [b for b, v in enumerate(snap.block_versions) if v > p.base_version and b != p.block]
-    if not since or not 0 <= p.block < task.n_blocks or snap.block_versions[p.block] > p.base_version:
-        return None
-    try:
-        value = engine.admit(snap, p)
-    except errors.BlockoptError:
-        return None  # the one-proposal round gives the precise rejection
-    mine = task.footprint(snap.state, p.block, value)
-    for b in since:
-        if mine & task.footprint(snap.state, b, task.block_value(snap.state, b)):
-            return Verdict(
-                proposal_id=p.id,
-                block=p.block,
-                status="rejected",
-                code="stale_footprint",
-                reason=f"its footprint meets block {b}, committed after base version {p.base_version}",
-                round=index,
-                predicted=p.predicted_improvement,
-            )
-    return None
+    if not since:
+        return verdict
+    named = ", ".join(map(str, since[:8])) + (" ..." if len(since) > 8 else "")
+    reason = (
+        f"blocks {named} committed after its base version {p.base_version}; rebased on version"
+        f" {snap.version}: {verdict.reason}"
+    )
+    return verdict.model_copy(update={"code": "stale_footprint", "reason": reason})
 
 
 def score_arrival(
@@ -69,10 +66,12 @@ def score_arrival(
 ) -> Arrival:
     """Score one arrival on the head ``snap`` (window ``index``). With ``keep`` (``regroup_after:
     arrival``), the blocks not in it are then regrouped (``Task.regroup``), merged or not: the agent that
-    just answered leases next from blocks formed around the plan as it is now."""
-    refused = stale_footprint(engine, snap, p, index)
-    if refused is not None:
-        return Arrival(snapshot=snap, verdict=refused, committed=False, merge_kind="none")
+    just answered leases next from blocks formed around the plan as it is now.
+
+    A stale arrival (the head moved since its base) is rebased, not refused: the engine scores it on the
+    head, repairs it there when it no longer improves (``Task.rebase``) and merges it if it still
+    improves. Only a real conflict is refused: its own block changed (``stale_base``), or on the head it
+    no longer improves once blocks merged after its base (``stale_footprint``)."""
     regroup = keep is not None
     outcome = engine.run_round(
         snap, [p], index, regroup=regroup, keep=keep or frozenset(), after_merge=regroup
@@ -80,7 +79,7 @@ def score_arrival(
     rec = outcome.record
     return Arrival(
         snapshot=outcome.snapshot,
-        verdict=outcome.verdicts[0],
+        verdict=stale_conflict(snap, p, outcome.verdicts[0]),
         committed=outcome.committed,
         merge_kind=rec.merge_kind,
         regrouped=rec.regrouped,

@@ -90,6 +90,9 @@ class Verdict(BaseModel):
     repaired: bool = False
     """Merged as the kind's repair on the head (``Task.rebase``), not as sent: blocks merged after its base
     were in its way."""
+    rebased: bool = False
+    """Merged on a head newer than its base version (scored again there, as sent or repaired): other blocks
+    merged while its agent worked, and it still improved."""
 
 
 @dataclass(frozen=True)

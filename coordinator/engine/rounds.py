@@ -296,6 +296,7 @@ class RoundEngine:
                     code="merged",
                     reason="merged" + (f" ({how})" if rebased or s.repaired else ""),
                     repaired=s.repaired,
+                    rebased=rebased,
                     round=round_index,
                     predicted=p.predicted_improvement,
                     delta=s.gain,

@@ -102,7 +102,7 @@ def ledger_of(
         {
             k: int(v)
             for k, v in counters.items()
-            if k in ("accepted", "rejected", "abandoned", "repaired")
+            if k in ("accepted", "rejected", "abandoned", "repaired", "rebased")
             or k.startswith(("rejected:", "abandoned:"))
         }
     )

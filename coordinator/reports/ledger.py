@@ -65,6 +65,8 @@ class RunLedger:
                 self.verdicts[f"rejected:{v.code}"] += 1
             if v.repaired:
                 self.verdicts["repaired"] += 1
+            if v.rebased:
+                self.verdicts["rebased"] += 1
         self.stalled = 0 if record.accepted else self.stalled + 1
 
     def stop_status(
@@ -237,6 +239,7 @@ def build_report(
             "received": received,
             "accepted": ledger.verdicts["accepted"],
             "repaired": ledger.verdicts["repaired"],
+            "rebased": ledger.verdicts["rebased"],
             "rejected": ledger.verdicts["rejected"],
             "rejected_by_reason": rejected_by,
             "abandoned": ledger.verdicts["abandoned"],

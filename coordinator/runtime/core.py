@@ -163,6 +163,13 @@ class ServiceCore:
             return self._blocks_lock(spec.id)
         return contextlib.nullcontext()
 
+    def _forms_leases(self, spec: TaskSpec, task: Task[Any]) -> bool:
+        """Whether this service forms each lease's block at lease time (``Task.form_lease``): an async task
+        of a kind that offers it, where leases and merges run in one process. In the split mode the API
+        processes lease and the engines merge: a lease there would take the round lock from the merges, so
+        blocks are regrouped after arrivals instead (``regroup_after``), as for any kind."""
+        return spec.mode == "async" and task.neighbourhood_leases and self.bus is None
+
     def changed(self, task_id: str) -> asyncio.Event:
         """An event set at the task's next change (take it before reading the store)."""
         return self._events.setdefault(task_id, asyncio.Event())

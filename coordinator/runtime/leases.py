@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from coordinator import errors
 from coordinator.engine.contract import contract_envelope
+from coordinator.engine.records import Snapshot
+from coordinator.runtime.core import BuiltTask, head_of
 from coordinator.runtime.window import AsyncWindow
 from coordinator.runtime.wire import LeaseGrant
-from coordinator.store.base import AgentRecord, Lease
+from coordinator.store.base import AgentRecord, Commit, Lease, TaskSpec
 
 log = logging.getLogger("blockopt.service")
 
@@ -48,6 +51,8 @@ class Leasing(AsyncWindow):
         built = self._built.get(task_id)
         if built is None or built.snapshot.version != version:
             built = await self._build(spec, await self.store.get_head(task_id))
+        if self._forms_leases(spec, built.task):
+            built = await self._form_lease(spec, lease, built)
         if (
             lease.version != built.snapshot.version
         ):  # an older lease handed back: show it the head it is on now
@@ -66,6 +71,39 @@ class Leasing(AsyncWindow):
             ttl=self.settings.lease_ttl,
             contract=contract,
         )
+
+    async def _form_lease(self, spec: TaskSpec, lease: Lease, built: BuiltTask) -> BuiltTask:
+        """The leased block formed anew from the current head (``Task.form_lease``), committed as a new
+        version with the same objective; the blocks other agents hold, or whose answers wait in the queue,
+        keep their members and versions. Under the task's lock and round lock, so no merge runs meanwhile;
+        where another replica holds the round lock, the block is leased as it is."""
+        task_id = spec.id
+        async with self._lock(task_id), self._holding_round_lock(task_id) as fence:
+            if fence is None:
+                return built
+            head = await self.store.get_head(task_id)
+            built = await self._build(spec, head)
+            now = self.clock()
+            held = {x.block for x in await self.store.active_leases(task_id, now) if x.id != lease.id}
+            held |= {q.proposal.block for q in await self.store.pending_proposals(task_id)}
+            formed = await self._engine_step(built, lease_formed, built, lease.block, frozenset(held))
+            if formed is None:
+                return built
+            snap, state_json = formed
+            runtime = await self.store.get_runtime(task_id)
+            await self.store.commit(
+                task_id,
+                Commit(
+                    expected_version=head.version,
+                    fence=fence,
+                    runtime=runtime,
+                    head=head_of(snap, state_json),
+                    counters={"lease_formed": 1},
+                ),
+            )
+            built.snapshot = snap
+        self._notify(task_id)
+        return built
 
     async def _held(self, task_id: str, agent_id: str) -> bool:
         """Adaptive selection's ``hold``: the agent abandoned a lease (found nothing) since the last round
@@ -89,3 +127,19 @@ class Leasing(AsyncWindow):
     async def release(self, task_id: str, agent: AgentRecord, lease_id: str) -> None:
         await self.store.release_lease(task_id, lease_id, agent.id)
         self._spawn(self._maybe_close(task_id))
+
+
+def lease_formed(built: BuiltTask, block: int, held: frozenset[int]) -> tuple[Snapshot, Any] | None:
+    """The head with ``block`` formed anew (``Task.form_lease``) and its state dumped, or None: kept as is.
+    Every block whose members changed gets the new version (a lease on an older one answers stale)."""
+    snap, task = built.snapshot, built.task
+    state = task.form_lease(snap.state, block, held, snap.version)
+    if state is None:
+        return None
+    version = snap.version + 1
+    blocks = tuple(
+        version if task.block_value(state, b) != task.block_value(snap.state, b) else v
+        for b, v in enumerate(snap.block_versions)
+    )
+    new = Snapshot(version, snap.objective, blocks, state)
+    return new, task.dump_state(state)

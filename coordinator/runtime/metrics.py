@@ -119,6 +119,11 @@ class TaskStateCollector(Collector):
             "repaired",
         )
         yield counter(
+            "blockopt_proposals_rebased",
+            "Proposals merged on a head newer than their base (scored again there: still improving)",
+            "rebased",
+        )
+        yield counter(
             "blockopt_interference_edges", "Interference-graph edges among improving proposals", "edges"
         )
         yield counter("blockopt_rounds", "Rounds recorded", "rounds")

@@ -218,6 +218,8 @@ class RoundsMode(RoundLocking):
                 out[f"rejected:{v.code}"] = out.get(f"rejected:{v.code}", 0) + 1
             if v.repaired:
                 out["repaired"] = out.get("repaired", 0) + 1
+            if v.rebased:
+                out["rebased"] = out.get("rebased", 0) + 1
         if rec is not None:
             out["rounds"] = 1
             out["edges"] = rec.interfering

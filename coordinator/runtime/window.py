@@ -1,7 +1,8 @@
 """Async mode: each arrival is scored and merged on its own; rounds are bookkeeping windows.
 
-Optimistic concurrency: an arrival is rejected as ``stale_footprint`` when its footprint meets a block
-committed since its base version (``engine/arrival.py`` scores it). The window's record is closed on
+Optimistic concurrency: an arrival drafted on an older version is scored on the head and merged when it
+still improves there (rebased); it is refused as ``stale_footprint`` only when it no longer improves once
+blocks committed since its base (``engine/arrival.py`` scores it). The window's record is closed on
 the same deadline as a round (``engine.arrival.window_record``).
 """
 
@@ -64,7 +65,9 @@ class AsyncWindow(RoundsMode):
         built = await self._build(spec, head)
         started = time.perf_counter()
         keep = None
-        if spec.regroup_after == "arrival":  # held blocks and the blocks of queued answers stay
+        # held blocks and the blocks of queued answers stay; where leases form their blocks, each block is
+        # formed when it is leased instead (``Leasing._form_lease``)
+        if spec.regroup_after == "arrival" and not self._forms_leases(spec, built.task):
             leased = await self.store.active_leases(task_id, self.clock())
             keep = frozenset({lease.block for lease in leased} | {q.proposal.block for q in behind})
         arrival, state_json = await self._engine_step(

@@ -71,13 +71,29 @@ def random_walk_from_delayed(
     if pick is None:
         return []
     tabu.add(pick)
-    chosen = [pick]
-    seen = {pick}
-    dist = grid.distances(goals[pick])
-    path = paths[pick]
+    return walk_from(grid, paths[pick], goals[pick], [pick], k, rng, index, spares)
+
+
+def walk_from(
+    grid: Grid,
+    path: Path,
+    goal: int,
+    chosen: list[int],
+    k: int,
+    rng: random.Random,
+    index: OccupancyIndex,
+    spares: Sequence[int] = (1, 0),
+    eligible: set[int] | None = None,
+    walks: int | None = None,
+) -> list[int]:
+    """``chosen`` grown with the robots met on random walks along ``path`` (a delayed robot's) towards
+    ``goal``, phase by phase as ``spares`` says (``random_walk_from_delayed``), until it holds ``k``;
+    with ``eligible``, robots not in it are passed over; ``walks`` per phase at most (8 k by default)."""
+    seen = set(chosen)
+    dist = grid.distances(goal)
     moves, vert, park, n, draw = grid.moves, index.vert, index.park, index.n, rng.random
     for spare in spares:
-        for _ in range(8 * k):
+        for _ in range(8 * k if walks is None else walks):
             if len(chosen) >= k:
                 break
             t = rng.randrange(len(path))
@@ -99,7 +115,7 @@ def random_walk_from_delayed(
                 if parked is not None and parked[1] <= t:
                     met = (*met, parked[0])
                 for j in met:
-                    if j not in seen:
+                    if j not in seen and (eligible is None or j in eligible):
                         seen.add(j)
                         chosen.append(j)
     return chosen[:k]

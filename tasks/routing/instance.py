@@ -68,6 +68,11 @@ class RoutingParams(BaseModel):
         description="seconds of LNS2's collision repair on the whole prioritized first plan, stopping at the"
         " first collision-free plan (0 = leave the collisions to the agents)",
     )
+    neighbourhood_leases: bool = Field(
+        True,
+        description="form each lease's block at lease time where the plan has delay, from the robots no other"
+        " agent holds (block sizes change); off: blocks keep the sizes of the first partition",
+    )
     rebase_repair: float = Field(
         0.05,
         ge=0.0,

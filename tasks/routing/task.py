@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.base import InvalidProposal, Reference, Task
 from tasks.routing.contract import GeometryCache, build_contract
+from tasks.routing.destroy import delays
 from tasks.routing.instance import Instance, RoutingParams, build_instance
+from tasks.routing.lease import form_lease
 from tasks.routing.lns import RoutingProposer
 from tasks.routing.neighbourhoods import NAMES, form_blocks
 from tasks.routing.occupancy import (
@@ -104,6 +106,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         self._geometry = GeometryCache(self.grid.width)
         """Per-robot path cells and boxes for contracts, recomputed only for the paths that change."""
         self._holding_up: tuple[tuple[Path, ...], dict[tuple[int, int], float]] | None = None
+        self._delays: tuple[tuple[Path, ...], list[int]] | None = None
+        self._cells: tuple[tuple[Path, ...], list[list[int]]] | None = None
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
         """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
 
@@ -170,6 +174,12 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         old: dict[int, Path] = {}
         new: dict[int, Path] = {}
         for b, value in changes.items():
+            if len(value) != len(state.blocks[b]):
+                raise InvalidProposal(
+                    f"block {b} needs a list of {len(state.blocks[b])} paths (one per robot, in contract"
+                    f" order); it got {len(value)}",
+                    "bad_shape",
+                )
             for r, p in zip(state.blocks[b], value, strict=True):
                 if p[0] != self.inst.starts[r]:
                     raise InvalidProposal(
@@ -284,6 +294,23 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             kept = self._holding_up = (state.paths, weights)
         return kept[1]
 
+    def delays(self, state: RoutingState) -> list[int]:
+        """Each robot's delay (path length over its shortest), kept for the last plan: every lease reads it."""
+        kept = self._delays
+        if kept is None or kept[0] is not state.paths:
+            inst = self.inst
+            kept = self._delays = (state.paths, delays(self.grid, state.paths, inst.starts, inst.goals))
+        return kept[1]
+
+    @property
+    def neighbourhood_leases(self) -> bool:
+        return self.p.neighbourhood_leases
+
+    def form_lease(
+        self, state: RoutingState, block: int, held: frozenset[int], attempt: int
+    ) -> RoutingState | None:
+        return form_lease(self, state, block, held, attempt) if self.p.neighbourhood_leases else None
+
     def regroup(
         self, state: RoutingState, attempt: int, keep: frozenset[int] = frozenset()
     ) -> RoutingState | None:
@@ -318,11 +345,18 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             raise InvalidProposal(f"block {block} does not exist (0..{self.n_blocks - 1})", "wrong_block")
         if isinstance(value, Mapping):
             value = value.get("paths")
-        size = len(self.inst.blocks[block])
-        if not isinstance(value, list | tuple) or len(value) != size:
-            raise InvalidProposal(
-                f"block {block} needs a list of {size} paths (one per robot, in contract order)", "bad_shape"
-            )
+        if self.p.neighbourhood_leases:  # sizes change at every lease: the head's block says (``_changed``)
+            if not isinstance(value, list | tuple) or not 0 < len(value) <= self.inst.n_robots:
+                raise InvalidProposal(
+                    f"block {block} needs a list of paths (one per robot, in contract order)", "bad_shape"
+                )
+        else:
+            size = len(self.inst.blocks[block])
+            if not isinstance(value, list | tuple) or len(value) != size:
+                raise InvalidProposal(
+                    f"block {block} needs a list of {size} paths (one per robot, in contract order)",
+                    "bad_shape",
+                )
         return tuple(self._path(k, raw) for k, raw in enumerate(value))
 
     def _path(self, position: int, raw: Any, robot: int | None = None) -> Path:
@@ -401,7 +435,16 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         """Paths as cell numbers (y x width + x): the store keeps or sends this at every commit, and as
         [x, y] pairs it was the coordinator's largest cost per commit at 300 robots (``solution`` keeps
         the pairs)."""
-        return {"cells": [list(p) for p in state.paths], "blocks": [list(b) for b in state.blocks]}
+        kept = self._cells
+        if kept is None or kept[0] is not state.paths:  # a lease's new blocks keep the paths: dumped once
+            # a merge changes a few paths: the others' lists are the last dump's (stores copy or encode them)
+            old_paths, old_cells = kept if kept is not None else ((), [])
+            n = len(old_paths)
+            cells = [
+                old_cells[r] if r < n and p is old_paths[r] else list(p) for r, p in enumerate(state.paths)
+            ]
+            kept = self._cells = (state.paths, cells)
+        return {"cells": kept[1], "blocks": [list(b) for b in state.blocks]}
 
     def load_state(self, data: Any) -> RoutingState:
         """A stored state: cell numbers (``dump_state``) or [x, y] pairs (``solution``, older stores)."""
@@ -420,6 +463,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             return self.inst.blocks
         blocks = tuple(tuple(int(r) for r in b) for b in raw)
         same_sizes = [len(b) for b in blocks] == [len(b) for b in self.inst.blocks]
+        if self.p.neighbourhood_leases:  # sizes change at every lease; the number of blocks does not
+            same_sizes = len(blocks) == len(self.inst.blocks) and all(blocks)
         if not same_sizes or sorted(r for b in blocks for r in b) != list(range(self.inst.n_robots)):
             raise InvalidProposal(
                 "state's blocks are not a partition of the robots with the instance's sizes", "bad_shape"

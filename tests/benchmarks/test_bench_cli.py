@@ -89,6 +89,8 @@ def test_routing_refuses_bad_input(args: list[str], says: str) -> None:
     ("script", "args", "says"),
     [
         ("benchmarks.engine", ["round-steps", "--repeats", "0"], "want a positive count"),
+        ("benchmarks.engine", ["commit-cpu", "--agents", "0"], "must be positive"),
+        ("benchmarks.engine", ["commit-cpu", "--budget", "-1"], "must be positive"),
         (
             "benchmarks.stores",
             ["leases", "--ref", "no-such-ref-xyz", "--out", "OUT/x.json"],

@@ -553,6 +553,9 @@ def test_async_mode_regroups_the_blocks_nobody_holds_after_an_arrival(
     from tasks.registry import create_task
 
     params = {"map": "random-32-32-10", "robots": 60, "blocks": 3, "exact_limit": 0, "initial": "shortest"}
+    params["neighbourhood_leases"] = (
+        False  # (with them, every lease forms its block: test_neighbourhood_leases)
+    )
     body: dict[str, Any] = {"kind": "routing", "params": params, "mode": "async"}
     if regroup_after == "stalled":
         body["regroup_after"] = "stalled"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from coordinator.engine.arrival import score_arrival, window_record
 from coordinator.engine.contract import contract_envelope
 from coordinator.engine.records import Proposal, Snapshot
 from coordinator.engine.rounds import RoundEngine
+from coordinator.runtime.rounds import RoundsMode
 from coordinator.store.base import WindowState
 from tasks.quadratic import QuadraticTask
 from tasks.registry import create_task
@@ -26,16 +28,61 @@ def test_a_fresh_arrival_merges_and_moves_the_head() -> None:
     assert arrival.accepted == 1 and arrival.merge_kind != "none"
 
 
-def test_an_arrival_whose_footprint_meets_a_later_commit_is_refused_as_stale() -> None:
+def test_a_stale_arrival_that_still_improves_on_the_head_is_rebased_and_merged() -> None:
     task = QuadraticTask(STRONG)  # strong coupling: every pair of blocks interferes
     engine = RoundEngine(task)
     snap = engine.initial_snapshot()
     first, late = exact_proposals(task, snap, [0, 1])  # both drafted on version 0
     head = score_arrival(engine, snap, first, 0).snapshot  # block 0 committed at version 1
     arrival = score_arrival(engine, head, late, 1)
+    v = arrival.verdict
+    assert v.status == "accepted" and v.rebased and not v.repaired
+    assert "rebased from version 0" in v.reason
+    assert arrival.committed and arrival.snapshot.objective < head.objective
+    assert v.delta == pytest.approx(head.objective - arrival.snapshot.objective)  # measured on the head
+    assert RoundsMode._counters([v], None)["rebased"] == 1  # counted (report, /metrics)
+    fresh = score_arrival(engine, snap, late, 0).verdict  # on its own base it is no rebase
+    assert fresh.status == "accepted" and not fresh.rebased
+
+
+def _improving_on_base_only(task: QuadraticTask, base: Snapshot, head: Snapshot, block: int) -> list[float]:
+    """A value of ``block`` that improves ``base`` but not ``head`` (found by a seeded search)."""
+    rng = np.random.default_rng(0)
+    old = np.asarray(task.block_value(base.state, block), float)
+    for _ in range(1000):
+        value = list(old + rng.normal(size=old.shape) * 0.1)
+        on_base = base.objective - task.evaluate_change(base.state, {block: value})
+        on_head = head.objective - task.evaluate_change(head.state, {block: value})
+        if on_base > 0 > on_head:
+            return value
+    raise AssertionError("no such value")
+
+
+def test_a_stale_arrival_that_no_longer_improves_on_the_head_is_refused_as_stale() -> None:
+    task = QuadraticTask(STRONG)
+    engine = RoundEngine(task)
+    snap = engine.initial_snapshot()
+    (first,) = exact_proposals(task, snap, [0])
+    head = score_arrival(engine, snap, first, 0).snapshot
+    late = proposal(5, _improving_on_base_only(task, snap, head, 5), snap.version, pid="late")
+    assert score_arrival(engine, snap, late, 0).verdict.status == "accepted"  # on its base it merges
+    arrival = score_arrival(engine, head, late, 1)
     assert arrival.verdict.status == "rejected" and arrival.verdict.code == "stale_footprint"
+    assert "blocks 0 committed after its base version 0" in arrival.verdict.reason
     assert not arrival.committed and arrival.snapshot is head  # the head does not move
     assert arrival.accepted == 0 and arrival.merge_kind == "none"
+
+
+def test_an_arrival_whose_own_block_changed_since_its_base_is_refused_as_stale_base() -> None:
+    task = QuadraticTask(STRONG)
+    engine = RoundEngine(task)
+    snap = engine.initial_snapshot()
+    (first,) = exact_proposals(task, snap, [0])
+    head = score_arrival(engine, snap, first, 0).snapshot
+    again = proposal(0, first.value, snap.version, pid="again")
+    arrival = score_arrival(engine, head, again, 1)
+    assert arrival.verdict.status == "rejected" and arrival.verdict.code == "stale_base"
+    assert not arrival.committed
 
 
 def test_a_closed_window_balances_its_books_and_a_tampered_one_does_not() -> None:

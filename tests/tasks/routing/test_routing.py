@@ -109,14 +109,19 @@ def test_validate_rejects_bad_proposals_with_reasons() -> None:
     assert task.validate(0, good) == task.block_value(state, 0)
     n = len(good)
     first = good[0]
+    fixed = small(neighbourhood_leases=False)  # a fixed partition: validate knows each block's size
     cases = {
         "wrong_block": (7, good),
         "bad_shape": (0, good[:-1]),
     }
     for code, (block, value) in cases.items():
         with pytest.raises(InvalidProposal) as info:
-            task.validate(block, value)
+            fixed.validate(block, value)
         assert info.value.code == code
+    # with neighbourhood leases a block's size changes at each lease: the head's block checks it
+    with pytest.raises(InvalidProposal) as info:
+        task.evaluate_change(state, {0: task.validate(0, good[:-1])})
+    assert info.value.code == "bad_shape" and "needs a list of" in info.value.reason
     sx, sy = first[0]
     gx, gy = first[-1]
     side = [gx + 1, gy] if gx < 7 else [gx - 1, gy]
