@@ -28,7 +28,7 @@ from coordinator.store.base import AgentRecord
 from tasks.quadratic import QuadraticTask
 from tasks.registry import create_task
 from tests.conftest import Coordinator
-from tests.test_service_api import lease
+from tests.coordinator.api.test_service_api import lease
 
 ROUTING = {"map": "random-32-32-10", "robots": 40, "blocks": 4, "seed": 1, "exact_limit": 0}
 """Four blocks of a 40-robot plan with delay (prioritized first plan): room for three agents at once."""
