@@ -190,12 +190,24 @@ def virtual_run(args: argparse.Namespace, agents: int, seed: int) -> dict[str, A
         "abandoned": r.abandoned,
         **r.summary(),
         "coordinator_cpu": r.coordinator_cpu,
+        "coordinator_by_call": by_call(r.calls),
         "create_cpu": r.create_cpu,
         "agent_cpu": r.agent_cpu,
         "agent_start": r.agent_start,
         "wall_s": time.time() - started,
         "load_after": os.getloadavg(),
     }
+
+
+def by_call(calls: list[tuple[float, float, float, str]]) -> dict[str, dict[str, float]]:
+    """Coordinator calls per kind: how many, their CPU seconds, the longest (which job costs the core)."""
+    out: dict[str, dict[str, float]] = {}
+    for _arrival, begin, end, what in calls:
+        row = out.setdefault(what, {"calls": 0, "cpu_s": 0.0, "max_ms": 0.0})
+        row["calls"] += 1
+        row["cpu_s"] += end - begin
+        row["max_ms"] = max(row["max_ms"], 1000 * (end - begin))
+    return out
 
 
 # -- the table --------------------------------------------------------------------------
@@ -205,6 +217,8 @@ def table(runs: list[dict[str, Any]], at: list[float], target_time: float) -> li
     for mode in sorted({r["mode"] for r in runs}):
         mine = [r for r in runs if r["mode"] == mode]
         ones = {r["seed"]: r for r in mine if r["agents"] == 1}
+        if not ones:
+            lines.append(f"{mode}: no one-agent run, so no Q, T1 or S(N) (combine files with 'table')")
         q = {s: value_at(r["curve"], target_time) for s, r in ones.items()}
         t1 = {s: time_to(r["curve"], q[s]) for s, r in ones.items()}
         lines.append(
@@ -216,12 +230,14 @@ def table(runs: list[dict[str, Any]], at: list[float], target_time: float) -> li
             f"{'N':>3s} {head} {'TN(Q) s':>13s} {'S(N) (median)':>18s} {'stale':>7s} {'not impr':>9s} "
             f"{'abandon':>9s} {'answers':>9s} {'busy':>6s} {'ms/commit':>10s}"
         )
+        medians: dict[int, float | None] = {}
         for n in sorted({r["agents"] for r in mine}):
             rs = sorted((r for r in mine if r["agents"] == n), key=lambda r: r["seed"])
             cells = [" / ".join(f"{value_at(r['curve'], t):.0f}" for r in rs) for t in at]
             tn = {r["seed"]: time_to(r["curve"], q[r["seed"]]) if r["seed"] in q else None for r in rs}
             speed = [speed_up(t1.get(s), tn[s]) for s in sorted(tn)]
             known = [v for v in speed if v is not None]
+            medians[n] = statistics.median(known) if known else None
             s_cell = " / ".join("-" if v is None else f"{v:.2f}" for v in speed)
             s_cell += f" ({statistics.median(known):.2f})" if len(known) > 1 else ""
             tn_cell = " / ".join("-" if tn[s] is None else f"{tn[s]:.1f}" for s in sorted(tn))
@@ -236,7 +252,7 @@ def table(runs: list[dict[str, Any]], at: list[float], target_time: float) -> li
                 f"{'/'.join(str(r['proposals']) for r in rs):>9s} "
                 f"{busy:>6.1%} {statistics.median(per) if per else float('nan'):>10.1f}"
             )
-        lines += shape_checks(mine, q, t1, at)
+        lines += shape_checks(mine, medians)
     return lines
 
 
@@ -249,19 +265,21 @@ def speed_up(t1: float | None, tn: float | None) -> float | None:
     return t1 / tn if tn > 0 else float("inf")
 
 
-def shape_checks(
-    runs: list[dict[str, Any]], q: dict[int, float], t1: dict[int, float | None], at: list[float]
-) -> list[str]:
+def shape_checks(runs: list[dict[str, Any]], medians: dict[int, float | None]) -> list[str]:
     """The issue-31 table's shape on today's code: S(12) below S(2), and 12 agents behind one at 30 s."""
     by = {(r["agents"], r["seed"]): r for r in runs}
     out = []
-    if 30.0 in at and any(n == 12 for n, _ in by):
-        behind = [
-            value_at(by[(12, s)]["curve"], 30.0) > value_at(by[(1, s)]["curve"], 30.0)
-            for n, s in by
-            if n == 12 and (1, s) in by
-        ]
-        out.append(f"  shape: 12 agents behind one at 30 s on {sum(behind)} of {len(behind)} seeds")
+    pairs = [
+        (value_at(by[(12, s)]["curve"], 30.0), value_at(by[(1, s)]["curve"], 30.0))
+        for n, s in by
+        if n == 12 and (1, s) in by
+    ]
+    if pairs:
+        behind = sum(twelve > one for twelve, one in pairs)
+        out.append(f"  shape: 12 agents behind one at 30 s on {behind} of {len(pairs)} seeds")
+    s2, s12 = medians.get(2), medians.get(12)
+    if s2 is not None and s12 is not None:
+        out.append(f"  shape: S(12) {s12:.2f} {'below' if s12 < s2 else 'NOT below'} S(2) {s2:.2f} (medians)")
     return out
 
 
@@ -293,12 +311,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         raise Usage("table needs one or more raw result files")
     if args.mode != "table" and args.files:
         raise Usage(f"{args.mode} takes no files (did you mean 'table'?)")
-    if args.time <= 0 or args.robots < 1 or min(args.agents) < 1:
-        raise Usage("--time, --robots and --agents must be positive")
+    for name, value in (("--time", args.time), ("--robots", args.robots), ("--agents", min(args.agents))):
+        if value <= 0:
+            raise Usage(f"{name} must be positive, got {value:g}")
     if args.mode != "table" and args.target_time > args.time:
         raise Usage(f"--target-time {args.target_time:g} is beyond --time {args.time:g}")
-    if args.mode != "table" and 1 not in args.agents:
-        raise Usage("--agents must include 1: Q and T1 come from the one-agent runs")
     for f in args.files:
         if not f.is_file():
             raise Usage(f"no such result file: {f}")

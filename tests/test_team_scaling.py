@@ -131,9 +131,9 @@ def test_queue_and_core_keep_order_under_any_schedule(jobs: list[tuple[float, fl
 
 
 def test_bad_command_line_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert team_scaling.main(["virtual", "--agents", "2", "4"]) == 2
+    assert team_scaling.main(["virtual", "--agents", "0", "4"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--agents must include 1" in err
+    assert err.count("\n") == 1 and "--agents must be positive" in err
     assert team_scaling.main(["virtual", "--time", "30", "--target-time", "60"]) == 2
     assert "beyond --time" in capsys.readouterr().err
     assert team_scaling.main(["table"]) == 2
