@@ -25,10 +25,14 @@ simulation):
   process's imports plus its own ``create_task`` and proposer.
 
 Not modelled: HTTP framing and loopback latency (uvicorn, httpx: only the JSON bodies are encoded and
-decoded), the worker's lease-renewal thread, the GIL and thread hops inside the coordinator process (its
-CPU is counted, not its contention), memory bandwidth and caches shared by cores, CPU frequency changes,
-the OS scheduler; a core is never shared. Python-level CPU of a call measured on this busy machine is
-close to, not equal to, what a dedicated core spends (cache misses of a shared core count in).
+decoded), the worker's lease-renewal thread and its HTTP client's CPU, the GIL and thread hops inside the
+coordinator process (its CPU is counted, not its contention). The real service scores an arrival in a
+worker thread while its event loop serves leases, all under one GIL: one core's capacity shared by its
+requests, where the model serves them one after another (same capacity, another order). Nor memory
+bandwidth and caches shared by cores, CPU frequency changes, the OS scheduler; a core is never shared.
+A worker process loads numba's cached SIPP code on its first search; the model's agents share one load.
+Python-level CPU of a call measured on a busy machine is close to, not equal to, what a dedicated core
+spends (the cache misses of a shared core count in).
 """
 
 from __future__ import annotations
