@@ -104,6 +104,7 @@ def real_run(args: argparse.Namespace, agents: int, seed: int, work: Path) -> di
     drain.start()
     cpu0, wall0 = _cpu_of(proc.pid), time.time()
     rows: list[dict[str, Any]] = []
+    workers: dict[int, float] = {}
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=None) as client:
         created_at = float(client.get(f"/v1/tasks/{task_id}").json()["created_at"])
         with client.stream("GET", f"/v1/tasks/{task_id}/events") as stream:
@@ -113,9 +114,12 @@ def real_run(args: argparse.Namespace, agents: int, seed: int, work: Path) -> di
                     event = line[7:]
                 elif line.startswith("data: ") and event == "round":
                     rows.append(json.loads(line[6:]))
+                    _sample_children(proc.pid, workers)
                 elif line.startswith("data: ") and event == "status":
+                    _sample_children(proc.pid, workers)
                     break
         cpu1, wall1 = _cpu_of(proc.pid), time.time()
+        agents_cpu = sum(workers.values())
     proc.wait()
     drain.join(timeout=10)
     log.close()
@@ -148,9 +152,29 @@ def real_run(args: argparse.Namespace, agents: int, seed: int, work: Path) -> di
         "cpu_per_commit_ms": 1000 * coordinator_cpu / accepted if accepted else None,
         "coordinator_cpu_note": "CPU of the blockopt run process (embedded coordinator + its stream reader) "
         "from task creation's end to the status event, over that wall time",
+        "agents_cpu_s": agents_cpu,
+        "agent_core_fraction": agents_cpu / max(1e-9, agents * (wall1 - wall0)),
+        "agent_core_note": "workers' CPU (start-up included) over agents x the run's wall time",
         "load_before": load_before,
         "load_after": os.getloadavg(),
     }
+
+
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (its agent workers)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _sample_children(pid: int, seen: dict[int, float]) -> None:
+    """The CPU each worker process has used so far (read at every round: at the end they are gone)."""
+    try:
+        for child in _children(pid):
+            seen[child] = max(seen.get(child, 0.0), _cpu_of(child))
+    except (FileNotFoundError, ProcessLookupError, ValueError):
+        pass  # a worker that ended meanwhile keeps its last reading
 
 
 def _cpu_of(pid: int) -> float:
@@ -256,6 +280,28 @@ def table(runs: list[dict[str, Any]], at: list[float], target_time: float) -> li
     return lines
 
 
+def cpu_matched(runs: list[dict[str, Any]], at: list[float]) -> list[str]:
+    """Real runs beside the virtual run of the same N and seed, read at the CPU the real agents got: on a
+    busy machine an agent gets a fraction f of a core, so its wall time t is worth virtual time f x t."""
+    virtual = {(r["agents"], r["seed"]): r for r in runs if r["mode"] == "virtual"}
+    lines = []
+    for r in sorted((r for r in runs if r["mode"] == "real"), key=lambda r: (r["agents"], r["seed"])):
+        v = virtual.get((r["agents"], r["seed"]))
+        f = r.get("agent_core_fraction")
+        if v is None or f is None:
+            continue
+        cells = ", ".join(
+            f"{t:g} s: real {value_at(r['curve'], t):.0f} / virtual {value_at(v['curve'], f * t):.0f}"
+            for t in at
+        )
+        lines.append(
+            f"  CPU-matched N={r['agents']} seed {r['seed']} (agents got {f:.0%} of a core, load "
+            f"{r['load_before'][0]:.1f}): {cells}; answers in the run: real {r['proposals']}, "
+            f"virtual {v['proposals']}"
+        )
+    return lines
+
+
 def speed_up(t1: float | None, tn: float | None) -> float | None:
     """T1/TN; 0 when N agents never reached Q within the run; None when one agent's T1 is unknown."""
     if t1 is None:
@@ -345,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 if args.out is not None:
                     write(args, runs)
-    for line in table(runs, args.at, args.target_time):
+    for line in table(runs, args.at, args.target_time) + cpu_matched(runs, args.at):
         print(line)
     return 0
 
