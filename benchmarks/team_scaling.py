@@ -40,6 +40,7 @@ from typing import Any, NoReturn
 import httpx
 
 from benchmarks.virtual_team import ReplayConfig, replay
+from tasks.registry import kind_class
 
 Curve = list[tuple[float, float]]
 
@@ -184,18 +185,17 @@ def _cpu_of(pid: int) -> float:
 
 # -- virtual mode ---------------------------------------------------------------------
 def virtual_run(args: argparse.Namespace, agents: int, seed: int) -> dict[str, Any]:
-    params = {
-        "map": args.map,
-        "scen": args.scen,
-        "robots": args.robots,
-        "seed": seed,
-        "blocks": agents + 1 if agents > 1 else 1,  # RoutingTask.team_defaults(agents, "async")
-    }
+    cls = kind_class("routing")
+    team = cls.team_defaults(agents, "async")  # what ``blockopt run`` takes for this team (blocks, ...)
+    params = {k: v for k, v in team.items() if k in cls.Params.model_fields}
+    params |= {"map": args.map, "scen": args.scen, "robots": args.robots, "seed": seed}
+    knobs = {k: v for k, v in team.items() if k in cls.ProposerParams.model_fields}
     started = time.time()
     r = replay(
         ReplayConfig(
             kind="routing", params=params, agents=agents, seconds=args.time, seed=seed,
             agent_start=args.agent_start,
+            knobs=knobs,
         )
     )  # fmt: skip
     rejected = {k: v for k, v in r.verdicts.items() if k != "accepted"}
