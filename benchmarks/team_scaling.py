@@ -283,9 +283,11 @@ def table(runs: list[dict[str, Any]], at: list[float], target_time: float) -> li
 def cpu_matched(runs: list[dict[str, Any]], at: list[float]) -> list[str]:
     """Real runs beside the virtual run of the same N and seed, read at the CPU the real agents got: on a
     busy machine an agent gets a fraction f of a core, so its wall time t is worth virtual time f x t."""
-    virtual = {(r["agents"], r["seed"]): r for r in runs if r["mode"] == "virtual"}
+    virtual = {(r["agents"], r["seed"]): r for r in runs if r["mode"].startswith("virtual")}
     lines = []
-    for r in sorted((r for r in runs if r["mode"] == "real"), key=lambda r: (r["agents"], r["seed"])):
+    for r in sorted(
+        (r for r in runs if r["mode"].startswith("real")), key=lambda r: (r["mode"], r["agents"], r["seed"])
+    ):
         v = virtual.get((r["agents"], r["seed"]))
         f = r.get("agent_core_fraction")
         if v is None or f is None:
@@ -295,7 +297,7 @@ def cpu_matched(runs: list[dict[str, Any]], at: list[float]) -> list[str]:
             for t in at
         )
         lines.append(
-            f"  CPU-matched N={r['agents']} seed {r['seed']} (agents got {f:.0%} of a core, load "
+            f"  CPU-matched {r['mode']} N={r['agents']} seed {r['seed']} (agents got {f:.0%} of a core, load "
             f"{r['load_before'][0]:.1f}): {cells}; answers in the run: real {r['proposals']}, "
             f"virtual {v['proposals']}"
         )
@@ -375,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"team_scaling: error: {exc}", file=sys.stderr)
         return 2
     if args.mode == "table":
-        runs = [r for f in args.files for r in json.loads(f.read_text())["runs"]]
+        runs = load_runs(args.files)
     else:
         runs = []
         work = Path(tempfile.mkdtemp(prefix="team-scaling-"))
@@ -394,6 +396,19 @@ def main(argv: list[str] | None = None) -> int:
     for line in table(runs, args.at, args.target_time) + cpu_matched(runs, args.at):
         print(line)
     return 0
+
+
+def load_runs(files: list[Path]) -> list[dict[str, Any]]:
+    """Runs of several files; where two files hold the same (mode, N, seed), each file's runs keep their
+    own table (mode labelled with the file's name) instead of mixing."""
+    per_file = [(f, json.loads(f.read_text())["runs"]) for f in files]
+    keys = [(r["mode"], r["agents"], r["seed"]) for _, rs in per_file for r in rs]
+    clash = {k for k in keys if keys.count(k) > 1}
+    runs = []
+    for f, rs in per_file:
+        label = any((r["mode"], r["agents"], r["seed"]) in clash for r in rs)
+        runs += [{**r, "mode": f"{r['mode']} {f.stem}"} if label else r for r in rs]
+    return runs
 
 
 def write(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
