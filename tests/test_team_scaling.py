@@ -148,3 +148,23 @@ def test_time_to_target_and_value_at_read_a_step_curve() -> None:
     assert team_scaling.value_at(curve, 5.0) == 7.0
     assert team_scaling.time_to(curve, 8.0) == 2.0
     assert team_scaling.time_to(curve, 6.0) is None
+
+
+def _run(agents: int, seed: int, curve: list[tuple[float, float]]) -> dict[str, object]:
+    return {
+        "mode": "virtual", "agents": agents, "seed": seed, "curve": curve, "rejected_by_reason": {},
+        "abandoned": 0, "proposals": 10, "busy_fraction": 0.5, "cpu_per_commit_ms": 100.0,
+    }  # fmt: skip
+
+
+def test_shape_lines_say_when_the_team_does_not_pay_and_when_it_does() -> None:
+    one = [(0.0, 100.0), (10.0, 90.0), (30.0, 80.0)]
+    two = [(0.0, 100.0), (5.0, 90.0), (20.0, 80.0)]  # S(2) = 2 at Q = 90
+    slow = [(0.0, 100.0), (20.0, 90.0), (30.0, 85.0)]  # S = 0.5, behind one at 30 s
+    fast = [(0.0, 100.0), (1.0, 90.0), (30.0, 70.0)]  # S = 10, ahead at 30 s
+    lines = team_scaling.table([_run(1, 1, one), _run(2, 1, two), _run(12, 1, slow)], [30.0], 10.0)
+    assert "  shape: 12 agents behind one at 30 s on 1 of 1 seeds" in lines
+    assert "  shape: S(12) 0.50 below S(2) 2.00 (medians)" in lines
+    lines = team_scaling.table([_run(1, 1, one), _run(2, 1, two), _run(12, 1, fast)], [30.0], 10.0)
+    assert "  shape: 12 agents behind one at 30 s on 0 of 1 seeds" in lines
+    assert "  shape: S(12) 10.00 NOT below S(2) 2.00 (medians)" in lines
