@@ -1,0 +1,421 @@
+"""Does a bigger team reach a plan sooner? Time-to-target speed-up S(N) = T1(Q) / TN(Q), per team size N.
+
+Two modes, one table:
+
+- ``real``: the product's own processes, ``blockopt run routing --mode async --agents N --processes N
+  --time-limit T --stall-seconds T``; the anytime curve is the objective at every window close, read from the
+  task's event stream (each round row's ``closed_at`` minus the task's ``created_at``), or from the report's
+  history where its rows carry ``t``. Real mode needs N + 1 free cores: on a shared machine, only N <= 2.
+- ``virtual``: the same coordinator code in one process with N virtual agent cores and one coordinator core
+  (``benchmarks/virtual_team.py`` states the model and what it leaves out). It books CPU time, not wall time,
+  so it tolerates a busy machine, and predicts what N dedicated cores would do. Its curve is read the same
+  way (window closes, virtual seconds since creation).
+
+Q is one agent's objective at ``--target-time`` (per seed); TN(Q) the first time N agents' curve is at or
+below it. The table shows, per N, the objective at ``--at`` times (one column per seed), TN(Q) and S(N)
+(median over seeds), stale and not-improving answers, and the coordinator's busy fraction and CPU per commit.
+
+    .venv/bin/python -m benchmarks.team_scaling virtual --robots 300 --agents 1 2 4 8 12 --seeds 1 2 \\
+        --time 30 --at 15 30 --target-time 30 --out benchmarks/results/team_scaling/virtual.json
+    .venv/bin/python -m benchmarks.team_scaling real --robots 300 --agents 1 2 --seeds 1 2 --time 30 ...
+    .venv/bin/python -m benchmarks.team_scaling table FILE.json ... --at 15 30 --target-time 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+import httpx
+
+from benchmarks.virtual_team import ReplayConfig, replay
+from tasks.registry import kind_class
+
+Curve = list[tuple[float, float]]
+
+
+class Usage(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise Usage(message)
+
+
+# -- curves ---------------------------------------------------------------------------
+def value_at(curve: Curve, t: float) -> float:
+    """The objective at time t: the last point at or before it (the first plan before any)."""
+    best = curve[0][1]
+    for at, obj in curve:
+        if at > t:
+            break
+        best = obj
+    return best
+
+
+def time_to(curve: Curve, target: float) -> float | None:
+    """The first time the curve is at or below ``target`` (None: never, within the run)."""
+    for at, obj in curve:
+        if obj <= target:
+            return at
+    return None
+
+
+# -- real mode ------------------------------------------------------------------------
+def real_run(args: argparse.Namespace, agents: int, seed: int, work: Path) -> dict[str, Any]:
+    """One ``blockopt run`` of the product, its curve followed on its event stream."""
+    token = secrets.token_urlsafe(32)
+    tag = f"{args.map}-{args.scen}-k{args.robots}-a{agents}-s{seed}"
+    report = work / f"{tag}.json"
+    argv = [
+        sys.executable, "-m", "blockopt", "run", "routing", "--map", args.map, "--scen", args.scen,
+        "--robots", str(args.robots), "--seed", str(seed), "--mode", "async", "--agents", str(agents),
+        "--processes", str(agents), "--time-limit", str(args.time), "--stall-seconds", str(args.time),
+        "--report", str(report),
+    ]  # fmt: skip
+    load_before = os.getloadavg()
+    log = (work / f"{tag}.log").open("w")
+    proc = subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.PIPE, text=True, env={**os.environ, "BLOCKOPT_ADMIN_TOKEN": token}
+    )
+    assert proc.stderr is not None
+    url = task_id = None
+    for line in proc.stderr:
+        log.write(line)
+        found = re.search(r"coordinator at (\S+), task (\S+);", line)
+        if found:
+            url, task_id = found.group(1), found.group(2)
+            break
+    if url is None:
+        proc.wait()
+        raise RuntimeError(f"blockopt run ended before its coordinator started: see {work / tag}.log")
+    drain = threading.Thread(target=lambda: [log.write(x) for x in proc.stderr or []], daemon=True)
+    drain.start()
+    cpu0, wall0 = _cpu_of(proc.pid), time.time()
+    rows: list[dict[str, Any]] = []
+    workers: dict[int, float] = {}
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=None) as client:
+        created_at = float(client.get(f"/v1/tasks/{task_id}").json()["created_at"])
+        with client.stream("GET", f"/v1/tasks/{task_id}/events") as stream:
+            event = ""
+            for line in stream.iter_lines():
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: ") and event == "round":
+                    rows.append(json.loads(line[6:]))
+                    _sample_children(proc.pid, workers)
+                elif line.startswith("data: ") and event == "status":
+                    _sample_children(proc.pid, workers)
+                    break
+        cpu1, wall1 = _cpu_of(proc.pid), time.time()
+        agents_cpu = sum(workers.values())
+    proc.wait()
+    drain.join(timeout=10)
+    log.close()
+    rep = json.loads(report.read_text())
+    history = rep.get("history") or []
+    if history and all("t" in h for h in history):
+        curve = [(0.0, float(rep["objective"]["initial"]))] + [
+            (float(h["t"]), float(h["objective"])) for h in history
+        ]
+        source = "report t"
+    else:
+        curve = [(0.0, float(rep["objective"]["initial"]))]
+        curve += [(float(r["closed_at"]) - created_at, float(r["objective"])) for r in rows]
+        source = "event stream closed_at"
+    accepted = int(rep["proposals"]["accepted"])
+    coordinator_cpu = cpu1 - cpu0
+    return {
+        "mode": "real",
+        "agents": agents,
+        "seed": seed,
+        "curve": curve,
+        "curve_source": source,
+        "status": rep["status"],
+        "final": rep["objective"]["final"],
+        "proposals": int(rep["proposals"]["received"]),
+        "accepted": accepted,
+        "rejected_by_reason": rep["proposals"].get("rejected_by_reason", {}),
+        "abandoned": int(rep["proposals"].get("abandoned", 0)),
+        "busy_fraction": coordinator_cpu / max(1e-9, wall1 - wall0),
+        "cpu_per_commit_ms": 1000 * coordinator_cpu / accepted if accepted else None,
+        "coordinator_cpu_note": "CPU of the blockopt run process (embedded coordinator + its stream reader) "
+        "from task creation's end to the status event, over that wall time",
+        "agents_cpu_s": agents_cpu,
+        "agent_core_fraction": agents_cpu / max(1e-9, agents * (wall1 - wall0)),
+        "agent_core_note": "workers' CPU (start-up included) over agents x the run's wall time",
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+    }
+
+
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (its agent workers)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _sample_children(pid: int, seen: dict[int, float]) -> None:
+    """The CPU each worker process has used so far (read at every round: at the end they are gone)."""
+    try:
+        for child in _children(pid):
+            seen[child] = max(seen.get(child, 0.0), _cpu_of(child))
+    except (FileNotFoundError, ProcessLookupError, ValueError):
+        pass  # a worker that ended meanwhile keeps its last reading
+
+
+def _cpu_of(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -- virtual mode ---------------------------------------------------------------------
+def virtual_run(args: argparse.Namespace, agents: int, seed: int) -> dict[str, Any]:
+    cls = kind_class("routing")
+    team = cls.team_defaults(agents, "async")  # what ``blockopt run`` takes for this team (blocks, ...)
+    params = {k: v for k, v in team.items() if k in cls.Params.model_fields}
+    params |= {"map": args.map, "scen": args.scen, "robots": args.robots, "seed": seed}
+    knobs = {k: v for k, v in team.items() if k in cls.ProposerParams.model_fields}
+    started = time.time()
+    r = replay(
+        ReplayConfig(
+            kind="routing", params=params, agents=agents, seconds=args.time, seed=seed,
+            agent_start=args.agent_start,
+            knobs=knobs,
+        )
+    )  # fmt: skip
+    rejected = {k: v for k, v in r.verdicts.items() if k != "accepted"}
+    return {
+        "mode": "virtual",
+        "agents": agents,
+        "seed": seed,
+        "curve": r.curve,
+        "curve_source": "window closes, virtual seconds",
+        "commits": r.commits,
+        "status": r.status,
+        "final": r.curve[-1][1],
+        "proposals": r.proposals,
+        "accepted": r.accepted,
+        "rejected_by_reason": rejected,
+        "abandoned": r.abandoned,
+        **r.summary(),
+        "coordinator_cpu": r.coordinator_cpu,
+        "coordinator_by_call": by_call(r.calls),
+        "create_cpu": r.create_cpu,
+        "agent_cpu": r.agent_cpu,
+        "agent_start": r.agent_start,
+        "wall_s": time.time() - started,
+        "load_after": os.getloadavg(),
+    }
+
+
+def by_call(calls: list[tuple[float, float, float, str]]) -> dict[str, dict[str, float]]:
+    """Coordinator calls per kind: how many, their CPU seconds, the longest (which job costs the core)."""
+    out: dict[str, dict[str, float]] = {}
+    for _arrival, begin, end, what in calls:
+        row = out.setdefault(what, {"calls": 0, "cpu_s": 0.0, "max_ms": 0.0})
+        row["calls"] += 1
+        row["cpu_s"] += end - begin
+        row["max_ms"] = max(row["max_ms"], 1000 * (end - begin))
+    return out
+
+
+# -- the table --------------------------------------------------------------------------
+def table(runs: list[dict[str, Any]], at: list[float], target_time: float) -> list[str]:
+    """One line per (mode, N): objectives at ``at`` per seed, TN(Q), S(N), refusals, the coordinator."""
+    lines = []
+    for mode in sorted({r["mode"] for r in runs}):
+        mine = [r for r in runs if r["mode"] == mode]
+        ones = {r["seed"]: r for r in mine if r["agents"] == 1}
+        if not ones:
+            lines.append(f"{mode}: no one-agent run, so no Q, T1 or S(N) (combine files with 'table')")
+        q = {s: value_at(r["curve"], target_time) for s, r in ones.items()}
+        t1 = {s: time_to(r["curve"], q[s]) for s, r in ones.items()}
+        lines.append(
+            f"{mode}: Q = one agent's objective at {target_time:g} s, per seed: "
+            + ", ".join(f"seed {s} {q[s]:.0f} (T1 {t1[s]:.1f} s)" for s in sorted(q) if t1[s] is not None)
+        )
+        head = " ".join(f"{f'{t:g} s':>15s}" for t in at)
+        lines.append(
+            f"{'N':>3s} {head} {'TN(Q) s':>13s} {'S(N) (median)':>18s} {'stale':>7s} {'not impr':>9s} "
+            f"{'abandon':>9s} {'answers':>9s} {'busy':>6s} {'ms/commit':>10s}"
+        )
+        medians: dict[int, float | None] = {}
+        for n in sorted({r["agents"] for r in mine}):
+            rs = sorted((r for r in mine if r["agents"] == n), key=lambda r: r["seed"])
+            cells = [" / ".join(f"{value_at(r['curve'], t):.0f}" for r in rs) for t in at]
+            tn = {r["seed"]: time_to(r["curve"], q[r["seed"]]) if r["seed"] in q else None for r in rs}
+            speed = [speed_up(t1.get(s), tn[s]) for s in sorted(tn)]
+            known = [v for v in speed if v is not None]
+            medians[n] = statistics.median(known) if known else None
+            s_cell = " / ".join("-" if v is None else f"{v:.2f}" for v in speed)
+            s_cell += f" ({statistics.median(known):.2f})" if len(known) > 1 else ""
+            tn_cell = " / ".join("-" if tn[s] is None else f"{tn[s]:.1f}" for s in sorted(tn))
+            stale = [sum(v for k, v in r["rejected_by_reason"].items() if k.startswith("stale")) for r in rs]
+            worse = [sum(v for k, v in r["rejected_by_reason"].items() if "not_improving" in k) for r in rs]
+            busy = statistics.median(r["busy_fraction"] for r in rs)
+            per = [r["cpu_per_commit_ms"] for r in rs if r["cpu_per_commit_ms"] is not None]
+            lines.append(
+                f"{n:>3d} {' '.join(f'{c:>15s}' for c in cells)} {tn_cell:>13s} {s_cell:>18s} "
+                f"{'/'.join(map(str, stale)):>7s} {'/'.join(map(str, worse)):>9s} "
+                f"{'/'.join(str(r['abandoned']) for r in rs):>9s} "
+                f"{'/'.join(str(r['proposals']) for r in rs):>9s} "
+                f"{busy:>6.1%} {statistics.median(per) if per else float('nan'):>10.1f}"
+            )
+        lines += shape_checks(mine, medians)
+    return lines
+
+
+def cpu_matched(runs: list[dict[str, Any]], at: list[float]) -> list[str]:
+    """Real runs beside the virtual run of the same N and seed, read at the CPU the real agents got: on a
+    busy machine an agent gets a fraction f of a core, so its wall time t is worth virtual time f x t."""
+    virtual = {(r["agents"], r["seed"]): r for r in runs if r["mode"].startswith("virtual")}
+    lines = []
+    for r in sorted(
+        (r for r in runs if r["mode"].startswith("real")), key=lambda r: (r["mode"], r["agents"], r["seed"])
+    ):
+        v = virtual.get((r["agents"], r["seed"]))
+        f = r.get("agent_core_fraction")
+        if v is None or f is None:
+            continue
+        cells = ", ".join(
+            f"{t:g} s: real {value_at(r['curve'], t):.0f} / virtual {value_at(v['curve'], f * t):.0f}"
+            for t in at
+        )
+        lines.append(
+            f"  CPU-matched {r['mode']} N={r['agents']} seed {r['seed']} (agents got {f:.0%} of a core, load "
+            f"{r['load_before'][0]:.1f}): {cells}; answers in the run: real {r['proposals']}, "
+            f"virtual {v['proposals']}"
+        )
+    return lines
+
+
+def speed_up(t1: float | None, tn: float | None) -> float | None:
+    """T1/TN; 0 when N agents never reached Q within the run; None when one agent's T1 is unknown."""
+    if t1 is None:
+        return None
+    if tn is None:
+        return 0.0
+    return t1 / tn if tn > 0 else float("inf")
+
+
+def shape_checks(runs: list[dict[str, Any]], medians: dict[int, float | None]) -> list[str]:
+    """The issue-31 table's shape on today's code: S(12) below S(2), and 12 agents behind one at 30 s."""
+    by = {(r["agents"], r["seed"]): r for r in runs}
+    out = []
+    pairs = [
+        (value_at(by[(12, s)]["curve"], 30.0), value_at(by[(1, s)]["curve"], 30.0))
+        for n, s in by
+        if n == 12 and (1, s) in by
+    ]
+    if pairs:
+        behind = sum(twelve > one for twelve, one in pairs)
+        out.append(f"  shape: 12 agents behind one at 30 s on {behind} of {len(pairs)} seeds")
+    s2, s12 = medians.get(2), medians.get(12)
+    if s2 is not None and s12 is not None:
+        out.append(f"  shape: S(12) {s12:.2f} {'below' if s12 < s2 else 'NOT below'} S(2) {s2:.2f} (medians)")
+    return out
+
+
+# -- command line -----------------------------------------------------------------------
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = Parser(prog="team_scaling", description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("mode", choices=["real", "virtual", "table"])
+    p.add_argument("files", nargs="*", type=Path, help="table: raw result files to combine")
+    p.add_argument("--map", default="random-32-32-10")
+    p.add_argument("--scen", default="random-1")
+    p.add_argument("--robots", type=int, default=300)
+    p.add_argument("--agents", type=int, nargs="+", default=[1, 2, 4, 8, 12])
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    p.add_argument(
+        "--time", type=float, default=30.0, help="seconds per run (virtual seconds in virtual mode)"
+    )
+    p.add_argument("--at", type=float, nargs="+", default=[15.0, 30.0], help="times the table shows")
+    p.add_argument(
+        "--target-time", type=float, default=None, help="Q = one agent's objective then (default --time)"
+    )
+    p.add_argument(
+        "--agent-start", type=float, default=None, help="virtual: worker start-up s (default measured)"
+    )
+    p.add_argument("--out", type=Path, default=None, help="write the raw runs here (JSON)")
+    args = p.parse_args(argv)
+    if args.target_time is None:
+        args.target_time = args.time if args.mode != "table" else max(args.at)
+    if args.mode == "table" and not args.files:
+        raise Usage("table needs one or more raw result files")
+    if args.mode != "table" and args.files:
+        raise Usage(f"{args.mode} takes no files (did you mean 'table'?)")
+    for name, value in (("--time", args.time), ("--robots", args.robots), ("--agents", min(args.agents))):
+        if value <= 0:
+            raise Usage(f"{name} must be positive, got {value:g}")
+    if args.mode != "table" and args.target_time > args.time:
+        raise Usage(f"--target-time {args.target_time:g} is beyond --time {args.time:g}")
+    for f in args.files:
+        if not f.is_file():
+            raise Usage(f"no such result file: {f}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse(sys.argv[1:] if argv is None else argv)
+    except Usage as exc:
+        print(f"team_scaling: error: {exc}", file=sys.stderr)
+        return 2
+    if args.mode == "table":
+        runs = load_runs(args.files)
+    else:
+        runs = []
+        work = Path(tempfile.mkdtemp(prefix="team-scaling-"))
+        for seed in args.seeds:
+            for n in args.agents:
+                run = real_run(args, n, seed, work) if args.mode == "real" else virtual_run(args, n, seed)
+                runs.append(run)
+                print(
+                    f"{args.mode} N={n} seed {seed}: final {run['final']:.0f}, {run['proposals']} answers, "
+                    f"busy {run['busy_fraction']:.1%}, load {os.getloadavg()[0]:.2f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                if args.out is not None:
+                    write(args, runs)
+    for line in table(runs, args.at, args.target_time) + cpu_matched(runs, args.at):
+        print(line)
+    return 0
+
+
+def load_runs(files: list[Path]) -> list[dict[str, Any]]:
+    """Runs of several files; where two files hold the same (mode, N, seed), each file's runs keep their
+    own table (mode labelled with the file's name) instead of mixing."""
+    per_file = [(f, json.loads(f.read_text())["runs"]) for f in files]
+    keys = [(r["mode"], r["agents"], r["seed"]) for _, rs in per_file for r in rs]
+    clash = {k for k in keys if keys.count(k) > 1}
+    runs = []
+    for f, rs in per_file:
+        label = any((r["mode"], r["agents"], r["seed"]) in clash for r in rs)
+        runs += [{**r, "mode": f"{r['mode']} {f.stem}"} if label else r for r in rs]
+    return runs
+
+
+def write(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "files"}
+    args.out.write_text(json.dumps({"command": sys.argv, "config": config, "runs": runs}, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

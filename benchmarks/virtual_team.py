@@ -1,0 +1,511 @@
+"""Virtual-core replay of an async team: N agent cores and one coordinator core in one process.
+
+Why: a 2-core machine shared by others cannot run 12 agent processes, but it can run the same code one call
+at a time and book each call's CPU time on the core that would have run it. The model (a discrete-event
+simulation):
+
+- Agent i is a core with its own clock. It runs the worker's loop (``agents/worker.py``): lease, propose,
+  submit (the verdict brings the next lease), or abandon (then wait 0.05 s) when the proposer finds
+  nothing; ``no_block_available`` waits ``retry_after``. Each proposer call runs for real (the kind's own
+  proposer, ``agents.proposers.make_proposer``, seeded as ``agents/fleet.py`` seeds worker i); its thread
+  CPU time advances agent i's clock. Its time budget follows that CPU time too: ``time.perf_counter`` reads
+  ``time.thread_time`` during a replay, so a 0.5 s budget buys what 0.5 s of a dedicated core buys.
+- The coordinator is one core, a single FIFO server: the real ``CoordinatorService`` over a ``MemoryStore``,
+  its lease/submit/release/tick methods called directly (no HTTP). A request that reaches it at time a
+  starts at max(a, coordinator free) (``ServerCore``); its process CPU time (scoring, merge, regroup, the
+  store, the JSON a real request would encode and decode) advances the coordinator's clock. The service's
+  ``clock`` is the virtual clock, which moves with the CPU the call has used so far. The scheduler's tick
+  is a coordinator request every ``settings.tick`` s after the last one ended, as its loop sleeps.
+- Events (a request reaching the coordinator) are handled in virtual-time order (``EventQueue`` refuses to
+  go back in time): a lease sees the head as of its virtual time, and an answer is scored on the head of
+  its arrival. Agent work needs nothing but its contract, so it runs when its lease is handed out and its
+  answer is queued at (lease end + its CPU time).
+- Task creation (the kind's first plan) is coordinator work from time 0, as ``created_at`` is the request's
+  arrival. Agent i joins at (creation end + worker start-up), start-up being the measured CPU of a worker
+  process's imports plus its own ``create_task`` and proposer.
+
+Not modelled: HTTP framing and loopback latency (uvicorn, httpx: only the JSON bodies are encoded and
+decoded), the worker's lease-renewal thread and its HTTP client's CPU, the GIL and thread hops inside the
+coordinator process (its CPU is counted, not its contention). The real service scores an arrival in a
+worker thread while its event loop serves leases, all under one GIL: one core's capacity shared by its
+requests, where the model serves them one after another (same capacity, another order). Nor memory
+bandwidth and caches shared by cores, CPU frequency changes, the OS scheduler; a core is never shared.
+A worker process loads numba's cached SIPP code on its first search; the model's agents share one load.
+Python-level CPU of a call measured on a busy machine is close to, not equal to, what a dedicated core
+spends (the cache misses of a shared core count in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from agents.proposers import make_proposer
+from coordinator import errors
+from coordinator.runtime.datapaths import dirs_for
+from coordinator.runtime.metrics import ServiceMetrics
+from coordinator.runtime.service import CoordinatorService
+from coordinator.runtime.wire import CreateTask, JoinRequest, ProposalIn
+from coordinator.settings import ServiceSettings
+from coordinator.store.base import TERMINAL, AbandonedLease, AgentRecord
+from coordinator.store.memory import MemoryStore
+from tasks.base import Draft, Proposer
+from tasks.registry import create_task, kind_class
+
+END_CODES = {"task_finished", "budget_exceeded"}
+
+
+class OutOfOrder(RuntimeError):
+    """A simulator invariant broke: an event earlier than one already handled, or two coordinator calls
+    at once. Raised, never repaired: a replay that broke it measures nothing."""
+
+
+@dataclass(order=True)
+class Event:
+    at: float
+    seq: int
+    kind: str = field(compare=False)
+    agent: int = field(compare=False, default=-1)
+    payload: Any = field(compare=False, default=None)
+
+
+class EventQueue:
+    """Events by virtual time (ties: the order they were queued). Handling one earlier than the last handled,
+    or queuing one in the past, raises ``OutOfOrder``."""
+
+    def __init__(self) -> None:
+        self._heap: list[Event] = []
+        self._seq = 0
+        self.now = 0.0
+        self.handled: list[float] = []
+
+    def push(self, at: float, kind: str, agent: int = -1, payload: Any = None) -> None:
+        if at < self.now:
+            raise OutOfOrder(f"event {kind} queued at {at:.6f} s, before now ({self.now:.6f} s)")
+        heapq.heappush(self._heap, Event(at, self._seq, kind, agent, payload))
+        self._seq += 1
+
+    def pop(self) -> Event:
+        event = heapq.heappop(self._heap)
+        self.accept(event)
+        return event
+
+    def accept(self, event: Event) -> None:
+        """Move the clock to an event about to be handled (``pop`` does; a test feeds one directly)."""
+        if event.at < self.now:
+            raise OutOfOrder(f"event {event.kind} at {event.at:.6f} s handled after {self.now:.6f} s")
+        self.now = event.at
+        self.handled.append(event.at)
+
+    def peek(self) -> float | None:
+        return self._heap[0].at if self._heap else None
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+class ServerCore:
+    """The coordinator's one core: FIFO, one call at a time. ``start`` then ``finish`` per call."""
+
+    def __init__(self) -> None:
+        self.free_at = 0.0
+        self.busy = 0.0
+        self.calls: list[tuple[float, float, float, str]] = []
+        """(arrival, start, end, what) per call, in the order served."""
+        self._open: tuple[float, float] | None = None
+
+    def start(self, arrival: float) -> float:
+        if self._open is not None:
+            raise OutOfOrder(f"a coordinator call starts while the one from {self._open[1]:.6f} s runs")
+        begin = max(arrival, self.free_at)
+        self._open = (arrival, begin)
+        return begin
+
+    def finish(self, cpu: float, what: str) -> float:
+        if self._open is None:
+            raise OutOfOrder("a coordinator call finishes that never started")
+        (arrival, begin), self._open = self._open, None
+        end = begin + max(0.0, cpu)
+        before = self.calls[-1] if self.calls else (float("-inf"), 0.0, 0.0, "")
+        check_calls([(arrival, begin, end, what)], free=before[2], last_arrival=before[0])
+        self.calls.append((arrival, begin, end, what))
+        self.free_at = end
+        self.busy += end - begin
+        return end
+
+
+def check_calls(
+    calls: list[tuple[float, float, float, str]], free: float = 0.0, last_arrival: float = float("-inf")
+) -> None:
+    """The coordinator core's invariants: calls served in arrival order, none before it arrived, none
+    before the previous one ended (one call at a time), each starting as soon as both allow."""
+    for arrival, begin, end, what in calls:
+        if arrival < last_arrival:
+            raise OutOfOrder(f"{what} arrived at {arrival:.6f} s, served after one that arrived later")
+        if begin < free - 1e-12 or begin < arrival - 1e-12:
+            raise OutOfOrder(f"{what} starts at {begin:.6f} s, before the core was free or it arrived")
+        if end < begin:
+            raise OutOfOrder(f"{what} ends before it starts")
+        if begin > max(arrival, free) + 1e-12:
+            raise OutOfOrder(f"{what} waited at {begin:.6f} s with the core free")
+        free, last_arrival = end, arrival
+
+
+def check_order(handled: list[float]) -> None:
+    """Events were handled in virtual-time order."""
+    for a, b in zip(handled, handled[1:], strict=False):
+        if b < a:
+            raise OutOfOrder(f"an event at {b:.6f} s was handled after one at {a:.6f} s")
+
+
+class VirtualClock:
+    """The service's clock: the start of the running call plus the CPU it has used so far."""
+
+    def __init__(self) -> None:
+        self.base = 0.0
+        self._cpu0: float | None = None
+
+    def __call__(self) -> float:
+        if self._cpu0 is None:
+            return self.base
+        return self.base + (time.process_time() - self._cpu0)
+
+    @contextlib.contextmanager
+    def running(self, at: float) -> Iterator[None]:
+        self.base, self._cpu0 = at, time.process_time()
+        try:
+            yield
+        finally:
+            self.base, self._cpu0 = self(), None
+
+
+@contextlib.contextmanager
+def cpu_deadlines() -> Iterator[None]:
+    """``time.perf_counter`` reads this thread's CPU time: the code's wall-time budgets become CPU budgets,
+    what they are on a dedicated core."""
+    wall = time.perf_counter
+    time.perf_counter = time.thread_time
+    try:
+        yield
+    finally:
+        time.perf_counter = wall
+
+
+@dataclass
+class Agent:
+    index: int
+    record: AgentRecord
+    proposer: Proposer
+    cpu: float = 0.0
+    calls: int = 0
+    done: bool = False
+
+
+@dataclass
+class ReplayConfig:
+    kind: str
+    params: dict[str, Any]
+    agents: int
+    seconds: float
+    seed: int
+    knobs: dict[str, Any] = field(default_factory=dict)
+    agent_start: float | None = None
+    """Seconds a worker process needs before it joins; None: measured (``worker_startup_cpu``)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """``ServiceSettings`` overrides (the defaults are ``blockopt run``'s)."""
+
+
+@dataclass
+class ReplayResult:
+    curve: list[tuple[float, float]]
+    """(seconds since creation, objective) at every window close, as the report's history gives it."""
+    commits: list[tuple[float, float]]
+    """(seconds since creation, objective) after every accepted answer."""
+    verdicts: dict[str, int]
+    abandoned: int
+    proposals: int
+    accepted: int
+    coordinator_cpu: float
+    """Coordinator CPU after creation (creation, the first plan, excluded)."""
+    create_cpu: float
+    agent_cpu: list[float]
+    agent_start: float
+    status: str
+    calls: list[tuple[float, float, float, str]]
+    handled: list[float]
+    seconds: float
+
+    def summary(self) -> dict[str, Any]:
+        run = max(1e-9, self.seconds - self.create_cpu)
+        return {
+            "busy_fraction": self.coordinator_cpu / run,
+            "cpu_per_commit_ms": 1000 * self.coordinator_cpu / self.accepted if self.accepted else None,
+            "cpu_per_proposal_ms": 1000 * self.coordinator_cpu / self.proposals if self.proposals else None,
+        }
+
+
+def worker_startup_cpu() -> float:
+    """CPU seconds of a fresh worker process's imports (what ``blockopt`` spawns per agent)."""
+    code = "import agents.worker, agents.proposers, tasks.registry, tasks.routing.lns"
+    before = _children_cpu()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return _children_cpu() - before
+
+
+def _children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+class Replay:
+    """One replay of one task with ``config.agents`` virtual agent cores (see the module docstring)."""
+
+    def __init__(self, config: ReplayConfig) -> None:
+        self.config = config
+        self.clock = VirtualClock()
+        cls = kind_class(config.kind)
+        self.knobs = cls.ProposerParams.model_validate(config.knobs).model_dump()
+        self.settings = ServiceSettings(data_dirs=dirs_for(cls.Params, config.params), **config.settings)
+        self.service = CoordinatorService(
+            self.settings, MemoryStore(), ServiceMetrics(CollectorRegistry()), clock=self.clock
+        )
+        self.queue = EventQueue()
+        self.core = ServerCore()
+        self.agents: list[Agent] = []
+        self.task_id = ""
+        self.created_at = 0.0
+        self.verdicts: dict[str, int] = {}
+        self.abandoned = 0
+        self.commits: list[tuple[float, float]] = []
+        self.status = "running"
+
+    # -- the coordinator core ----------------------------------------------------
+    async def serve(self, arrival: float, what: str, call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
+        """Run one coordinator call on its core: (end time, result or the BlockoptError it raised)."""
+        begin = self.core.start(arrival)
+        cpu0 = time.process_time()
+        result: Any
+        with self.clock.running(begin):
+            try:
+                result = await call()
+            except errors.BlockoptError as exc:
+                result = exc
+            await self._drain()
+        return self.core.finish(time.process_time() - cpu0, what), result
+
+    async def _drain(self) -> None:
+        """Let the work a call spawned (``_spawn``: a release's round check) run inside that call."""
+        for _ in range(100):
+            pending = [t for t in self.service._background if not t.done()]
+            if not pending:
+                return
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    # -- one agent's loop ----------------------------------------------------------
+    def _propose(self, agent: Agent, grant_json: str, ready: float) -> None:
+        """Agent ``agent`` got a lease at ``ready``: run its proposer for real, queue its answer."""
+        t0 = time.thread_time()
+        lease = json.loads(grant_json)
+        draft: Draft | None = agent.proposer.propose(lease["contract"])
+        body: str | None = None
+        if draft is not None:
+            body = json.dumps(
+                {
+                    "id": uuid.uuid4().hex,
+                    "lease_id": lease["lease_id"],
+                    "block": draft.block,
+                    "base_version": lease["version"],
+                    "value": draft.value,
+                    "predicted_improvement": draft.predicted_improvement,
+                    "usage": {"calls": 1, "model": "heuristic", "seconds": time.thread_time() - t0},
+                    "exact_minimizer": bool(draft.info.get("exact_minimizer", False)),
+                }
+            )
+        cpu = time.thread_time() - t0
+        agent.cpu += cpu
+        agent.calls += 1
+        if body is None:
+            self.queue.push(ready + cpu, "abandon", agent.index, (lease, cpu))
+        else:
+            self.queue.push(ready + cpu, "submit", agent.index, body)
+
+    def _end(self, agent: Agent, exc: errors.BlockoptError) -> bool:
+        """After a refusal: True when the agent goes on (it waits and leases again), False when it ends."""
+        if exc.code in END_CODES:
+            agent.done = True
+            return False
+        return True
+
+    async def _on_lease(self, agent: Agent, at: float) -> None:
+        end, result = await self.serve(at, "lease", lambda: self._grant_json(agent))
+        if isinstance(result, errors.BlockoptError):
+            if self._end(agent, result):
+                self.queue.push(end + float(result.context.get("retry_after") or 0.2), "lease", agent.index)
+            return
+        self._propose(agent, result, end)
+
+    async def _grant_json(self, agent: Agent) -> str:
+        grant = await self.service.lease(self.task_id, agent.record)
+        return grant.model_dump_json()
+
+    async def _on_submit(self, agent: Agent, at: float, body: str) -> None:
+        async def call() -> tuple[str, dict[str, Any]]:
+            proposal = ProposalIn.model_validate_json(body)
+            view, _ = await self.service.submit(self.task_id, agent.record, proposal, 0.0, next_lease=True)
+            out = view.model_dump_json()
+            verdict = view.verdict
+            head = None
+            if verdict is not None and verdict.status == "accepted":
+                head = (await self.service.store.get_head(self.task_id)).objective
+            return out, {"code": verdict.code if verdict else "pending", "head": head}
+
+        end, result = await self.serve(at, "submit", call)
+        if isinstance(result, errors.BlockoptError):
+            if self._end(agent, result):  # a dropped proposal (409/422): lease again, as the worker does
+                self.verdicts[result.code] = self.verdicts.get(result.code, 0) + 1
+                self.queue.push(end, "lease", agent.index)
+            return
+        out, info = result
+        self.verdicts[info["code"]] = self.verdicts.get(info["code"], 0) + 1
+        if info["head"] is not None:
+            self.commits.append((end - self.created_at, info["head"]))
+        view = json.loads(out)
+        if view.get("next_lease"):
+            self._propose(agent, json.dumps(view["next_lease"]), end)
+        else:
+            self.queue.push(end, "lease", agent.index)
+
+    async def _on_abandon(self, agent: Agent, at: float, lease: dict[str, Any], cpu: float) -> None:
+        async def call() -> None:  # what POST .../abandon does (coordinator/api/routes/trajectories.py)
+            record = AbandonedLease(
+                id=uuid.uuid4().hex,
+                agent=agent.record.id,
+                block=lease["block"],
+                base_version=lease["version"],
+                outcome="declined",
+                at=self.clock(),
+            )
+            await self.service.store.record_abandoned(self.task_id, record)
+            await self.service.release(self.task_id, agent.record, lease["lease_id"])
+
+        end, result = await self.serve(at, "abandon", call)
+        self.abandoned += 1
+        if isinstance(result, errors.BlockoptError) and not self._end(agent, result):
+            return
+        self.queue.push(end + 0.05, "lease", agent.index)
+
+    async def _on_tick(self, at: float) -> None:
+        end, _ = await self.serve(at, "tick", self.service.tick)
+        runtime = await self.service.store.get_runtime(self.task_id)
+        if runtime.status in TERMINAL:
+            self.status = str(runtime.status)
+            return
+        self.queue.push(end + self.settings.tick, "tick")
+
+    # -- the replay --------------------------------------------------------------
+    async def _create(self) -> tuple[str, str]:
+        c = self.config
+        request = CreateTask.model_validate(
+            {
+                "kind": c.kind,
+                "params": c.params,
+                "merge_policy": "checked",
+                "mode": "async",
+                "budgets": {"rounds": 500, "seconds": c.seconds},
+                "proposer": {"name": "heuristic", "knobs": self.knobs},
+                "stop": {"stall_seconds": c.seconds},
+            }
+        )
+        _, result = await self.serve(0.0, "create", lambda: self.service.create(request))
+        if isinstance(result, errors.BlockoptError):
+            raise RuntimeError(f"the coordinator refused the task: {result.message}")
+        spec, join_token, _read = result
+        self.created_at = spec.created_at
+        return spec.id, join_token
+
+    async def _join(self, index: int, join_token: str) -> Agent:
+        joined = await self.service.join(
+            self.task_id, join_token, JoinRequest(name=f"agent-{index}", proposer="heuristic")
+        )
+        record = await self.service.authenticate(self.task_id, f"Bearer {joined.token}")
+        task = create_task(joined.task["kind"], joined.task["params"])
+        proposer = make_proposer("heuristic", task, self.knobs, self.config.seed * 1000 + index)
+        return Agent(index, record, proposer)
+
+    async def run(self) -> ReplayResult:
+        c = self.config
+        start_up = worker_startup_cpu() if c.agent_start is None else c.agent_start
+        with cpu_deadlines():
+            self.task_id, join_token = await self._create()
+            create_end = self.core.free_at
+            for i in range(c.agents):
+                t0 = time.thread_time()
+                agent = await self._join(i, join_token)  # (its own task and proposer: agent CPU)
+                self.agents.append(agent)
+                self.queue.push(create_end + start_up + time.thread_time() - t0, "lease", i)
+            self.queue.push(create_end + self.settings.tick, "tick")
+            horizon = self.created_at + c.seconds
+            while self.queue and self.status == "running":
+                nxt = self.queue.peek()
+                if nxt is None or nxt >= horizon:
+                    break
+                event = self.queue.pop()
+                if event.kind == "tick":
+                    await self._on_tick(event.at)
+                    continue
+                agent = self.agents[event.agent]
+                if agent.done:
+                    continue
+                if event.kind == "lease":
+                    await self._on_lease(agent, event.at)
+                elif event.kind == "submit":
+                    await self._on_submit(agent, event.at, event.payload)
+                elif event.kind == "abandon":
+                    await self._on_abandon(agent, event.at, *event.payload)
+                else:
+                    raise OutOfOrder(f"unknown event {event.kind}")
+        return await self._result(start_up)
+
+    async def _result(self, start_up: float) -> ReplayResult:
+        report = await self.service.report(self.task_id)
+        rounds = await self.service.store.rounds(self.task_id)
+        spec = await self.service.spec(self.task_id)
+        curve = [(0.0, spec.initial_objective)]
+        curve += [(e.closed_at - self.created_at, e.record.objective) for e in rounds]
+        check_order(self.queue.handled)
+        check_calls(self.core.calls)
+        create = self.core.calls[0][1:3]
+        return ReplayResult(
+            curve=curve,
+            commits=self.commits,
+            verdicts=dict(report.proposals.get("rejected_by_reason", {}))
+            | {"accepted": int(report.proposals.get("accepted", 0))},
+            abandoned=self.abandoned,
+            proposals=int(report.proposals.get("received", 0)),
+            accepted=int(report.proposals.get("accepted", 0)),
+            coordinator_cpu=self.core.busy - (create[1] - create[0]),
+            create_cpu=create[1] - create[0],
+            agent_cpu=[a.cpu for a in self.agents],
+            agent_start=start_up,
+            status=self.status,
+            calls=self.core.calls,
+            handled=self.queue.handled,
+            seconds=self.config.seconds,
+        )
+
+
+def replay(config: ReplayConfig) -> ReplayResult:
+    return asyncio.run(Replay(config).run())

@@ -1,0 +1,170 @@
+"""The virtual-core replay (benchmarks/virtual_team.py) keeps its model's invariants, and says so when broken.
+
+A replay that handled an event out of virtual-time order, or ran two coordinator calls at once, would
+measure a schedule no machine can run: its figures would be wrong without looking wrong.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks import team_scaling
+from benchmarks.virtual_team import (
+    Event,
+    EventQueue,
+    OutOfOrder,
+    ReplayConfig,
+    ServerCore,
+    check_calls,
+    check_order,
+    replay,
+)
+
+TINY = {
+    "map": "generated",
+    "width": 10,
+    "height": 10,
+    "density": 0.1,
+    "robots": 8,
+    "seed": 3,
+    "blocks": 3,
+    "exact_limit": 0.0,
+    "initial_repair": 1.0,
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_replay():  # type: ignore[no-untyped-def]
+    wall = time.perf_counter
+    result = replay(
+        ReplayConfig(
+            kind="routing", params=TINY, agents=2, seconds=3.0, seed=1, agent_start=0.1,
+            knobs={"time_budget": 0.05},
+        )
+    )  # fmt: skip
+    assert time.perf_counter is wall  # the CPU-time budgets end with the replay
+    return result
+
+
+def test_tiny_replay_handles_events_in_time_order(tiny_replay) -> None:  # type: ignore[no-untyped-def]
+    handled = tiny_replay.handled
+    assert len(handled) > 10
+    assert handled == sorted(handled)
+    assert handled[-1] < 3.0  # nothing past the horizon
+
+
+def test_tiny_replay_runs_one_coordinator_call_at_a_time(tiny_replay) -> None:  # type: ignore[no-untyped-def]
+    calls = tiny_replay.calls
+    kinds = {what for *_, what in calls}
+    assert {"create", "lease", "tick"} <= kinds and kinds & {"submit", "abandon"}
+    for (_, _, end, _), (arrival, begin, _, _) in zip(calls, calls[1:], strict=False):
+        assert begin >= end  # never two at once
+        assert begin == pytest.approx(max(arrival, end))  # FIFO: as soon as it arrived and the core is free
+    busy = sum(end - begin for _, begin, end, _ in calls)
+    assert busy <= calls[-1][2]
+
+
+def test_tiny_replay_curve_never_rises_and_both_agents_worked(tiny_replay) -> None:  # type: ignore[no-untyped-def]
+    times = [t for t, _ in tiny_replay.curve]
+    objectives = [o for _, o in tiny_replay.curve]
+    assert times == sorted(times)
+    assert objectives == sorted(objectives, reverse=True)
+    assert all(cpu > 0 for cpu in tiny_replay.agent_cpu) and len(tiny_replay.agent_cpu) == 2
+    assert tiny_replay.proposals + tiny_replay.abandoned > 2
+
+
+def test_an_event_out_of_order_is_refused() -> None:
+    q = EventQueue()
+    q.push(1.0, "lease", 0)
+    q.push(2.0, "submit", 1)
+    assert q.pop().at == 1.0
+    assert q.pop().at == 2.0
+    with pytest.raises(OutOfOrder, match="handled after"):
+        q.accept(Event(1.5, 99, "submit", 0))  # fed behind the clock
+    with pytest.raises(OutOfOrder, match="before now"):
+        q.push(1.9, "lease", 0)  # an answer cannot arrive before the event that caused it
+
+
+def test_two_coordinator_calls_at_once_are_refused() -> None:
+    core = ServerCore()
+    core.start(0.0)
+    with pytest.raises(OutOfOrder, match="while the one"):
+        core.start(0.5)
+
+
+def test_the_checks_fail_on_broken_schedules() -> None:
+    check_order([0.0, 1.0, 1.0, 2.0])
+    with pytest.raises(OutOfOrder):
+        check_order([0.0, 2.0, 1.0])
+    check_calls([(0.0, 0.0, 1.0, "a"), (0.5, 1.0, 1.5, "b"), (3.0, 3.0, 3.1, "c")])
+    with pytest.raises(OutOfOrder, match="before the core was free"):  # overlap: two calls at once
+        check_calls([(0.0, 0.0, 1.0, "a"), (0.5, 0.5, 1.5, "b")])
+    with pytest.raises(OutOfOrder, match="served after"):  # not FIFO
+        check_calls([(1.0, 1.0, 2.0, "a"), (0.5, 2.0, 2.5, "b")])
+    with pytest.raises(OutOfOrder, match="with the core free"):  # an idle core made a request wait
+        check_calls([(0.0, 0.0, 1.0, "a"), (2.0, 2.5, 3.0, "b")])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 5), st.floats(0, 2)), min_size=1, max_size=30))
+def test_queue_and_core_keep_order_under_any_schedule(jobs: list[tuple[float, float]]) -> None:
+    """Whatever the arrivals and CPU times, popping serves in time order and the core never overlaps."""
+    q, core = EventQueue(), ServerCore()
+    for at, _cpu in jobs:
+        q.push(at, "request")
+    cpus = [c for _, c in jobs]
+    served = 0
+    while q:
+        event = q.pop()
+        core.start(event.at)
+        end = core.finish(cpus[served % len(cpus)], event.kind)
+        if served < len(jobs):  # each answer comes back as a new request, after the reply
+            q.push(end + cpus[-1 - served % len(cpus)], "answer")
+        served += 1
+    assert served == 2 * len(jobs)
+    check_order(q.handled)
+    check_calls(core.calls)
+
+
+def test_bad_command_line_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert team_scaling.main(["virtual", "--agents", "0", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--agents must be positive" in err
+    assert team_scaling.main(["virtual", "--time", "30", "--target-time", "60"]) == 2
+    assert "beyond --time" in capsys.readouterr().err
+    assert team_scaling.main(["table"]) == 2
+    assert "needs one or more raw result files" in capsys.readouterr().err
+    assert team_scaling.main(["sideways"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_time_to_target_and_value_at_read_a_step_curve() -> None:
+    curve = [(0.0, 10.0), (2.0, 8.0), (5.0, 7.0)]
+    assert team_scaling.value_at(curve, 1.9) == 10.0
+    assert team_scaling.value_at(curve, 5.0) == 7.0
+    assert team_scaling.time_to(curve, 8.0) == 2.0
+    assert team_scaling.time_to(curve, 6.0) is None
+
+
+def _run(agents: int, seed: int, curve: list[tuple[float, float]]) -> dict[str, object]:
+    return {
+        "mode": "virtual", "agents": agents, "seed": seed, "curve": curve, "rejected_by_reason": {},
+        "abandoned": 0, "proposals": 10, "busy_fraction": 0.5, "cpu_per_commit_ms": 100.0,
+    }  # fmt: skip
+
+
+def test_shape_lines_say_when_the_team_does_not_pay_and_when_it_does() -> None:
+    one = [(0.0, 100.0), (10.0, 90.0), (30.0, 80.0)]
+    two = [(0.0, 100.0), (5.0, 90.0), (20.0, 80.0)]  # S(2) = 2 at Q = 90
+    slow = [(0.0, 100.0), (20.0, 90.0), (30.0, 85.0)]  # S = 0.5, behind one at 30 s
+    fast = [(0.0, 100.0), (1.0, 90.0), (30.0, 70.0)]  # S = 10, ahead at 30 s
+    lines = team_scaling.table([_run(1, 1, one), _run(2, 1, two), _run(12, 1, slow)], [30.0], 10.0)
+    assert "  shape: 12 agents behind one at 30 s on 1 of 1 seeds" in lines
+    assert "  shape: S(12) 0.50 below S(2) 2.00 (medians)" in lines
+    lines = team_scaling.table([_run(1, 1, one), _run(2, 1, two), _run(12, 1, fast)], [30.0], 10.0)
+    assert "  shape: 12 agents behind one at 30 s on 0 of 1 seeds" in lines
+    assert "  shape: S(12) 10.00 NOT below S(2) 2.00 (medians)" in lines
