@@ -7,8 +7,8 @@ Two modes, one table:
   task's event stream (each round row's ``closed_at`` minus the task's ``created_at``), or from the report's
   history where its rows carry ``t``. Real mode needs N + 1 free cores: on a shared machine, only N <= 2.
 - ``virtual``: the same coordinator code in one process with N virtual agent cores and one coordinator core
-  (``benchmarks/virtual_team.py`` states the model and what it leaves out). It books CPU time, not wall time,
-  so it tolerates a busy machine, and predicts what N dedicated cores would do. Its curve is read the same
+  (``benchmarks/lib/virtual_team.py`` states the model and what it leaves out). It books CPU time, not
+  wall time, so it tolerates a busy machine, and predicts what N dedicated cores would do. Its curve is read the same
   way (window closes, virtual seconds since creation).
 
 Q is one agent's objective at ``--target-time`` (per seed); TN(Q) the first time N agents' curve is at or
@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 
 import httpx
 
-from benchmarks.virtual_team import ReplayConfig, replay
+from benchmarks.lib.virtual_team import ReplayConfig, replay
 from tasks.registry import kind_class
 
 Curve = list[tuple[float, float]]

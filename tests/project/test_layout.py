@@ -47,21 +47,39 @@ def _tree(root: Path, files: list[str]) -> Path:
 
 
 def test_a_well_placed_tree_passes(tmp_path: Path) -> None:
-    root = _tree(tmp_path, ["coordinator/store/__init__.py", "tests/__init__.py", "tests/redis_support.py",
-                            "tests/conftest.py", "tests/coordinator/__init__.py",
-                            "tests/coordinator/store/__init__.py", "tests/coordinator/store/test_redis.py",
-                            "tests/e2e/__init__.py", "tests/e2e/test_service_e2e.py"])
+    root = _tree(
+        tmp_path,
+        [
+            "coordinator/store/__init__.py",
+            "tests/__init__.py",
+            "tests/redis_support.py",
+            "tests/conftest.py",
+            "tests/coordinator/__init__.py",
+            "tests/coordinator/store/__init__.py",
+            "tests/coordinator/store/test_redis.py",
+            "tests/e2e/__init__.py",
+            "tests/e2e/test_service_e2e.py",
+        ],
+    )
     assert misplaced(root) == []
 
 
 def test_misplaced_files_are_named_with_the_reason(tmp_path: Path) -> None:
-    root = _tree(tmp_path, ["coordinator/store/__init__.py", "tests/__init__.py",
-                            "tests/test_flat.py",
-                            "tests/nowhere/__init__.py", "tests/nowhere/test_lost.py",
-                            "tests/coordinator/__init__.py", "tests/coordinator/store/__init__.py",
-                            "tests/coordinator/store/helpers.py",
-                            "tests/coordinator/engine/test_x.py",
-                            "tests/e2e/test_no_init.py"])
+    root = _tree(
+        tmp_path,
+        [
+            "coordinator/store/__init__.py",
+            "tests/__init__.py",
+            "tests/test_flat.py",
+            "tests/nowhere/__init__.py",
+            "tests/nowhere/test_lost.py",
+            "tests/coordinator/__init__.py",
+            "tests/coordinator/store/__init__.py",
+            "tests/coordinator/store/helpers.py",
+            "tests/coordinator/engine/test_x.py",
+            "tests/e2e/test_no_init.py",
+        ],
+    )
     assert misplaced(root) == [
         "tests/coordinator/engine/test_x.py: tests/coordinator/engine/ mirrors no folder of the repository",
         "tests/coordinator/store/helpers.py: not a test file (support modules stay at tests/)",
