@@ -8,8 +8,8 @@ Two modes, one table:
   history where its rows carry ``t``. Real mode needs N + 1 free cores: on a shared machine, only N <= 2.
 - ``virtual``: the same coordinator code in one process with N virtual agent cores and one coordinator core
   (``benchmarks/lib/virtual_team.py`` states the model and what it leaves out). It books CPU time, not
-  wall time, so it tolerates a busy machine, and predicts what N dedicated cores would do. Its curve is read the same
-  way (window closes, virtual seconds since creation).
+  wall time, so it tolerates a busy machine, and predicts what N dedicated cores would do. Its curve is
+  read the same way (window closes, virtual seconds since creation).
 
 Q is one agent's objective at ``--target-time`` (per seed); TN(Q) the first time N agents' curve is at or
 below it. The table shows, per N, the objective at ``--at`` times (one column per seed), TN(Q) and S(N)

@@ -1,4 +1,4 @@
-"""The virtual-core replay (benchmarks/lib/virtual_team.py) keeps its model's invariants, and says when broken.
+"""The virtual-core replay (benchmarks/lib/virtual_team.py) keeps its invariants, and says when broken.
 
 A replay that handled an event out of virtual-time order, or ran two coordinator calls at once, would
 measure a schedule no machine can run: its figures would be wrong without looking wrong.
