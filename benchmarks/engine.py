@@ -169,7 +169,9 @@ async def _commit_cpu_team(n: int, answers: int, params: dict[str, Any], budget:
     for i in range(n):
         joined = await service.join(spec.id, join, JoinRequest(name=f"a{i}"))
         agents.append(await service.authenticate(spec.id, f"Bearer {joined.token}"))
-    task = service._built[spec.id].task
+    built = service.cache.built(spec.id)
+    assert built is not None
+    task = built.task
     proposer = task.make_proposer(task.ProposerParams(time_budget=budget), seed=1)
     lease_cpu: list[float] = []
     answer_cpu: list[float] = []

@@ -309,7 +309,7 @@ class Replay:
     async def _drain(self) -> None:
         """Let the work a call spawned (``_spawn``: a release's round check) run inside that call."""
         for _ in range(100):
-            pending = [t for t in self.service._background if not t.done()]
+            pending = [t for t in self.service.background.jobs if not t.done()]
             if not pending:
                 return
             await asyncio.gather(*pending, return_exceptions=True)

@@ -11,12 +11,18 @@ import hashlib
 import hmac
 import secrets
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 
 from pydantic import SecretStr
 
 from coordinator import errors
+
+
+def new_id(prefix: str) -> str:
+    """A task's or agent's id (not a secret: ids appear in URLs and logs)."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
 def new_token(prefix: str) -> str:

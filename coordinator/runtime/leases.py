@@ -8,56 +8,81 @@ from typing import Any
 from coordinator import errors
 from coordinator.engine.contract import contract_envelope
 from coordinator.engine.records import Snapshot
-from coordinator.runtime.core import BuiltTask, head_of
-from coordinator.runtime.window import AsyncWindow
+from coordinator.runtime.budgets import Budgets, running
+from coordinator.runtime.cache import BuiltTask, TaskCache, head_of
+from coordinator.runtime.context import ServiceContext
+from coordinator.runtime.events import Background, TaskEvents
+from coordinator.runtime.round_lock import RoundLock
+from coordinator.runtime.rounds import Rounds
+from coordinator.runtime.steps import StepRunner
 from coordinator.runtime.wire import LeaseGrant
 from coordinator.store.base import AgentRecord, Commit, Lease, TaskSpec
 
 log = logging.getLogger("blockopt.service")
 
 
-class Leasing(AsyncWindow):
+class Leases:
     """Lease a free block with its contract; renew; release."""
 
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        cache: TaskCache,
+        events: TaskEvents,
+        background: Background,
+        steps: StepRunner,
+        round_lock: RoundLock,
+        budgets: Budgets,
+        rounds: Rounds,
+    ) -> None:
+        self.ctx = ctx
+        self.cache = cache
+        self.events = events
+        self.background = background
+        self.steps = steps
+        self.round_lock = round_lock
+        self.budgets = budgets
+        self.rounds = rounds
+
     async def lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant:
-        spec = await self.spec(task_id)
+        spec = await self.cache.spec(task_id)
         # The head's version, not the head: its state is read (and parsed) only when this process has not
         # loaded that version yet; one round trip with the runtime on a networked store.
-        runtime, version = await self._runtime_and_version(task_id)
-        self._running(task_id, runtime)
-        left = await self._check_budget(spec, runtime, agent.id)
-        bandit = await self._bandit(spec)
+        runtime, version = await self.cache.runtime_and_version(task_id)
+        running(task_id, runtime)
+        left = await self.budgets.check(spec, runtime, agent.id)
+        bandit = await self.cache.bandit(spec)
         if bandit is not None and bandit.settings.hold and await self._held(task_id, agent.id):
             raise errors.NoBlockAvailable(
                 "your last lease found nothing: new blocks are formed when this round closes; retry shortly",
-                retry_after=self.settings.retry_after,
+                retry_after=self.ctx.settings.retry_after,
                 agent_id=agent.id,
             )
         prefer = bandit.block_order(range(spec.n_blocks)) if bandit else None
         # Not while a commit may regroup the blocks nobody holds: a lease taken meanwhile would hold a
         # block about to change (its answer refused as stale). The version is read again once it is done.
-        async with self._regrouping(spec):
+        async with self.cache.regrouping(spec):
             if spec.regroup_after == "arrival":
-                _, version = await self._runtime_and_version(task_id)
-            lease = await self.store.acquire_lease(
-                task_id, agent.id, version, self.settings.lease_ttl, self.clock(), prefer=prefer
+                _, version = await self.cache.runtime_and_version(task_id)
+            lease = await self.ctx.store.acquire_lease(
+                task_id, agent.id, version, self.ctx.settings.lease_ttl, self.ctx.clock(), prefer=prefer
             )
         if lease is None:
             raise errors.NoBlockAvailable(
                 "every block is leased or awaiting its round; retry shortly",
-                retry_after=self.settings.retry_after,
+                retry_after=self.ctx.settings.retry_after,
                 agent_id=agent.id,
             )
-        built = self._built.get(task_id)
+        built = self.cache.built(task_id)
         if built is None or built.snapshot.version != version:
-            built = await self._build(spec, await self.store.get_head(task_id))
-        if self._forms_leases(spec, built.task):
-            built = await self._form_lease(spec, lease, built)
+            built = await self.cache.build(spec, await self.ctx.store.get_head(task_id))
+        if self.cache.forms_leases(spec, built.task):
+            built = await self._form(spec, lease, built)
         if (
             lease.version != built.snapshot.version
         ):  # an older lease handed back: show it the head it is on now
             lease = lease.model_copy(update={"version": built.snapshot.version})
-        contract = await self._kind_call(
+        contract = await self.steps.kind_call(
             built, "contract", contract_envelope, built.task, built.snapshot, lease.block, left
         )
         # (every field comes from the store or this process: no validation per lease, the contract's dict
@@ -68,30 +93,30 @@ class Leasing(AsyncWindow):
             block=lease.block,
             version=built.snapshot.version,
             expires_at=lease.expires_at,
-            ttl=self.settings.lease_ttl,
+            ttl=self.ctx.settings.lease_ttl,
             contract=contract,
         )
 
-    async def _form_lease(self, spec: TaskSpec, lease: Lease, built: BuiltTask) -> BuiltTask:
+    async def _form(self, spec: TaskSpec, lease: Lease, built: BuiltTask) -> BuiltTask:
         """The leased block formed anew from the current head (``Task.form_lease``), committed as a new
         version with the same objective; the blocks other agents hold, or whose answers wait in the queue,
         keep their members and versions. Under the task's lock and round lock, so no merge runs meanwhile;
         where another replica holds the round lock, the block is leased as it is."""
         task_id = spec.id
-        async with self._lock(task_id), self._holding_round_lock(task_id) as fence:
+        async with self.cache.lock(task_id), self.round_lock.holding(task_id) as fence:
             if fence is None:
                 return built
-            head = await self.store.get_head(task_id)
-            built = await self._build(spec, head)
-            now = self.clock()
-            held = {x.block for x in await self.store.active_leases(task_id, now) if x.id != lease.id}
-            held |= {q.proposal.block for q in await self.store.pending_proposals(task_id)}
-            formed = await self._engine_step(built, lease_formed, built, lease.block, frozenset(held))
+            head = await self.ctx.store.get_head(task_id)
+            built = await self.cache.build(spec, head)
+            now = self.ctx.clock()
+            held = {x.block for x in await self.ctx.store.active_leases(task_id, now) if x.id != lease.id}
+            held |= {q.proposal.block for q in await self.ctx.store.pending_proposals(task_id)}
+            formed = await self.steps.engine_step(built, lease_formed, built, lease.block, frozenset(held))
             if formed is None:
                 return built
             snap, state_json = formed
-            runtime = await self.store.get_runtime(task_id)
-            await self.store.commit(
+            runtime = await self.ctx.store.get_runtime(task_id)
+            await self.ctx.store.commit(
                 task_id,
                 Commit(
                     expected_version=head.version,
@@ -102,31 +127,31 @@ class Leasing(AsyncWindow):
                 ),
             )
             built.snapshot = snap
-        self._notify(task_id)
+        self.events.notify(task_id)
         return built
 
     async def _held(self, task_id: str, agent_id: str) -> bool:
         """Adaptive selection's ``hold``: the agent abandoned a lease (found nothing) since the last round
         closed, less than one round deadline ago. It waits for the round to close, when its block is formed
         anew, rather than search the same block again and keep the round open meanwhile."""
-        now = self.clock()
-        mine = [a.at for a in await self.store.abandoned(task_id) if a.agent == agent_id]
-        if not mine or now - mine[-1] >= self.settings.round_deadline:
+        now = self.ctx.clock()
+        mine = [a.at for a in await self.ctx.store.abandoned(task_id) if a.agent == agent_id]
+        if not mine or now - mine[-1] >= self.ctx.settings.round_deadline:
             return False
-        runtime = await self.store.get_runtime(task_id)
-        last = await self.store.rounds(task_id, since=max(0, runtime.round - 1))
-        since = last[-1].closed_at if last else (await self.spec(task_id)).created_at
+        runtime = await self.ctx.store.get_runtime(task_id)
+        last = await self.ctx.store.rounds(task_id, since=max(0, runtime.round - 1))
+        since = last[-1].closed_at if last else (await self.cache.spec(task_id)).created_at
         return mine[-1] > since
 
     async def renew(self, task_id: str, agent: AgentRecord, lease_id: str) -> Lease:
-        await self._ensure_running(task_id)
-        return await self.store.renew_lease(
-            task_id, lease_id, agent.id, self.settings.lease_ttl, self.clock()
+        await self.budgets.ensure_running(task_id)
+        return await self.ctx.store.renew_lease(
+            task_id, lease_id, agent.id, self.ctx.settings.lease_ttl, self.ctx.clock()
         )
 
     async def release(self, task_id: str, agent: AgentRecord, lease_id: str) -> None:
-        await self.store.release_lease(task_id, lease_id, agent.id)
-        self._spawn(self._maybe_close(task_id))
+        await self.ctx.store.release_lease(task_id, lease_id, agent.id)
+        self.background.spawn(self.rounds.maybe_close(task_id))
 
 
 def lease_formed(built: BuiltTask, block: int, held: frozenset[int]) -> tuple[Snapshot, Any] | None:

@@ -9,15 +9,39 @@ import uuid
 
 from coordinator import errors
 from coordinator.engine.records import Proposal
-from coordinator.runtime.leases import Leasing
+from coordinator.runtime.budgets import Budgets
+from coordinator.runtime.cache import TaskCache
+from coordinator.runtime.context import ServiceContext
+from coordinator.runtime.events import TaskEvents
+from coordinator.runtime.leases import Leases
+from coordinator.runtime.rounds import Rounds
+from coordinator.runtime.window import AsyncMerges
 from coordinator.runtime.wire import ProposalIn, ProposalView
 from coordinator.store.base import TERMINAL, AgentRecord
 
 log = logging.getLogger("blockopt.service")
 
 
-class Proposing(Leasing):
+class Proposals:
     """Store a proposal, long-poll its verdict, fold in the next lease."""
+
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        cache: TaskCache,
+        events: TaskEvents,
+        budgets: Budgets,
+        leases: Leases,
+        rounds: Rounds,
+        merges: AsyncMerges,
+    ) -> None:
+        self.ctx = ctx
+        self.cache = cache
+        self.events = events
+        self.budgets = budgets
+        self.leases = leases
+        self.rounds = rounds
+        self.merges = merges
 
     async def submit(
         self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, next_lease: bool = False
@@ -26,9 +50,9 @@ class Proposing(Leasing):
 
         ``next_lease``: once the verdict is known, also lease the agent's next block (``with_next_lease``).
         """
-        spec = await self.spec(task_id)
-        runtime = await self._ensure_running(task_id)
-        await self._check_budget(spec, runtime, agent.id)
+        spec = await self.cache.spec(task_id)
+        runtime = await self.budgets.ensure_running(task_id)
+        await self.budgets.check(spec, runtime, agent.id)
         proposal = Proposal.model_construct(  # (from the validated body: not validated again)
             id=body.id or uuid.uuid4().hex,
             agent=agent.id,
@@ -42,29 +66,31 @@ class Proposing(Leasing):
         # Taken before the write, so no commit after it goes unseen. A new proposal of a rounds-mode task
         # has no verdict before the next commit, and the task ran a moment ago: its long poll starts by
         # waiting, not by reading the proposal and the runtime (two store round trips per proposal).
-        event = self.changed(task_id)
-        queued, created = await self.store.enqueue_proposal(task_id, body.lease_id, proposal, self.clock())
+        event = self.events.changed(task_id)
+        queued, created = await self.ctx.store.enqueue_proposal(
+            task_id, body.lease_id, proposal, self.ctx.clock()
+        )
         if created:  # (no wake-up here: waiters wait for verdicts, which only commits produce)
             if spec.mode == "async":
-                await self._run_async(task_id)
+                await self.merges.run(task_id)
             else:
-                await self._maybe_close(task_id)
+                await self.rounds.maybe_close(task_id)
         first = event if created and spec.mode == "rounds" else None
         return await self.proposal(task_id, proposal.id, wait, agent, next_lease, first)
 
     async def queued(self, task_id: str) -> None:
         """A proposal was stored or a lease released, here or in another process: run what it makes due."""
-        if (await self.spec(task_id)).mode == "async":
-            await self._run_async(task_id)
+        if (await self.cache.spec(task_id)).mode == "async":
+            await self.merges.run(task_id)
         else:
-            await self._maybe_close(task_id)
+            await self.rounds.maybe_close(task_id)
 
     async def with_next_lease(self, task_id: str, agent: AgentRecord, view: ProposalView) -> ProposalView:
         """The view with the agent's next lease folded in: the lease round trip of a steady agent loop
         disappears (1 request per proposal instead of 2-3). Any reason not to lease (no free block, task
         ended, budget spent) leaves it out; the agent's own ``POST /leases`` then reports that reason."""
         try:
-            grant = await self.lease(task_id, agent)
+            grant = await self.leases.lease(task_id, agent)
         except errors.BlockoptError:
             return view
         return view.model_copy(update={"next_lease": grant})
@@ -80,18 +106,18 @@ class Proposing(Leasing):
     ) -> tuple[ProposalView, bool]:
         """The proposal's view once it has a verdict or ``wait`` seconds passed. ``first``: the task's
         change event taken before the proposal was stored; wait on it before the first read."""
-        deadline = self.clock() + min(max(wait, 0.0), self.settings.max_wait)
-        if first is not None and deadline > self.clock():
+        deadline = self.ctx.clock() + min(max(wait, 0.0), self.ctx.settings.max_wait)
+        if first is not None and deadline > self.ctx.clock():
             await self._wait(first, deadline)
         while True:
-            event = self.changed(task_id)
-            queued, verdict = await self.store.get_proposal(task_id, proposal_id)
+            event = self.events.changed(task_id)
+            queued, verdict = await self.ctx.store.get_proposal(task_id, proposal_id)
             if agent is not None and queued.proposal.agent != agent.id:
                 raise errors.Forbidden("this proposal belongs to another agent", proposal_id=proposal_id)
-            remaining = deadline - self.clock()
+            remaining = deadline - self.ctx.clock()
             if verdict is not None or remaining <= 0:
                 break
-            runtime = await self.store.get_runtime(task_id)
+            runtime = await self.ctx.store.get_runtime(task_id)
             if runtime.status in TERMINAL:
                 break
             await self._wait(event, deadline)
@@ -111,5 +137,5 @@ class Proposing(Leasing):
     async def _wait(self, event: asyncio.Event, deadline: float) -> None:
         """Until ``event`` is set, the deadline, or a second at most (the caller then reads the store)."""
         with contextlib.suppress(TimeoutError):  # asyncio.timeout: no extra task per waiter, unlike wait_for
-            async with asyncio.timeout(max(0.0, min(deadline - self.clock(), 1.0))):
+            async with asyncio.timeout(max(0.0, min(deadline - self.ctx.clock(), 1.0))):
                 await event.wait()

@@ -8,16 +8,19 @@ import logging
 from collections.abc import AsyncIterator
 
 from coordinator import errors
-from coordinator.runtime.budgets import Budgeting
+from coordinator.runtime.context import ServiceContext
 
 log = logging.getLogger("blockopt.service")
 
 
-class RoundLocking(Budgeting):
+class RoundLock:
     """The round lock: one replica runs a task's round (or async merge) at a time."""
 
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+
     @contextlib.asynccontextmanager
-    async def _holding_round_lock(self, task_id: str) -> AsyncIterator[int | None]:
+    async def holding(self, task_id: str) -> AsyncIterator[int | None]:
         """This replica's fence on the task's round lock (None: another replica holds it), renewed while held.
 
         Renewing every third of the TTL keeps the TTL, which is how long a task
@@ -25,25 +28,25 @@ class RoundLocking(Budgeting):
         paused process renews nothing, loses the lock, and the fence refuses its
         late commit.
         """
-        ttl = self.settings.round_lock_ttl
-        fence = await self.store.acquire_round_lock(task_id, self.owner, ttl, self.clock())
+        ttl = self.ctx.settings.round_lock_ttl
+        fence = await self.ctx.store.acquire_round_lock(task_id, self.ctx.owner, ttl, self.ctx.clock())
         if fence is None:
             yield None
             return
-        heartbeat = asyncio.create_task(self._renew_round_lock(task_id, fence, ttl))
+        heartbeat = asyncio.create_task(self._renew(task_id, fence, ttl))
         try:
             yield fence
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
-            await self.store.release_round_lock(task_id, fence)
+            await self.ctx.store.release_round_lock(task_id, fence)
 
-    async def _renew_round_lock(self, task_id: str, fence: int, ttl: float) -> None:
+    async def _renew(self, task_id: str, fence: int, ttl: float) -> None:
         while True:
             await asyncio.sleep(ttl / 3)
             try:
-                if not await self.store.renew_round_lock(task_id, fence, ttl, self.clock()):
+                if not await self.ctx.store.renew_round_lock(task_id, fence, ttl, self.ctx.clock()):
                     log.warning("task %s: round lock (fence %d) lost to another replica", task_id, fence)
                     return
             except errors.Unavailable as exc:  # the commit will say whether the lock survived

@@ -1,139 +1,258 @@
-"""The task runtime behind the API: ``CoordinatorService``, one class assembled from one module per job.
+"""The task runtime behind the API: ``CoordinatorService``, a facade over collaborators with one job each.
 
-Each runtime module adds one responsibility to the one below it, so each reads on its own and the
-public method names the API and the tests call stay on ``CoordinatorService``:
+Each collaborator gets what it uses through its constructor (``docs/architecture.md`` §8); none inherits
+from another. Read them in this order:
 
-    core        settings, store, metrics, clock; caches, locks and wake-up events (``ServiceCore``)
-    budgets     is the task running, what its budgets have left (``Budgeting``)
-    round_lock  the round lock across replicas, which owns its heartbeat (``RoundLocking``)
-    rounds      rounds mode: quorum or deadline, run and commit a round (``RoundsMode``)
-    window      async mode: score each arrival, close windows into round records (``AsyncWindow``)
-    leases      lease, renew, release (``Leasing``)
-    proposals   submit, long-poll a verdict, the next lease folded in (``Proposing``)
-    tasks       create, view, report, stop; join and authenticate agents (``TaskBook``)
-    service     lifecycle, the scheduler's tick, eviction of finished tasks (here)
+    context     settings, store, metrics, clock, this process's name and role (``ServiceContext``)
+    events      long-poll wake-ups, a task's end, background jobs (``TaskEvents``, ``Background``)
+    cache       this process's memory of each task, one ``TaskMemory`` per task (``TaskCache``)
+    steps       where a call into a kind runs: the loop or a thread (``StepRunner``)
+    budgets     is the task running, what its budgets have left (``Budgets``)
+    round_lock  the round lock across replicas, which owns its heartbeat (``RoundLock``)
+    ledgers     the task's ledger, next-round forecast, anytime clock (``Ledgers``)
+    ending      whether a closed round ends the task (``Ending``)
+    rounds      rounds mode: quorum or deadline, run and commit a round (``Rounds``)
+    window      async mode: score each arrival, close windows into round records (``AsyncMerges``)
+    leases      lease, renew, release (``Leases``)
+    proposals   submit, long-poll a verdict, the next lease folded in (``Proposals``)
+    tasks       create, view, report, stop (``TaskBook``)
+    agents      join and authenticate agents (``AgentBook``)
+    scheduler   the tick: lease expiry, time budgets, due rounds, eviction (``Scheduler``)
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from coordinator import errors
-from coordinator.runtime import shards
+from coordinator.engine import forecast as fc
+from coordinator.reports.ledger import Report
+from coordinator.runtime.agents import AgentBook
+from coordinator.runtime.budgets import Budgets
+from coordinator.runtime.cache import TaskCache
+from coordinator.runtime.context import ServiceContext
+from coordinator.runtime.ending import Ending
+from coordinator.runtime.events import Background, TaskEvents
+from coordinator.runtime.leases import Leases
+from coordinator.runtime.ledgers import Ledgers
+from coordinator.runtime.metrics import ServiceMetrics
+from coordinator.runtime.proposals import Proposals
+from coordinator.runtime.round_lock import RoundLock
+from coordinator.runtime.rounds import Rounds
+from coordinator.runtime.scheduler import Scheduler
+from coordinator.runtime.steps import StepRunner
 from coordinator.runtime.tasks import TaskBook
-from coordinator.status import TaskStatus
-from coordinator.store.base import TERMINAL, TaskRuntime
+from coordinator.runtime.window import AsyncMerges
+from coordinator.runtime.wire import (
+    CreateTask,
+    Joined,
+    JoinRequest,
+    LeaseGrant,
+    ProposalIn,
+    ProposalView,
+    TaskCreated,
+    TaskView,
+)
+from coordinator.settings import ServiceSettings
+from coordinator.store.base import AgentRecord, Lease, Store, TaskSpec
+from tasks.base import Task
 
-log = logging.getLogger("blockopt.service")
+if TYPE_CHECKING:
+    from coordinator.store.bus import Bus
 
 
-class CoordinatorService(TaskBook):
-    """The service the API calls: every job above, plus lifecycle, the scheduler's tick and eviction."""
+class CoordinatorService:
+    """The service the API calls: it builds the collaborators and hands each call to the one it is for."""
 
+    def __init__(
+        self,
+        settings: ServiceSettings,
+        store: Store,
+        metrics: ServiceMetrics,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.ctx = ctx = ServiceContext(settings, store, metrics, clock)
+        self.background = Background()
+        self.events = TaskEvents(ctx, self.background)
+        self.cache = TaskCache(ctx, self.events)
+        self.steps = StepRunner(ctx)
+        self.budgets = Budgets(ctx, self.cache, self.events)
+        self.round_lock = RoundLock(ctx)
+        self.ledgers = Ledgers(ctx, self.cache)
+        ending = Ending(ctx, self.cache, self.events, self.budgets, self.ledgers)
+        self.rounds = Rounds(
+            ctx, self.cache, self.events, self.background, self.steps, self.round_lock, self.ledgers, ending
+        )
+        self.merges = AsyncMerges(
+            ctx, self.cache, self.events, self.steps, self.round_lock, self.ledgers, ending
+        )
+        self.leases = Leases(
+            ctx,
+            self.cache,
+            self.events,
+            self.background,
+            self.steps,
+            self.round_lock,
+            self.budgets,
+            self.rounds,
+        )
+        self.proposals = Proposals(
+            ctx, self.cache, self.events, self.budgets, self.leases, self.rounds, self.merges
+        )
+        self.tasks = TaskBook(ctx, self.cache, self.events, self.steps, self.ledgers)
+        self.agents = AgentBook(ctx, self.cache, self.budgets)
+        self.scheduler = Scheduler(ctx, self.cache, self.events, self.rounds, self.merges)
+        self._scheduling: asyncio.Task[None] | None = None
+        self.ready = False
+        metrics.cache_sizes = self.cache_sizes
+
+    # -- what the service is and where it runs ------------------------------------------------------
+    @property
+    def settings(self) -> ServiceSettings:
+        return self.ctx.settings
+
+    @property
+    def store(self) -> Store:
+        return self.ctx.store
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.ctx.clock
+
+    @property
+    def owner(self) -> str:
+        return self.ctx.owner
+
+    @property
+    def rounds_here(self) -> bool:
+        """False on an API process of the split mode: rounds, lease expiry and budgets run elsewhere."""
+        return self.ctx.rounds_here
+
+    @rounds_here.setter
+    def rounds_here(self, value: bool) -> None:
+        self.ctx.rounds_here = value
+
+    @property
+    def bus(self) -> Bus | None:
+        return self.ctx.bus
+
+    @bus.setter
+    def bus(self, bus: Bus | None) -> None:
+        self.ctx.bus = bus
+
+    # -- lifecycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
-        if self.rounds_here:
-            self._scheduler = asyncio.create_task(self._schedule_forever(), name="blockopt-scheduler")
+        if self.ctx.rounds_here:
+            self._scheduling = asyncio.create_task(self.scheduler.run_forever(), name="blockopt-scheduler")
         self.ready = True
+
+    @property
+    def scheduling(self) -> bool:
+        """Whether this process runs the scheduler (not on an API process of the split mode)."""
+        return self._scheduling is not None
 
     async def close(self) -> None:
         self.ready = False
-        preparing = [p.job for p in self._preparing.values()]  # (their threads finish on their own)
-        tasks = [t for t in [self._scheduler, *self._background, *preparing] if t is not None]
-        for t in tasks:
+        preparing = [p.job for p in self.cache.preparations()]  # (their threads finish on their own)
+        jobs = [t for t in [self._scheduling, *self.background.jobs, *preparing] if t is not None]
+        for t in jobs:
             t.cancel()
-        for t in tasks:
+        for t in jobs:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-        if self._beat_due:  # a runner that beat: hand its tasks over now, not when its beat lapses
-            with contextlib.suppress(Exception):
-                await self.store.engine_leave(self.owner)
-
-    async def _schedule_forever(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("scheduler tick failed")
-            await asyncio.sleep(self.settings.tick)
-
-    def serves(self, task_id: str) -> bool:
-        """Whether this process runs the task's rounds, lease expiry and budgets (``runtime/shards.py``)."""
-        runners = self._runners
-        return len(runners) == 1 or shards.owner_of(task_id, runners) == self.owner
-
-    async def _beat(self, now: float) -> None:
-        """Tell the store this runner is alive, every third of ``round_lock_ttl``, and learn who else is."""
-        if now < self._beat_due:
-            return
-        ttl = self.settings.round_lock_ttl
-        live = await self.store.engine_heartbeat(self.owner, now, ttl)
-        self._runners = sorted({*live, self.owner})
-        self._beat_due = now + ttl / 3
+        with contextlib.suppress(Exception):
+            await self.scheduler.leave()
 
     async def tick(self) -> None:
-        """Expire leases, enforce time budgets, close rounds that are due, for the tasks this runner serves.
+        await self.scheduler.tick()
 
-        Runners share the tasks (``serves``) instead of each reading every task every tick: with M engine
-        processes, each tick's store reads are divided by M, not multiplied."""
-        now = self.clock()
-        await self._beat(now)
-        self._evict_failed_preparations(now)
-        cached = set(self._specs)  # (before the listing: a task created meanwhile is not taken for gone)
-        ids = await self.store.task_ids()
-        for gone in cached - set(ids):  # evicted by another process: drop what this one kept of it
-            self.forget(gone)
-        for task_id in filter(self.serves, ids):
-            spec = await self.spec(task_id)
-            runtime = await self.store.get_runtime(spec.id)
-            if runtime.status in TERMINAL:
-                await self._evict_if_due(task_id, runtime, now)
-                continue
-            expired = await self.store.expire_leases(spec.id, now)
-            for lease in expired:
-                log.info(
-                    "task %s: lease on block %d expired (agent %s silent)", spec.id, lease.block, lease.agent
-                )
-            if spec.budgets.seconds is not None and now - spec.created_at >= spec.budgets.seconds:
-                await self._finish(spec.id, TaskStatus.BUDGET_EXHAUSTED, "seconds budget spent")
-                continue
-            if spec.mode == "async":
-                await self._tick_async_window(spec.id)
-            else:
-                await self._maybe_close(spec.id)
-            if expired:
-                self._notify(spec.id)
+    def serves(self, task_id: str) -> bool:
+        return self.scheduler.serves(task_id)
 
-    def _evict_failed_preparations(self, now: float) -> None:
-        """Forget failed preparations ``retain_finished`` seconds after they failed, as finished tasks are."""
-        retain = self.settings.retain_finished
-        if retain is None:
-            return
-        for prep in list(self._preparing.values()):
-            if prep.finished_at is not None and now - prep.finished_at >= retain:
-                self._preparing.pop(prep.id, None)
+    # -- tasks ------------------------------------------------------------------------------------------
+    async def create(self, req: CreateTask) -> tuple[TaskSpec, str, str]:
+        return await self.tasks.create(req)
 
-    async def _evict_if_due(self, task_id: str, runtime: TaskRuntime, now: float) -> None:
-        """Delete a task ``retain_finished`` seconds after it ended, so a long-lived service's state stays
-        bounded (every replica may try: deleting is idempotent)."""
-        retain = self.settings.retain_finished
-        if retain is None or runtime.finished_at is None or now - runtime.finished_at < retain:
-            return
-        if self._lock(task_id).locked():
-            return
-        try:
-            if await self.store.delete_task(task_id):
-                log.info(
-                    "task %s evicted: finished %.0f s ago (%s)",
-                    task_id,
-                    now - runtime.finished_at,
-                    runtime.status,
-                )
-        except errors.NotSupported:
-            log.warning("the store cannot delete tasks: --retain-finished has no effect")
-            self.settings = self.settings.model_copy(update={"retain_finished": None})
-            return
-        self.forget(task_id)
+    async def begin(self, req: CreateTask) -> TaskCreated:
+        return await self.tasks.begin(req)
+
+    async def spec(self, task_id: str) -> TaskSpec:
+        return await self.cache.spec(task_id)
+
+    async def view(self, task_id: str) -> TaskView:
+        return await self.tasks.view(task_id)
+
+    async def views(self) -> list[TaskView]:
+        return await self.tasks.views()
+
+    async def forecast(self, task_id: str) -> fc.Forecast:
+        return await self.tasks.forecast(task_id)
+
+    async def report(self, task_id: str) -> Report:
+        return await self.tasks.report(task_id)
+
+    async def solution(self, task_id: str) -> dict[str, Any]:
+        return await self.tasks.solution(task_id)
+
+    async def current(self, task_id: str) -> tuple[Task[Any], Any, int]:
+        return await self.tasks.current(task_id)
+
+    async def stop(self, task_id: str) -> TaskView:
+        return await self.tasks.stop(task_id)
+
+    async def read_token_hash(self, task_id: str) -> str:
+        return await self.tasks.read_token_hash(task_id)
+
+    # -- agents, leases, proposals -----------------------------------------------------------------------
+    async def join(self, task_id: str, join_token: str, req: JoinRequest) -> Joined:
+        return await self.agents.join(task_id, join_token, req)
+
+    async def authenticate(self, task_id: str, header: str | None) -> AgentRecord:
+        return await self.agents.authenticate(task_id, header)
+
+    async def lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant:
+        return await self.leases.lease(task_id, agent)
+
+    async def renew(self, task_id: str, agent: AgentRecord, lease_id: str) -> Lease:
+        return await self.leases.renew(task_id, agent, lease_id)
+
+    async def release(self, task_id: str, agent: AgentRecord, lease_id: str) -> None:
+        await self.leases.release(task_id, agent, lease_id)
+
+    async def submit(
+        self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, next_lease: bool = False
+    ) -> tuple[ProposalView, bool]:
+        return await self.proposals.submit(task_id, agent, body, wait, next_lease)
+
+    async def proposal(
+        self,
+        task_id: str,
+        proposal_id: str,
+        wait: float,
+        agent: AgentRecord | None = None,
+        next_lease: bool = False,
+    ) -> tuple[ProposalView, bool]:
+        return await self.proposals.proposal(task_id, proposal_id, wait, agent, next_lease)
+
+    async def queued(self, task_id: str) -> None:
+        await self.proposals.queued(task_id)
+
+    async def with_next_lease(self, task_id: str, agent: AgentRecord, view: ProposalView) -> ProposalView:
+        return await self.proposals.with_next_lease(task_id, agent, view)
+
+    # -- this process's memory and wake-ups ------------------------------------------------------------
+    def changed(self, task_id: str) -> asyncio.Event:
+        return self.events.changed(task_id)
+
+    def wake(self, task_id: str) -> None:
+        self.events.wake(task_id)
+
+    def forget(self, task_id: str) -> None:
+        self.cache.forget(task_id)
+
+    def cache_sizes(self) -> dict[str, int]:
+        """What this process holds per task (the soak benchmark watches these stay bounded)."""
+        return {**self.cache.sizes(), "background": len(self.background.jobs)}

@@ -1,4 +1,4 @@
-"""Tasks and agents: create, view, report, stop; join with the join token, authenticate agent tokens."""
+"""Tasks: create (the kind prepares it in a thread), view, forecast, report, solution, stop."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ from coordinator.engine.rounds import EngineSettings
 from coordinator.reports import books
 from coordinator.reports.ledger import Report, relative_gap
 from coordinator.runtime import auth, paramcheck
-from coordinator.runtime.core import BuiltTask, head_of, new_id
+from coordinator.runtime.cache import BuiltTask, TaskCache, head_of
+from coordinator.runtime.context import ServiceContext
+from coordinator.runtime.events import TaskEvents
+from coordinator.runtime.ledgers import Ledgers
 from coordinator.runtime.preparing import Preparation, failure_reason, prepare, spec_of, view_of
-from coordinator.runtime.proposals import Proposing
-from coordinator.runtime.wire import CreateTask, Joined, JoinRequest, TaskCreated, TaskView
+from coordinator.runtime.steps import StepRunner
+from coordinator.runtime.wire import CreateTask, TaskCreated, TaskView
 from coordinator.status import TaskStatus
-from coordinator.store.base import AgentRecord, RegroupAfter, TaskSpec
+from coordinator.store.base import RegroupAfter, TaskSpec
 from tasks.base import Task
 from tasks.registry import UnknownKind, kind_class
 
@@ -30,11 +33,20 @@ def _retrieve(job: asyncio.Task[Any]) -> None:
         job.exception()
 
 
-class TaskBook(Proposing):
-    """Tasks (create, view, report, stop) and agents (join, authenticate)."""
+class TaskBook:
+    """Tasks: create, view, forecast, report, solution, stop."""
 
     FAILED_KEPT = 1000
     """Failed preparations whose view this process keeps (they never reach the store)."""
+
+    def __init__(
+        self, ctx: ServiceContext, cache: TaskCache, events: TaskEvents, steps: StepRunner, ledgers: Ledgers
+    ) -> None:
+        self.ctx = ctx
+        self.cache = cache
+        self.events = events
+        self.steps = steps
+        self.ledgers = ledgers
 
     async def create(self, req: CreateTask) -> tuple[TaskSpec, str, str]:
         """The stored spec, the join token and the read token, once the kind has prepared the task."""
@@ -53,10 +65,10 @@ class TaskBook(Proposing):
         return (await self._start(req))[0]
 
     async def _start(self, req: CreateTask) -> tuple[TaskCreated, asyncio.Task[TaskSpec]]:
-        requested = self.clock()
-        if self.settings.kinds and req.kind not in self.settings.kinds:
+        requested = self.ctx.clock()
+        if self.ctx.settings.kinds and req.kind not in self.ctx.settings.kinds:
             raise errors.InvalidRequest(
-                f"this coordinator serves only {', '.join(self.settings.kinds)}; not '{req.kind}'",
+                f"this coordinator serves only {', '.join(self.ctx.settings.kinds)}; not '{req.kind}'",
                 field="kind",
             )
         try:
@@ -65,7 +77,7 @@ class TaskBook(Proposing):
             raise errors.InvalidRequest(str(exc), field="kind") from None
         knob_fields = paramcheck.check_knobs(req.kind, cls.ProposerParams, req.proposer.knobs)
         knobs = cls.ProposerParams.model_validate(knob_fields)
-        params = paramcheck.check(req.kind, cls.Params, req.params, self.settings.data_dirs)
+        params = paramcheck.check(req.kind, cls.Params, req.params, self.ctx.settings.data_dirs)
         # The cleaned values (whole-number floats read as integers) are the ones prepared and stored.
         req = req.model_copy(
             update={"params": params, "proposer": req.proposer.model_copy(update={"knobs": knob_fields})}
@@ -77,7 +89,7 @@ class TaskBook(Proposing):
                 "(rounds mode regroups after a round that merged nothing)",
                 field="regroup_after",
             )
-        task_id = new_id("t")
+        task_id = auth.new_id("t")
         join_token, read_token = auth.new_token("join"), auth.new_token("read")
         job = asyncio.create_task(
             self._prepare(
@@ -91,14 +103,16 @@ class TaskBook(Proposing):
             )
         )
         job.add_done_callback(_retrieve)
-        self._preparing[task_id] = Preparation(task_id, req, requested, auth.token_hash(read_token), job)
+        self.cache.memory(task_id).preparation = Preparation(
+            task_id, req, requested, auth.token_hash(read_token), job
+        )
         # A preparing task lives in this process until it is stored: where several API processes share the
         # port, the answer waits for the store (the loop stays free: the preparation runs in its thread).
-        wait = self.settings.prepare_wait if self.settings.api_workers == 1 else None
+        wait = self.ctx.settings.prepare_wait if self.ctx.settings.api_workers == 1 else None
         done, _ = await asyncio.wait({job}, timeout=wait)
         failure = job.exception() if done else None
         if isinstance(failure, errors.BlockoptError):  # refused at once (its parameters): nothing is left
-            self._preparing.pop(task_id, None)
+            self.cache.forget(task_id)
             raise failure
         status = TaskStatus.PREPARING if not done else TaskStatus.FAILED if failure else TaskStatus.RUNNING
         return TaskCreated(id=task_id, status=status, join_token=join_token, read_token=read_token), job
@@ -115,13 +129,13 @@ class TaskBook(Proposing):
     ) -> TaskSpec:
         """Prepare in a thread, then store the task; a failure is kept as the task's ``failed`` status."""
         settings = EngineSettings(
-            merge_policy=req.merge_policy, screen_exact_checks=self.settings.screen_exact_checks
+            merge_policy=req.merge_policy, screen_exact_checks=self.ctx.settings.screen_exact_checks
         )
         try:
             ready = await asyncio.to_thread(prepare, req.kind, req.params, req.selection, knobs, settings)
             budgets = req.budgets
             if budgets.rounds is None:
-                budgets = budgets.model_copy(update={"rounds": self.settings.default_max_rounds})
+                budgets = budgets.model_copy(update={"rounds": self.ctx.settings.default_max_rounds})
             spec = spec_of(
                 task_id,
                 req,
@@ -132,43 +146,43 @@ class TaskBook(Proposing):
                 read_hash=read_hash,
                 created_at=requested,
             )
-            await self.store.create_task(spec, head_of(ready.snapshot, ready.state_json, version=0))
+            await self.ctx.store.create_task(spec, head_of(ready.snapshot, ready.state_json, version=0))
         except BaseException as exc:
-            prep = self._preparing.get(task_id)
+            prep = self.cache.preparation(task_id)
             if prep is not None:
-                prep.reason, prep.finished_at = failure_reason(exc), self.clock()
+                prep.reason, prep.finished_at = failure_reason(exc), self.ctx.clock()
                 self._forget_failed_preparations()
                 log.info("task %s: %s", task_id, prep.reason)
             raise
-        self._built[spec.id] = BuiltTask(ready.task, ready.engine, ready.snapshot)
-        self._preparing.pop(task_id, None)
+        memory = self.cache.memory(task_id)
+        memory.preparation, memory.built = None, BuiltTask(ready.task, ready.engine, ready.snapshot)
         log.info("task %s created: %s (%s, %s)", spec.id, spec.name, spec.merge_policy, spec.mode)
-        self._notify(task_id)
+        self.events.notify(task_id)
         return spec
 
     def _forget_failed_preparations(self) -> None:
         """Keep the newest ``FAILED_KEPT`` failed preparations (they live in this process only)."""
         failed = sorted(
-            (p for p in self._preparing.values() if p.reason is not None), key=lambda p: p.created_at
+            (p for p in self.cache.preparations() if p.reason is not None), key=lambda p: p.created_at
         )
         for prep in failed[: max(0, len(failed) - self.FAILED_KEPT)]:
-            self._preparing.pop(prep.id, None)
+            self.cache.forget(prep.id)
 
     async def read_token_hash(self, task_id: str) -> str:
         """The digest of the task's read token (also while it is preparing)."""
-        prep = self._preparing.get(task_id)
-        return prep.read_token_hash if prep is not None else (await self.spec(task_id)).read_token_hash
+        prep = self.cache.preparation(task_id)
+        return prep.read_token_hash if prep is not None else (await self.cache.spec(task_id)).read_token_hash
 
     async def view(self, task_id: str) -> TaskView:
-        prep = self._preparing.get(task_id)
+        prep = self.cache.preparation(task_id)
         if prep is not None:
             return view_of(prep)
-        spec = await self.spec(task_id)
-        runtime = await self._runtime(task_id)
-        head = await self.store.get_head(task_id)
-        built = await self._build(spec, head)
-        usage = await self.store.usage(task_id)
-        agents = await self.store.list_agents(task_id)
+        spec = await self.cache.spec(task_id)
+        runtime = await self.cache.runtime(task_id)
+        head = await self.ctx.store.get_head(task_id)
+        built = await self.cache.build(spec, head)
+        usage = await self.ctx.store.usage(task_id)
+        agents = await self.ctx.store.list_agents(task_id)
         ref = books.reference_of(spec)
         return TaskView(
             id=spec.id,
@@ -181,7 +195,7 @@ class TaskBook(Proposing):
             objective=head.objective,
             gap=head.objective - spec.reference,
             relative_gap=relative_gap(head.objective, ref),
-            feasible=await self._kind_call(built, "feasible", built.task.feasible, built.snapshot.state),
+            feasible=await self.steps.kind_call(built, "feasible", built.task.feasible, built.snapshot.state),
             reference=spec.reference,
             reference_kind=spec.reference_kind,
             merge_policy=spec.merge_policy,
@@ -189,7 +203,7 @@ class TaskBook(Proposing):
             regroup_after=spec.regroup_after,
             blocks=spec.n_blocks,
             agents=len(agents),
-            leases=len(await self.store.active_leases(task_id, self.clock())),
+            leases=len(await self.ctx.store.active_leases(task_id, self.ctx.clock())),
             budgets=spec.budgets,
             usage={
                 "tokens": float(sum(r.usage.tokens for r in usage)),
@@ -198,111 +212,61 @@ class TaskBook(Proposing):
             created_at=spec.created_at,
             finished_at=runtime.finished_at,
             forecast=await self.forecast(task_id),
-            selection=(b.view() if (b := await self._bandit(spec)) else None),
+            selection=(b.view() if (b := await self.cache.bandit(spec)) else None),
         )
 
     async def forecast(self, task_id: str) -> fc.Forecast:
         """The task's forecast from its rounds so far (limit, remaining, ETA, gain per cost)."""
-        return (await self._ledger(task_id)).forecast(self._horizon(await self.spec(task_id)))
+        return (await self.ledgers.ledger(task_id)).forecast(self._horizon(await self.cache.spec(task_id)))
 
     @staticmethod
     def _horizon(spec: TaskSpec) -> int:
         return spec.stop_when.horizon_rounds if spec.stop_when else 5
 
     async def views(self) -> list[TaskView]:
-        preparing = list(self._preparing.values())
-        stored = [await self.view(spec.id) for spec in await self.store.list_tasks()]
+        preparing = self.cache.preparations()
+        stored = [await self.view(spec.id) for spec in await self.ctx.store.list_tasks()]
         known = {v.id for v in stored}
         return stored + [view_of(p) for p in preparing if p.id not in known]
 
     async def stop(self, task_id: str) -> TaskView:
-        if task_id in self._preparing:
-            await self.spec(task_id)  # still preparing: retry; failed: already ended
-        await self._finish(task_id, TaskStatus.STOPPED, "stopped by an administrator")
+        if self.cache.preparation(task_id) is not None:
+            await self.cache.spec(task_id)  # still preparing: retry; failed: already ended
+        await self.events.finish(task_id, TaskStatus.STOPPED, "stopped by an administrator")
         return await self.view(task_id)
 
     async def report(self, task_id: str) -> Report:
-        spec = await self.spec(task_id)
-        runtime = await self.store.get_runtime(task_id)
-        head = await self.store.get_head(task_id)
-        built = await self._build(spec, head)
+        spec = await self.cache.spec(task_id)
+        runtime = await self.ctx.store.get_runtime(task_id)
+        head = await self.ctx.store.get_head(task_id)
+        built = await self.cache.build(spec, head)
         return books.task_report(
             spec,
             runtime,
             head,
-            await self.store.rounds(task_id),
-            await self.store.counters(task_id),
-            await self.store.usage(task_id),
-            len(await self.store.list_agents(task_id)),
-            await self._kind_call(built, "feasible", built.task.feasible, built.snapshot.state),
-        ).model_copy(update={"selection": (b.view() if (b := await self._bandit(spec)) else None)})
+            await self.ctx.store.rounds(task_id),
+            await self.ctx.store.counters(task_id),
+            await self.ctx.store.usage(task_id),
+            len(await self.ctx.store.list_agents(task_id)),
+            await self.steps.kind_call(built, "feasible", built.task.feasible, built.snapshot.state),
+        ).model_copy(update={"selection": (b.view() if (b := await self.cache.bandit(spec)) else None)})
 
     async def solution(self, task_id: str) -> dict[str, Any]:
-        spec = await self.spec(task_id)
-        head = await self.store.get_head(task_id)
-        built = await self._build(spec, head)
+        spec = await self.cache.spec(task_id)
+        head = await self.ctx.store.get_head(task_id)
+        built = await self.cache.build(spec, head)
         task, state = built.task, built.snapshot.state
         return {
             "task": task_id,
             "version": head.version,
             "objective": head.objective,
-            "feasible": await self._kind_call(built, "feasible", task.feasible, state),
-            "solution": await self._kind_call(built, "solution", task.solution, state),
+            "feasible": await self.steps.kind_call(built, "feasible", task.feasible, state),
+            "solution": await self.steps.kind_call(built, "solution", task.solution, state),
             "state": head.state,
         }
 
     async def current(self, task_id: str) -> tuple[Task[Any], Any, int]:
         """The task object, its state at the head and the head's version (read-only: the web UI)."""
-        spec = await self.spec(task_id)
-        built = await self._build(spec, await self.store.get_head(task_id))
+        spec = await self.cache.spec(task_id)
+        built = await self.cache.build(spec, await self.ctx.store.get_head(task_id))
         return built.task, built.snapshot.state, built.snapshot.version
-
-    async def join(self, task_id: str, join_token: str, req: JoinRequest) -> Joined:
-        spec = await self.spec(task_id)
-        if not auth.matches(join_token, spec.join_token_hash):
-            raise errors.Unauthorized("the join token does not match this task")
-        await self._ensure_running(task_id)
-        token = auth.new_token("agent")
-        agent = AgentRecord(
-            id=new_id("a"),
-            task_id=task_id,
-            name=req.name or "agent",
-            token_hash=auth.token_hash(token),
-            proposer=req.proposer,
-            model=req.model,
-            joined_at=self.clock(),
-        )
-        await self.store.add_agent(agent)
-        return Joined(
-            agent_id=agent.id,
-            token=token,
-            lease_ttl=self.settings.lease_ttl,
-            task={
-                "id": spec.id,
-                "kind": spec.kind,
-                "params": spec.params,
-                "mode": spec.mode,
-                "proposer": spec.proposer,
-                "blocks": spec.n_blocks,
-            },
-        )
-
-    async def authenticate(self, task_id: str, header: str | None) -> AgentRecord:
-        token = auth.bearer(header)
-        digest = auth.token_hash(token)
-        agent = self._agents.get((task_id, digest))
-        if agent is None:
-            agent = await self.store.agent_by_token(task_id, digest)
-            if agent is None or not auth.matches(token, agent.token_hash):
-                await self.spec(task_id)  # 404 for an unknown task, else 401
-                raise errors.Unauthorized("the agent token is not valid for this task")
-            self._remember_agent(task_id, digest, agent)
-        self.limiter.check(agent.id)
-        return agent
-
-    def _remember_agent(self, task_id: str, digest: str, agent: AgentRecord) -> None:
-        """Cache a verified agent per process: agent records never change and are never revoked, so this
-        saves a store lookup (a Redis round trip) on every agent request. Only successes are cached."""
-        if len(self._agents) >= self.AGENT_CACHE:
-            self._agents.clear()
-        self._agents[(task_id, digest)] = agent

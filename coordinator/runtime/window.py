@@ -17,40 +17,66 @@ from coordinator.engine.arrival import Arrival, score_arrival, window_record
 from coordinator.engine.records import Proposal, keep_point
 from coordinator.reports import books
 from coordinator.reports.ledger import relative_gap
-from coordinator.runtime.core import BuiltTask, head_of
-from coordinator.runtime.rounds import RoundsMode
+from coordinator.runtime.cache import BuiltTask, TaskCache, head_of
+from coordinator.runtime.context import ServiceContext
+from coordinator.runtime.counters import counters_of
+from coordinator.runtime.ending import Ending
+from coordinator.runtime.events import TaskEvents
+from coordinator.runtime.ledgers import Ledgers
+from coordinator.runtime.round_lock import RoundLock
+from coordinator.runtime.steps import StepRunner
 from coordinator.status import TaskStatus
 from coordinator.store.base import TERMINAL, Commit, QueuedProposal, RoundEntry, TaskSpec, WindowState
 
 log = logging.getLogger("blockopt.service")
 
 
-class AsyncWindow(RoundsMode):
+class AsyncMerges:
     """Async mode: merge each arrival on its own; close windows into round records."""
 
-    async def _run_async(self, task_id: str) -> None:
-        if await self._handed_off(task_id):
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        cache: TaskCache,
+        events: TaskEvents,
+        steps: StepRunner,
+        round_lock: RoundLock,
+        ledgers: Ledgers,
+        ending: Ending,
+    ) -> None:
+        self.ctx = ctx
+        self.cache = cache
+        self.events = events
+        self.steps = steps
+        self.round_lock = round_lock
+        self.ledgers = ledgers
+        self.ending = ending
+
+    async def run(self, task_id: str) -> None:
+        if await self.events.handed_off(task_id):
             return
-        async with self._lock(task_id):
+        async with self.cache.lock(task_id):
             try:
-                await self._async_locked(task_id)
+                await self._run_locked(task_id)
             except (errors.Conflict, errors.Unavailable) as exc:
                 log.warning("task %s: arrival not committed: %s", task_id, exc.message)
-                self._built.pop(task_id, None)
+                self.cache.drop_build(task_id)
             except Exception as exc:
                 log.exception("task %s: async merge failed", task_id)
-                await self._finish(
+                await self.events.finish(
                     task_id, TaskStatus.FAILED, f"merge failed: {type(exc).__name__}: {exc}"[:300]
                 )
 
-    async def _async_locked(self, task_id: str) -> None:
-        spec = await self.spec(task_id)
-        async with self._holding_round_lock(task_id) as fence:
+    async def _run_locked(self, task_id: str) -> None:
+        spec = await self.cache.spec(task_id)
+        async with self.round_lock.holding(task_id) as fence:
             if fence is None:
                 return
-            queue = await self.store.pending_proposals(task_id)
+            queue = await self.ctx.store.pending_proposals(task_id)
             for i, queued in enumerate(queue):
-                async with self._blocks_lock(task_id):  # (leases wait: see _blocks_lock)
+                async with self.cache.memory(
+                    task_id
+                ).blocks_lock:  # (leases wait: see TaskMemory.blocks_lock)
                     if not await self._score_queued(task_id, spec, fence, queued, queue[i + 1 :]):
                         return
 
@@ -58,27 +84,27 @@ class AsyncWindow(RoundsMode):
         self, task_id: str, spec: TaskSpec, fence: int, queued: QueuedProposal, behind: list[QueuedProposal]
     ) -> bool:
         """Score and commit one queued arrival; False once the task has ended."""
-        runtime = await self.store.get_runtime(task_id)
+        runtime = await self.ctx.store.get_runtime(task_id)
         if runtime.status in TERMINAL:
             return False
-        head = await self.store.get_head(task_id)
-        built = await self._build(spec, head)
+        head = await self.ctx.store.get_head(task_id)
+        built = await self.cache.build(spec, head)
         started = time.perf_counter()
         keep = None
         # held blocks and the blocks of queued answers stay; where leases form their blocks, each block is
-        # formed when it is leased instead (``Leasing._form_lease``)
-        if spec.regroup_after == "arrival" and not self._forms_leases(spec, built.task):
-            leased = await self.store.active_leases(task_id, self.clock())
+        # formed when it is leased instead (``Leases.form``)
+        if spec.regroup_after == "arrival" and not self.cache.forms_leases(spec, built.task):
+            leased = await self.ctx.store.active_leases(task_id, self.ctx.clock())
             keep = frozenset({lease.block for lease in leased} | {q.proposal.block for q in behind})
-        arrival, state_json = await self._engine_step(
-            built, self._score_arrival, built, queued.proposal, runtime.round, keep
+        arrival, state_json = await self.steps.engine_step(
+            built, scored_arrival, built, queued.proposal, runtime.round, keep
         )
         window = runtime.window.model_copy(  # tuples
             update={"merged": list(runtime.window.merged), "points": list(runtime.window.points)}
         )
         if window.opened_at is None:  # the window's forecast is made when it opens, before any scoring
-            window.opened_at, window.start_objective = self.clock(), head.objective
-            window.predicted_gap = await self._predict_next(task_id)
+            window.opened_at, window.start_objective = self.ctx.clock(), head.objective
+            window.predicted_gap = await self.ledgers.predict_next(task_id)
         window.proposals += 1
         window.accepted += arrival.accepted
         window.interfering += arrival.interfering
@@ -89,13 +115,13 @@ class AsyncWindow(RoundsMode):
         if v.status == "accepted" and v.delta is not None:
             window.merged.append((queued.proposal.predicted_improvement, v.delta))
         if v.status == "accepted":  # the anytime curve at the resolution of commits, not windows
-            point = (round(self.clock() - spec.created_at, 6), arrival.snapshot.objective)
+            point = (round(self.ctx.clock() - spec.created_at, 6), arrival.snapshot.objective)
             window.points = keep_point(window.points, point)
         new_head = head_of(arrival.snapshot, state_json) if arrival.committed else None
-        counters = self._counters([v], None)
+        counters = counters_of([v], None)
         if arrival.merge_kind != "none":
             counters["merges:independent"] = 1
-        await self.store.commit(
+        await self.ctx.store.commit(
             task_id,
             Commit(
                 expected_version=head.version,
@@ -107,26 +133,26 @@ class AsyncWindow(RoundsMode):
             ),
         )
         built.snapshot = arrival.snapshot
-        self.metrics.scoring_seconds.labels("async").observe(arrival.eval_seconds)
-        self.metrics.round_seconds.labels("async").observe(time.perf_counter() - started)
-        self._notify(task_id)
+        self.ctx.metrics.scoring_seconds.labels("async").observe(arrival.eval_seconds)
+        self.ctx.metrics.round_seconds.labels("async").observe(time.perf_counter() - started)
+        self.events.notify(task_id)
         ref = books.reference_of(spec)
         if ref.kind == "optimum" and relative_gap(arrival.snapshot.objective, ref) <= spec.stop_relative_gap:
-            await self._close_window(task_id, fence, force=True)
-            await self._finish(task_id, TaskStatus.OPTIMAL, "stopping rule met (relative gap)")
+            await self.close_window(task_id, fence, force=True)
+            await self.events.finish(task_id, TaskStatus.OPTIMAL, "stopping rule met (relative gap)")
             return False
         return True
 
-    async def _close_window(self, task_id: str, fence: int, force: bool = False) -> bool:
+    async def close_window(self, task_id: str, fence: int, force: bool = False) -> bool:
         """Turn the async window into a round record (bookkeeping: the head does not change)."""
-        spec = await self.spec(task_id)
-        runtime = await self.store.get_runtime(task_id)
+        spec = await self.cache.spec(task_id)
+        runtime = await self.ctx.store.get_runtime(task_id)
         w = runtime.window
         if w.opened_at is None or w.start_objective is None:
             return False
-        if not force and self.clock() - w.opened_at < self.settings.round_deadline:
+        if not force and self.ctx.clock() - w.opened_at < self.ctx.settings.round_deadline:
             return False
-        head = await self.store.get_head(task_id)
+        head = await self.ctx.store.get_head(task_id)
         rec, consts, problems = window_record(
             runtime.round, head.version, w.start_objective, head.objective, spec.reference, spec.tolerance, w
         )
@@ -134,49 +160,53 @@ class AsyncWindow(RoundsMode):
             log.error(
                 "task %s window %d: books do not balance: %s", task_id, runtime.round, "; ".join(problems)
             )
-        rec = rec.model_copy(update={**await self._times(spec), "merges": list(w.points) or None})
+        rec = rec.model_copy(update={**await self.ledgers.times(spec), "merges": list(w.points) or None})
         new_runtime = runtime.model_copy(
             update={
                 "round": runtime.round + 1,
                 "stalled": 0 if w.accepted else runtime.stalled + 1,
-                "last_merge_at": self.clock() if w.accepted else runtime.last_merge_at,
+                "last_merge_at": self.ctx.clock() if w.accepted else runtime.last_merge_at,
                 "window": WindowState(),
             }
         )
-        counters = {k: v for k, v in self._counters([], rec).items() if not k.startswith("merges:")}
-        await self.store.commit(
+        counters = {k: v for k, v in counters_of([], rec).items() if not k.startswith("merges:")}
+        await self.ctx.store.commit(
             task_id,
             Commit(
                 expected_version=head.version,
                 fence=fence,
                 runtime=new_runtime,
                 round=RoundEntry(
-                    record=rec, bound=books.bound_dict(consts), opened_at=w.opened_at, closed_at=self.clock()
+                    record=rec,
+                    bound=books.bound_dict(consts),
+                    opened_at=w.opened_at,
+                    closed_at=self.ctx.clock(),
                 ),
                 counters=counters,
             ),
         )
-        self._notify(task_id)
+        self.events.notify(task_id)
         if not force:
-            await self._after_round(spec, new_runtime, head.objective, w.proposals)
+            await self.ending.after_round(spec, new_runtime, head.objective, w.proposals)
         return True
 
-    @staticmethod
-    def _score_arrival(
-        built: BuiltTask, p: Proposal, index: int, keep: frozenset[int] | None = None
-    ) -> tuple[Arrival, Any]:
-        """``score_arrival`` (one engine step), with the new state dumped for the store when it changed."""
-        arrival = score_arrival(built.engine, built.snapshot, p, index, keep)
-        return arrival, built.task.dump_state(arrival.snapshot.state) if arrival.committed else None
-
-    async def _tick_async_window(self, task_id: str) -> None:
-        lock = self._lock(task_id)
+    async def tick(self, task_id: str) -> None:
+        """Close the task's window when its deadline has passed (the scheduler's tick)."""
+        lock = self.cache.lock(task_id)
         if lock.locked():
             return
-        async with lock, self._holding_round_lock(task_id) as fence:
+        async with lock, self.round_lock.holding(task_id) as fence:
             if fence is None:
                 return
             try:
-                await self._close_window(task_id, fence)
+                await self.close_window(task_id, fence)
             except errors.Conflict as exc:
                 log.warning("task %s: window not recorded: %s", task_id, exc.message)
+
+
+def scored_arrival(
+    built: BuiltTask, p: Proposal, index: int, keep: frozenset[int] | None = None
+) -> tuple[Arrival, Any]:
+    """``score_arrival`` (one engine step), with the new state dumped for the store when it changed."""
+    arrival = score_arrival(built.engine, built.snapshot, p, index, keep)
+    return arrival, built.task.dump_state(arrival.snapshot.state) if arrival.committed else None

@@ -175,8 +175,8 @@ def test_over_the_service_a_stale_answer_that_still_improves_merges_and_a_real_c
         try:
             grants = [await service.lease(spec.id, a) for a in agents]  # all on version 0
             assert {g.version for g in grants} == {0} and grants[5].block == 5
-            task = service._built[spec.id].task
-            base = service._built[spec.id].snapshot
+            task = service.cache.memory(spec.id).built.task
+            base = service.cache.memory(spec.id).built.snapshot
             proposer = task.make_proposer(task.ProposerParams())
 
             def body(g: LeaseGrant, value: Any) -> ProposalIn:
@@ -189,7 +189,7 @@ def test_over_the_service_a_stale_answer_that_still_improves_merges_and_a_real_c
             assert drafts[0] is not None and drafts[1] is not None
             first, _ = await service.submit(spec.id, agents[0], body(grants[0], drafts[0].value), wait=5)
             assert first.verdict is not None and first.verdict.code == "merged"
-            head = service._built[spec.id].snapshot
+            head = service.cache.memory(spec.id).built.snapshot
             late, _ = await service.submit(spec.id, agents[1], body(grants[1], drafts[1].value), wait=5)
             assert late.verdict is not None and late.verdict.code == "merged" and late.verdict.rebased
             conflict = _improving_on_base_only(task, base, head, grants[5].block)

@@ -113,7 +113,7 @@ async def test_an_api_process_wakes_its_long_polls_on_a_changed_message(
     assert service.rounds_here is False
 
     async def body() -> None:
-        assert service._scheduler is None  # an API process of the split mode runs no scheduler
+        assert not service.scheduling  # an API process of the split mode runs no scheduler
         mine, other = service.changed("t-1"), service.changed("t-2")
         engine = RedisBus(require_redis(), prefix)
         try:
@@ -134,7 +134,9 @@ async def test_an_api_process_hands_rounds_to_the_engines(redis_prefix: tuple[st
     await engine.start(inbox, ("queued",))
 
     async def body() -> None:
-        await service._maybe_close("t-9")  # would run a round in-process; here it only tells the engines
+        await service.rounds.maybe_close(
+            "t-9"
+        )  # would run a round in-process; here it only tells the engines
         assert await inbox.wait() == [("queued", "t-9")]
 
     try:
@@ -149,7 +151,7 @@ async def test_replicas_without_engines_keep_running_rounds(redis_prefix: tuple[
     service = app.state.service
 
     async def body() -> None:
-        assert service.rounds_here and service._scheduler is not None
+        assert service.rounds_here and service.scheduling
         assert service.bus is not None  # still tells the other processes' long polls
 
     await _in_lifespan(app, body)

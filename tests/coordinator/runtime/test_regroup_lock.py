@@ -40,14 +40,14 @@ async def test_a_lease_waits_while_a_round_of_idle_reports_may_regroup(
     a, b = await agent("a"), await agent("b")
     grant = await service.lease(spec.id, a)
     scoring, go = asyncio.Event(), asyncio.Event()
-    step = service._engine_step
+    step = service.steps.engine_step
 
     async def paused(*args: Any) -> Any:
         scoring.set()
         await go.wait()
         return await step(*args)
 
-    service._engine_step = paused  # type: ignore[method-assign]
+    service.steps.engine_step = paused  # type: ignore[method-assign]
     idle = AbandonedLease(
         id="idle-1", agent=a.id, block=grant.block, base_version=grant.version, outcome="declined",
         at=service.clock(),

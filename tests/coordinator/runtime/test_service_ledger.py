@@ -49,17 +49,17 @@ async def test_ledger_reads_each_round_once_even_when_called_concurrently() -> N
     assert rounds >= 3
     service.forget(spec.id)  # a fresh cache (forget also drops it: see cache_sizes)
     store.read.clear()
-    first, second = await asyncio.gather(service._ledger(spec.id), service._ledger(spec.id))
+    first, second = await asyncio.gather(service.ledgers.ledger(spec.id), service.ledgers.ledger(spec.id))
     assert len(first.records) == len(second.records) == rounds
-    again = await service._ledger(spec.id)
+    again = await service.ledgers.ledger(spec.id)
     assert len(again.records) == rounds and store.read[-1] == 0  # nothing new: nothing read again
     await service.close()
 
 
 @pytest.mark.anyio
 async def test_round_forecast_from_the_gaps_is_the_full_ledgers() -> None:
-    """Each round's forecast comes from the rounds' gaps alone (``_predict_next``), not the ledger rebuilt
-    with every usage row: the same number as the full ledger's after every round, of a run long enough
+    """Each round's forecast comes from the rounds' gaps alone (``Ledgers.predict_next``), not the ledger
+    rebuilt with every usage row: the same number as the full ledger's after every round, of a run long enough
     that the forecast exists (it needs 9 ratios) and its adaptive level moves."""
     store = MemoryStore()
     service = CoordinatorService(ServiceSettings(), store, ServiceMetrics(CollectorRegistry()))
@@ -75,7 +75,7 @@ async def test_round_forecast_from_the_gaps_is_the_full_ledgers() -> None:
             break
         body = ProposalIn.answering(grant, draft)
         await service.submit(spec.id, me, body, 5.0)
-        full = (await service._ledger(spec.id)).predict_next()
-        assert await service._predict_next(spec.id) == full
+        full = (await service.ledgers.ledger(spec.id)).predict_next()
+        assert await service.ledgers.predict_next(spec.id) == full
         forecasts.append(full)
     assert sum(f is not None for f in forecasts) >= 5

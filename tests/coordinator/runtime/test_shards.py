@@ -52,7 +52,7 @@ async def test_two_runners_split_the_tick_and_the_survivor_takes_all_when_one_le
     await b.tick()
     clock.now += TTL / 3
     await a.tick()  # a's second beat: now each knows the other
-    assert a._runners == b._runners and len(a._runners) == 2
+    assert a.scheduler.runners == b.scheduler.runners and len(a.scheduler.runners) == 2
     mine_a = {t for t in ids if a.serves(t)}
     mine_b = {t for t in ids if b.serves(t)}
     assert mine_a | mine_b == set(ids) and not mine_a & mine_b
