@@ -13,7 +13,8 @@ class TaskStatus(StrEnum):
     OPTIMAL = "optimal"
     """Gap within the stopping tolerance of a proven optimum."""
     STALLED = "stalled"
-    """The stall rule: k steps in a row merged nothing (says nothing about optimality)."""
+    """The stop rule (``reports/stopping.py``): k rounds in a row merged nothing and, with a time limit,
+    no merge for a fifth of it or a forecast gain below the tolerance (says nothing about optimality)."""
     DIMINISHING_RETURNS = "diminishing_returns"
     """The task's ``stop_when``: the forecast gain per 1,000 tokens or per agent-second fell below its threshold."""
     BUDGET_EXHAUSTED = "budget_exhausted"

@@ -6,6 +6,9 @@ group ``blockopt.tasks``) and nothing else. Nine members are required (marked
 abstract); every other member has a safe default. States are immutable from the
 engine's point of view: ``apply`` returns a new state and the old one must stay
 valid (the engine keeps it for rollback and for stale-correction bookkeeping).
+
+One job over 400 lines: the one protocol a kind implements, each member with the documentation its author
+reads.
 """
 
 from __future__ import annotations

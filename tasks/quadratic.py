@@ -3,6 +3,8 @@
 This is where the convergence theory is checked to machine precision: the
 exact optimum is F* = −½bᵀA⁻¹b, the exact correction for block i is
 Σ_{j≠i} A_ij x_j, and two block moves interact by c_ij = Δx_iᵀA_ijΔx_j.
+
+One job over 400 lines: a whole kind (instance, Task, proposer) small enough to read as one worked example.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ fixture returning a fresh, empty store::
         async def store(self): ...
 
 Time is driven explicitly (``now``), as the interface passes it in.
+
+One job over 400 lines: the one contract every store passes, one test per rule.
 """
 
 from __future__ import annotations

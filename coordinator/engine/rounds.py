@@ -4,8 +4,7 @@ Pure: it takes a snapshot and proposals and returns the next snapshot, the
 round record and one verdict per proposal. Stores, HTTP and agents live
 elsewhere, so the algorithm is testable (and benchmarkable) on its own.
 
-Over 350 lines: one class, the round algorithm, whose selection paths (independent set, checked
-components, greedy fallback) share the scored proposals and the meter; split, they would pass both around.
+One job over 400 lines: one round of the engine, its steps in the order they run.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coordinator import errors
 from coordinator.runtime import auth
-from coordinator.runtime.budgets import Budgets
+from coordinator.runtime.budgets import BudgetKeeper
 from coordinator.runtime.cache import TaskCache
 from coordinator.runtime.context import ServiceContext
 from coordinator.runtime.wire import Joined, JoinRequest
@@ -12,7 +12,7 @@ from coordinator.store.base import AgentRecord
 
 
 class AgentBook:
-    def __init__(self, ctx: ServiceContext, cache: TaskCache, budgets: Budgets) -> None:
+    def __init__(self, ctx: ServiceContext, cache: TaskCache, budgets: BudgetKeeper) -> None:
         self.ctx = ctx
         self.cache = cache
         self.budgets = budgets

@@ -23,7 +23,7 @@ def running(task_id: str, runtime: TaskRuntime) -> TaskRuntime:
     return runtime
 
 
-class Budgets:
+class BudgetKeeper:
     def __init__(self, ctx: ServiceContext, cache: TaskCache, events: TaskEvents) -> None:
         self.ctx = ctx
         self.cache = cache

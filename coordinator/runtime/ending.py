@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coordinator.reports import books
 from coordinator.reports.stopping import stalled_reason
-from coordinator.runtime.budgets import Budgets
+from coordinator.runtime.budgets import BudgetKeeper
 from coordinator.runtime.cache import TaskCache
 from coordinator.runtime.context import ServiceContext
 from coordinator.runtime.events import TaskEvents
@@ -15,7 +15,12 @@ from coordinator.store.base import TaskRuntime, TaskSpec
 
 class Ending:
     def __init__(
-        self, ctx: ServiceContext, cache: TaskCache, events: TaskEvents, budgets: Budgets, ledgers: Ledgers
+        self,
+        ctx: ServiceContext,
+        cache: TaskCache,
+        events: TaskEvents,
+        budgets: BudgetKeeper,
+        ledgers: Ledgers,
     ) -> None:
         self.ctx = ctx
         self.cache = cache

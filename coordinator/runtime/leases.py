@@ -8,7 +8,7 @@ from typing import Any
 from coordinator import errors
 from coordinator.engine.contract import contract_envelope
 from coordinator.engine.records import Snapshot
-from coordinator.runtime.budgets import Budgets, running
+from coordinator.runtime.budgets import BudgetKeeper, running
 from coordinator.runtime.cache import BuiltTask, TaskCache, head_of
 from coordinator.runtime.context import ServiceContext
 from coordinator.runtime.events import Background, TaskEvents
@@ -32,7 +32,7 @@ class Leases:
         background: Background,
         steps: StepRunner,
         round_lock: RoundLock,
-        budgets: Budgets,
+        budgets: BudgetKeeper,
         rounds: Rounds,
     ) -> None:
         self.ctx = ctx

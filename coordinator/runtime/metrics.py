@@ -7,8 +7,8 @@ this process, are per-process histograms. Label values are bounded: tasks by
 ``max_tasks`` (running first, then newest), agents by ``max_agents`` (the rest
 summed as ``other``), rejection reasons by the engine's codes and those the installed kinds declare.
 
-Over 350 lines (by a few): the metric definitions and the collector that reads task state from the
-store belong together, so a series' name and where its value comes from sit side by side.
+One job over 400 lines: the metric definitions and the collector that reads task state from the store
+belong together, so a series' name and where its value comes from sit side by side.
 """
 
 from __future__ import annotations

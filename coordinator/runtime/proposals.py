@@ -9,7 +9,7 @@ import uuid
 
 from coordinator import errors
 from coordinator.engine.records import Proposal
-from coordinator.runtime.budgets import Budgets
+from coordinator.runtime.budgets import BudgetKeeper
 from coordinator.runtime.cache import TaskCache
 from coordinator.runtime.context import ServiceContext
 from coordinator.runtime.events import TaskEvents
@@ -30,7 +30,7 @@ class Proposals:
         ctx: ServiceContext,
         cache: TaskCache,
         events: TaskEvents,
-        budgets: Budgets,
+        budgets: BudgetKeeper,
         leases: Leases,
         rounds: Rounds,
         merges: AsyncMerges,

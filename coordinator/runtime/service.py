@@ -7,7 +7,7 @@ from another. Read them in this order:
     events      long-poll wake-ups, a task's end, background jobs (``TaskEvents``, ``Background``)
     cache       this process's memory of each task, one ``TaskMemory`` per task (``TaskCache``)
     steps       where a call into a kind runs: the loop or a thread (``StepRunner``)
-    budgets     is the task running, what its budgets have left (``Budgets``)
+    budgets     is the task running, what its budgets have left (``BudgetKeeper``)
     round_lock  the round lock across replicas, which owns its heartbeat (``RoundLock``)
     ledgers     the task's ledger, next-round forecast, anytime clock (``Ledgers``)
     ending      whether a closed round ends the task (``Ending``)
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.engine import forecast as fc
 from coordinator.reports.ledger import Report
 from coordinator.runtime.agents import AgentBook
-from coordinator.runtime.budgets import Budgets
+from coordinator.runtime.budgets import BudgetKeeper
 from coordinator.runtime.cache import TaskCache
 from coordinator.runtime.context import ServiceContext
 from coordinator.runtime.ending import Ending
@@ -79,7 +79,7 @@ class CoordinatorService:
         self.events = TaskEvents(ctx, self.background)
         self.cache = TaskCache(ctx, self.events)
         self.steps = StepRunner(ctx)
-        self.budgets = Budgets(ctx, self.cache, self.events)
+        self.budgets = BudgetKeeper(ctx, self.cache, self.events)
         self.round_lock = RoundLock(ctx)
         self.ledgers = Ledgers(ctx, self.cache)
         ending = Ending(ctx, self.cache, self.events, self.budgets, self.ledgers)

@@ -4,8 +4,8 @@ Every method does its whole change without awaiting, so each call is atomic
 on the event loop; the lock makes that true for callers on other threads too.
 Records are copied in and out, so nobody holds a live reference to the books.
 
-Over 350 lines: one class implementing the whole ``Store`` interface (blockopt/testing/stores.py), kept
-whole so it reads method by method against the contract and its sibling backends.
+One job over 400 lines: one class implementing the whole ``Store`` interface (blockopt/testing/stores.py),
+kept whole so it reads method by method against the contract and its sibling backends.
 """
 
 from __future__ import annotations

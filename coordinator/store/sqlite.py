@@ -14,8 +14,7 @@ task from its last commit.
 - Records are stored as the models' JSON; the columns beside them are only what
   a query filters or orders on.
 
-Over 350 lines: one class implementing the whole ``Store`` interface (blockopt/testing/stores.py), kept
-whole so it reads method by method against the contract and its sibling backends.
+One job over 400 lines: one class implementing the whole ``Store`` interface over one SQLite file.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ while the number of collisions does not grow, until it is 0.
 - ``repair``: the repair loop on a set of robots against a fixed reservation table; it accepts a
   re-planned neighbourhood only when the collision count does not grow (sum of costs breaks ties), and
   returns the accepted counts so the invariant can be checked.
+
+One job over 400 lines: one algorithm (collision-minimizing repair) and the bookkeeping it needs, read top
+to bottom.
 """
 
 from __future__ import annotations

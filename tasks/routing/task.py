@@ -1,6 +1,6 @@
 """The routing kind (docs/architecture.md §3 "routing"): F = sum of costs + W x conflicts, incrementally.
 
-Over 350 lines: the Task interface for one kind (state, scoring, validation, contracts, views); the
+One job over 400 lines: the Task interface for one kind (state, scoring, validation, contracts, views); the
 planners and the contract builder live in their own modules.
 """
 

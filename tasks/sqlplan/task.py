@@ -6,6 +6,9 @@ incrementally. A block is a group of queries; its value is their plans plus
 index additions/removals. F = Σ query costs + a penalty for every failing
 query and for index bytes over the budget (the penalty exceeds any possible
 gain, so an infeasible state never beats the start).
+
+One job over 400 lines: the Task interface for one kind; evaluation, plans, indexes and the proposer live in
+their own modules.
 """
 
 from __future__ import annotations

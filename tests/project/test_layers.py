@@ -111,16 +111,19 @@ def kind_names_in_code(root: Path, packages: tuple[str, ...], names: list[str]) 
     return found
 
 
-MAX_LINES = 350
+MAX_LINES = 400
+LONG_MODULE_PACKAGES = ("coordinator", "agents", "tasks", "blockopt", "examples/jobshop/blockopt_jobshop")
 
 
-def long_modules_without_reason(root: Path, package: str = "coordinator") -> list[str]:
-    """Modules over MAX_LINES whose docstring does not say why (``Over 350 lines: ...``)."""
+def long_modules_without_reason(root: Path, packages: tuple[str, ...] = LONG_MODULE_PACKAGES) -> list[str]:
+    """Modules over MAX_LINES whose docstring does not say why they are one job (``One job over 400
+    lines: ...``)."""
     found: list[str] = []
-    for path in sorted((root / package).rglob("*.py")):
+    for path in sorted(p for package in packages for p in (root / package).rglob("*.py")):
         text = path.read_text()
-        if text.count("\n") > MAX_LINES and "Over 350 lines" not in (
-            ast.get_docstring(ast.parse(text)) or ""
+        if (
+            text.count("\n") > MAX_LINES
+            and "one job" not in (ast.get_docstring(ast.parse(text)) or "").lower()
         ):
             found.append(f"{path.relative_to(root)}: {text.count(chr(10))} lines")
     return found
@@ -152,7 +155,7 @@ def test_no_two_public_classes_or_functions_share_a_name() -> None:
     assert duplicate_public_names(ROOT, ("coordinator", "tasks", "agents", "blockopt")) == {}
 
 
-def test_no_module_over_350_lines_without_a_reason_at_its_top() -> None:
+def test_no_module_over_400_lines_without_saying_why_it_is_one_job() -> None:
     assert long_modules_without_reason(ROOT) == []
 
 
@@ -223,12 +226,12 @@ def test_a_kind_name_in_code_or_an_example_is_found_and_a_comment_is_not(tmp_pat
 
 
 def test_a_long_module_without_a_reason_is_found(tmp_path: Path) -> None:
-    body = "x = 1\n" * 351
+    body = "x = 1\n" * 401
     _write(
         tmp_path,
         {
             "coordinator/long.py": '"""Long."""\n' + body,
-            "coordinator/ok.py": '"""Over 350 lines: why."""\n' + body,
+            "coordinator/ok.py": '"""One job over 400 lines: why."""\n' + body,
         },
     )
     assert [f.split(":")[0] for f in long_modules_without_reason(tmp_path)] == ["coordinator/long.py"]

@@ -24,8 +24,8 @@ Design choices (docs/architecture.md §6, issue 7):
   becomes ``errors.Unavailable`` (503), which agents retry. Retrying a script is
   safe: enqueue is idempotent by proposal id and a commit by its commit id.
 
-Over 350 lines: one class implementing the whole ``Store`` interface (blockopt/testing/stores.py); its
-keys, Lua scripts and commit are already their own modules.
+One job over 400 lines: one class implementing the whole ``Store`` interface over Redis (its Lua scripts are
+in ``lua.py``).
 """
 
 from __future__ import annotations
