@@ -9,7 +9,7 @@ from coordinator.engine.arrival import score_arrival, window_record
 from coordinator.engine.contract import contract_envelope
 from coordinator.engine.records import Proposal, Snapshot
 from coordinator.engine.rounds import RoundEngine
-from coordinator.runtime.rounds import RoundsMode
+from coordinator.runtime.counters import counters_of
 from coordinator.store.base import WindowState
 from tasks.quadratic import QuadraticTask
 from tasks.registry import create_task
@@ -40,7 +40,7 @@ def test_a_stale_arrival_that_still_improves_on_the_head_is_rebased_and_merged()
     assert "rebased from version 0" in v.reason
     assert arrival.committed and arrival.snapshot.objective < head.objective
     assert v.delta == pytest.approx(head.objective - arrival.snapshot.objective)  # measured on the head
-    assert RoundsMode._counters([v], None)["rebased"] == 1  # counted (report, /metrics)
+    assert counters_of([v], None)["rebased"] == 1  # counted (report, /metrics)
     fresh = score_arrival(engine, snap, late, 0).verdict  # on its own base it is no rebase
     assert fresh.status == "accepted" and not fresh.rebased
 

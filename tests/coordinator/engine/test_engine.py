@@ -15,8 +15,8 @@ from coordinator.engine.contract import contract_envelope
 from coordinator.engine.records import Proposal, Snapshot
 from coordinator.engine.rounds import EngineSettings, RoundEngine
 from coordinator.reports.ledger import RunLedger
+from coordinator.runtime.counters import counters_of
 from coordinator.runtime.inproc import RunSettings, run_inproc
-from coordinator.runtime.rounds import RoundsMode
 from tasks.quadratic import QuadraticParams, QuadraticProposer, QuadraticProposerParams, QuadraticTask
 
 STRONG = QuadraticParams(blocks=8, dim=3, coupling=0.6, seed=3)
@@ -123,7 +123,7 @@ def test_a_late_proposal_that_no_longer_improves_is_merged_only_as_the_kinds_rep
         assert verdict.status == "accepted" and "repaired against the head" in verdict.reason
         assert verdict.repaired
         # Counted apart, for /metrics (the service's counters) and the report (the in-process ledger).
-        assert RoundsMode._counters(out.verdicts, out.record)["repaired"] == 1
+        assert counters_of(out.verdicts, out.record)["repaired"] == 1
         ledger = RunLedger(engine.reference, snap0.objective, engine.tolerance)
         ledger.add_round(out.record, [], out.verdicts)
         assert ledger.verdicts["repaired"] == 1
