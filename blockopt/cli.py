@@ -29,6 +29,7 @@ from blockopt.logs import setup_logging
 from blockopt.service_flags import add_settings_options
 from coordinator.settings import weak_token_reason
 from coordinator.status import EXIT_CODES, TaskStatus
+from tasks import capabilities
 from tasks.base import RUNNER_OPTIONS
 from tasks.registry import InvalidParams, UnknownKind, broken_kinds, first_error, kind_sources, kinds
 
@@ -566,12 +567,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_kinds() -> int:
-    """One line per installed kind: name, package and version, entry point; a broken one with its reason."""
+    """Per installed kind: name, package and version, entry point, then the capabilities it offers
+    (``tasks/capabilities.py``); a broken one with its reason."""
     for source in kind_sources():
         where = f"{source.package} {source.version}  ({source.target})"
         if source.error is None:
-            doc = (kinds()[source.kind].__doc__ or "").strip().splitlines()
+            cls = kinds()[source.kind]
+            doc = (cls.__doc__ or "").strip().splitlines()
             print(f"{source.kind:<12} {where}  {doc[0] if doc else ''}".rstrip())
+            offered = sorted(c.__name__ for c in capabilities.capabilities_of(cls))
+            print(f"{'':<12} offers: {', '.join(offered) or 'the core only'}")
         else:
             print(f"{source.kind:<12} {where}  BROKEN: {source.error}")
     return 0

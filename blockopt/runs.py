@@ -29,6 +29,7 @@ from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc
 from coordinator.settings import ServiceSettings
 from coordinator.store import make_store
 from coordinator.ui.hint import live_view_hint, serve_until_interrupted
+from tasks import capabilities
 from tasks.base import Reference, Task
 
 
@@ -165,7 +166,10 @@ def write_outputs(
     """Pictures first: a kind may measure things while drawing (sqlplan's baselines) that its solution reports."""
     path.parent.mkdir(parents=True, exist_ok=True)
     stem = str(path.with_suffix(""))
-    pictures = [convergence_plot(report, stem + "-convergence.png", plot_x), *task.pictures(state, stem)]
+    pictures = [
+        convergence_plot(report, stem + "-convergence.png", plot_x),
+        *capabilities.pictures(task, state, stem),
+    ]
     report = report.model_copy(update={"solution": task.solution(state)})
     path.write_text(report.model_dump_json(indent=2))
     return [str(path), *pictures]
@@ -340,7 +344,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
         finally:
             terminate(children)
         report = Report.model_validate(client.get(f"/v1/tasks/{task_id}/report").json())
-        state = task.load_state(client.get(f"/v1/tasks/{task_id}/solution").json()["state"])
+        state = capabilities.load_state(task, client.get(f"/v1/tasks/{task_id}/solution").json()["state"])
         if getattr(args, "ui", False):
             print_outputs(report, task, state, args)
             serve_until_interrupted(f"{server.url}/ui/#/tasks/{task_id}")

@@ -97,7 +97,7 @@ class ServiceSettings(BaseModel):
     screen_exact_checks: int = Field(
         5,
         ge=1,
-        description="kinds that screen (Task.screen_change): exact evaluations per round at most (the merge "
+        description="kinds that screen (Screening.screen_change): exact evaluations per round at most (the merge "
         "the screen selected, then a best-first fallback)",
     )
     inline_step_ms: float = Field(

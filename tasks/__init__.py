@@ -3,11 +3,13 @@
 A kind is a ``Task`` subclass registered under the entry-point group
 ``blockopt.tasks`` (the built-in ones in this project's ``pyproject.toml``, an
 external one in its own package's); nothing else in blockopt changes. See the
-README, "Writing a task kind", and ``examples/jobshop/``.
+README, "Writing a task kind", and ``examples/jobshop/``. A kind writes the ``Task`` core;
+what it may offer beyond it are the protocols of ``tasks.capabilities``.
 """
 
 from __future__ import annotations
 
+from tasks import capabilities
 from tasks.base import (
     COMMON_REJECTION_CODES,
     OUTSIDE_LEASE,
@@ -46,6 +48,7 @@ __all__ = [
     "Task",
     "UnknownKind",
     "broken_kinds",
+    "capabilities",
     "create_task",
     "kind_class",
     "kind_sources",

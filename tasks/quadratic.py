@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from tasks import capabilities
 from tasks.base import APriori, Draft, InvalidProposal, Proposer, Reference, Task
 from tasks.block_matrix import BlockMatrix, symmetric_blocks
 from tasks.prompt import KindPrompt
@@ -260,7 +261,7 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         """Closed form c_ij = Δx_iᵀ A_ij Δx_j."""
         (i, vi), (j, vj) = p, q
         if i == j:
-            return super().interaction(state, p, q, f0)
+            return capabilities.measured_interaction(self, state, p, q, f0)
         di = np.asarray(vi) - state.x[self._sl(i)]
         dj = np.asarray(vj) - state.x[self._sl(j)]
         return float(di @ self.matrix.block(i, j) @ dj)
@@ -317,9 +318,12 @@ class QuadraticTask(Task[QuadState, QuadraticParams]):
         return state.x[self._sl(block)].copy()
 
     def block_elements(self, state: QuadState, block: int) -> frozenset[Hashable]:
-        """Block i holds the coordinates x[i·d : (i+1)·d]; the wire value is that slice, written in place by
-        position, so it can name no other coordinate (``written_elements`` is this, the default)."""
+        """Block i holds the coordinates x[i·d : (i+1)·d]."""
         return frozenset(("x", k) for k in range(block * self.d, (block + 1) * self.d))
+
+    def written_elements(self, state: QuadState, block: int, value: Any) -> frozenset[Hashable]:
+        """The wire value is the block's slice, written in place by position: it can name no other coordinate."""
+        return self.block_elements(state, block)
 
     def footprint(self, state: QuadState, block: int, value: Any) -> frozenset[Hashable]:
         """The blocks whose correction term this move changes (its coupled coordinates)."""

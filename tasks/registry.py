@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from tasks import capabilities
 from tasks.base import RUNNER_OPTIONS, Task
 
 GROUP = "blockopt.tasks"
@@ -66,6 +67,11 @@ def check_kind(name: str, cls: Any) -> type[Task[Any, Any]]:
         raise KindRefused(
             f"{cls.__name__} leaves required members unimplemented: "
             f"{', '.join(sorted(cls.__abstractmethods__))}"
+        )
+    half = capabilities.half_offered(cls)
+    if half:
+        raise KindRefused(
+            f"{cls.__name__} offers part of a capability (tasks/capabilities.py): {'; '.join(half)}"
         )
     models: dict[str, type[BaseModel]] = {"Params": cls.Params, "ProposerParams": cls.ProposerParams}
     for attr, model in models.items():

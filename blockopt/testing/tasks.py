@@ -20,7 +20,7 @@ interaction; ``apply`` never mutates its input; the state survives JSON; garbage
 proposals (any JSON, numbers out of a float's range) are refused with a declared
 reason, never a crash; the heuristic's drafts
 validate; a value a block's lease admits writes nothing of another block, also after
-the kind re-forms its blocks (``Task.block_elements`` and ``Task.written_elements``);
+the kind re-forms its blocks (``Ownership.block_elements`` and ``Ownership.written_elements``);
 the LLM prompt renders within the kind's own token estimate; every rejection code in
 the kind's source is declared; ``reference()`` gives the same answer twice, on fresh instances.
 """
@@ -44,8 +44,8 @@ from pydantic import BaseModel
 
 from agents.llm.prompts import PromptTemplate, recover_contract
 from agents.llm.tokens import estimate_chat_tokens
-from tasks import COMMON_REJECTION_CODES, Draft, InvalidProposal, Task, create_task, kind_class
-from tasks.base import EVERYTHING
+from tasks import COMMON_REJECTION_CODES, Draft, InvalidProposal, Task, capabilities, create_task, kind_class
+from tasks.capabilities import EVERYTHING
 
 GARBAGE: list[Any] = [
     None,
@@ -185,13 +185,16 @@ class TaskContract:
         drafts (otherwise every proposal would be refused as ``outside_lease``)."""
         t = kit.task
         for state, drafts in kit.cases():
-            held = [t.block_elements(state, b) for b in t.blocks()]
+            held = [capabilities.block_elements(t, state, b) for b in t.blocks()]
             for (a, x), (b, y) in itertools.combinations(enumerate(held), 2):
                 assert x.isdisjoint(y), (
                     f"{t.kind}: blocks {a} and {b} both hold {sorted(map(str, x & y))[:5]}"
                 )
             for d in drafts:
-                outside = t.written_elements(state, d.block, t.validate(d.block, d.value)) - held[d.block]
+                outside = (
+                    capabilities.written_elements(t, state, d.block, t.validate(d.block, d.value))
+                    - held[d.block]
+                )
                 assert not outside, (
                     f"{t.kind}: block {d.block}'s own draft writes {sorted(map(str, outside))[:5]}"
                 )
@@ -213,11 +216,13 @@ class TaskContract:
                     value = t.validate(b, d.value)
                 except InvalidProposal:
                     continue
-                if t.written_elements(state, b, value) - t.block_elements(state, b):
+                if capabilities.written_elements(t, state, b, value) - capabilities.block_elements(
+                    t, state, b
+                ):
                     continue
                 others = {c: _wire(t, state, c) for c in t.blocks() if c != b}
                 try:
-                    t.evaluate_change(state, {b: value})
+                    capabilities.evaluate_change(t, state, {b: value})
                     after = t.apply(state, {b: value})
                 except InvalidProposal:
                     continue
@@ -234,8 +239,10 @@ class TaskContract:
         drafts stay those of the state before: they now name elements that may belong to other blocks)."""
         t, cases = kit.task, kit.cases()
         for state, drafts in kit.cases():
-            for generator in t.neighbourhoods()[1:]:
-                reformed = t.form_blocks(state, generator, 1.0, 1)
+            for generator in capabilities.neighbourhoods(
+                t,
+            )[1:]:
+                reformed = capabilities.form_blocks(t, state, generator, 1.0, 1)
                 if reformed is not None:
                     cases.append((reformed, drafts))
         return cases
@@ -247,7 +254,7 @@ class TaskContract:
             subsets = [dict([c]) for c in changes.items()] + ([changes] if len(changes) > 1 else [])
             for sub in subsets:
                 full = t.objective(t.apply(state, sub))
-                assert _close(t.evaluate_change(state, sub), full, scale), (t.kind, sorted(sub))
+                assert _close(capabilities.evaluate_change(t, state, sub), full, scale), (t.kind, sorted(sub))
 
     def test_disjoint_footprints_mean_zero_interaction(self, kit: Kit) -> None:
         """Checked on every pair of drafts whose footprints are disjoint, so the example must have such a
@@ -255,12 +262,12 @@ class TaskContract:
         t, scale, checked, everything = kit.task, kit.task.scale(), 0, True
         for state, drafts in kit.cases():
             items = [(d.block, t.validate(d.block, d.value)) for d in drafts]
-            prints = [t.footprint(state, b, v) for b, v in items]
+            prints = [capabilities.footprint(t, state, b, v) for b, v in items]
             everything = everything and all(p == EVERYTHING for p in prints)
             for (i, p), (j, q) in itertools.combinations(enumerate(items), 2):
                 if prints[i].isdisjoint(prints[j]):
                     checked += 1
-                    assert _close(t.interaction(state, p, q), 0.0, scale), (t.kind, p[0], q[0])
+                    assert _close(capabilities.interaction(t, state, p, q), 0.0, scale), (t.kind, p[0], q[0])
         assert checked or everything, (
             f"{t.kind}: no two of the heuristic's drafts have disjoint footprints on this instance, so "
             f"disjoint footprints meaning zero interaction goes unchecked: give {type(t).__name__}.example "
@@ -271,20 +278,24 @@ class TaskContract:
     def test_apply_never_mutates(self, kit: Kit) -> None:
         t = kit.task
         for state, drafts in kit.cases():
-            before, f0, snapshot = json.dumps(t.dump_state(state)), t.objective(state), copy.deepcopy(state)
+            before, f0, snapshot = (
+                json.dumps(capabilities.dump_state(t, state)),
+                t.objective(state),
+                copy.deepcopy(state),
+            )
             t.apply(state, {d.block: t.validate(d.block, d.value) for d in drafts})
             for d in drafts:
-                t.evaluate_change(state, {d.block: t.validate(d.block, d.value)})
-            assert json.dumps(t.dump_state(state)) == before
+                capabilities.evaluate_change(t, state, {d.block: t.validate(d.block, d.value)})
+            assert json.dumps(capabilities.dump_state(t, state)) == before
             assert t.objective(state) == f0
-            assert json.dumps(t.dump_state(snapshot)) == before
+            assert json.dumps(capabilities.dump_state(t, snapshot)) == before
 
     def test_state_json_round_trips(self, kit: Kit) -> None:
         t = kit.task
         for state in kit.states:
-            wire = json.dumps(t.dump_state(state), allow_nan=False)
-            back = t.load_state(json.loads(wire))
-            assert json.dumps(t.dump_state(back), allow_nan=False) == wire
+            wire = json.dumps(capabilities.dump_state(t, state), allow_nan=False)
+            back = capabilities.load_state(t, json.loads(wire))
+            assert json.dumps(capabilities.dump_state(t, back), allow_nan=False) == wire
             assert _close(t.objective(back), t.objective(state), t.scale())
 
     def test_garbage_is_refused_with_a_declared_reason(self, kit: Kit) -> None:
@@ -374,7 +385,7 @@ def _refused_or_valid(task: Task[Any], block: int, value: Any, codes: frozenset[
         assert exc.reason.strip()
         return
     try:  # a kind may still refuse while scoring (sqlplan: rows that differ from the query's)
-        score = task.evaluate_change(task.initial_state(), {block: decoded})
+        score = capabilities.evaluate_change(task, task.initial_state(), {block: decoded})
     except InvalidProposal as exc:
         assert exc.code in codes, f"{task.kind}: code {exc.code!r} not declared in rejection_codes"
         return

@@ -19,6 +19,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from tasks import capabilities
 from tasks.base import Task
 from tasks.registry import kinds
 
@@ -136,7 +137,7 @@ def generator_names(cls: type[Task[Any]]) -> tuple[str, ...] | None:
     """The kind's neighbourhood generators, when ``neighbourhoods`` names them without instance data (every
     built-in kind's does; building an instance here could take seconds); None when it needs the instance."""
     try:
-        names = cls.neighbourhoods(cls.__new__(cls))
+        names = capabilities.neighbourhoods(cls.__new__(cls))
     except Exception:  # a kind's own code, run on a bare instance: any failure means "ask an instance"
         return None
     return tuple(names) if all(isinstance(n, str) for n in names) else None

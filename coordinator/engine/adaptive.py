@@ -1,9 +1,9 @@
 """Adaptive block selection: which neighbourhood generator forms the next blocks, and which block to lease.
 
-A kind names its ways to form blocks (``Task.neighbourhoods``). After every round that may regroup, the
-coordinator picks one of them, with a target size, and the round's successors pay it back: their gain
-(objective decrease) per unit of cost (agent-seconds, or tokens when the agents report tokens). The same
-credits, per block, order the free blocks a lease picks from.
+A kind names its ways to form blocks (``Neighbourhoods.neighbourhoods``). After every round that may
+regroup, the coordinator picks one of them, with a target size, and the round's successors pay it back:
+their gain (objective decrease) per unit of cost (agent-seconds, or tokens when the agents report
+tokens). The same credits, per block, order the free blocks a lease picks from.
 
 Pure bookkeeping, replayed from the round records (``RoundRecord.selection``) so every replica derives the
 same weights from the store, and rebuilt the same way after a restart. Three policies:
@@ -37,6 +37,7 @@ from typing import Any
 
 from coordinator.engine.records import RoundRecord, SelectionRow
 from coordinator.engine.selection_settings import Policy, SelectionSettings
+from tasks import capabilities
 
 __all__ = ["KEEP", "Bandit", "Policy", "SelectionSettings", "arms_of", "bandit_of", "row_of"]
 
@@ -272,8 +273,9 @@ def former_of(
 ) -> Callable[[Any, float, frozenset[int]], Any | None]:
     """The engine's ``former`` for round ``index``: credit the round's outcome (objective ``before`` → after,
     cost ``spent``, on a copy: the stored record credits it for real) so the arm in force is judged on it
-    too, choose a generator (recorded in ``formed``) and let the kind (``Task.form_blocks``) form the next
-    blocks with it. The seed depends on the task and the round only, so every replica draws the same arm.
+    too, choose a generator (recorded in ``formed``) and let the kind (``Neighbourhoods.form_blocks``) form
+    the next blocks with it. The seed depends on the task and the round only, so every replica draws the
+    same arm.
     Under ``hold``, after a round that merged, the blocks that merged (``paid``) are kept and the others
     formed anew among themselves, by a generator other than the keep arm (when at least two are left)."""
     seed = zlib.crc32(task_id.encode()) + index
@@ -290,6 +292,6 @@ def former_of(
         trial.credit(before - objective, row_of(spent, {}, None))
         generator, size = trial.choose(seed, merged=merged and not keep)
         formed.append((generator, size))
-        return task.form_blocks(state, generator, size, index, keep=keep)
+        return capabilities.form_blocks(task, state, generator, size, index, keep=keep)
 
     return form

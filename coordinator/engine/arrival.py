@@ -65,11 +65,11 @@ def score_arrival(
     engine: RoundEngine, snap: Snapshot, p: Proposal, index: int, keep: frozenset[int] | None = None
 ) -> Arrival:
     """Score one arrival on the head ``snap`` (window ``index``). With ``keep`` (``regroup_after:
-    arrival``), the blocks not in it are then regrouped (``Task.regroup``), merged or not: the agent that
+    arrival``), the blocks not in it are then regrouped (``regroup``), merged or not: the agent that
     just answered leases next from blocks formed around the plan as it is now.
 
     A stale arrival (the head moved since its base) is rebased, not refused: the engine scores it on the
-    head, repairs it there when it no longer improves (``Task.rebase``) and merges it if it still
+    head, repairs it there when it no longer improves (``Rebasing.rebase``) and merges it if it still
     improves. Only a real conflict is refused: its own block changed (``stale_base``), or on the head it
     no longer improves once blocks merged after its base (``stale_footprint``)."""
     regroup = keep is not None

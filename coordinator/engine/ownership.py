@@ -1,7 +1,7 @@
 """Ownership: a proposal writes only the elements its lease holds, one check for every kind and mode.
 
-A kind says which elements a block holds (``Task.block_elements``) and which a value writes
-(``Task.written_elements``); the engine's admission (``RoundEngine.admit``, used by rounds and async
+A kind says which elements a block holds (``Ownership.block_elements``) and which a value writes
+(``Ownership.written_elements``); the engine's admission (``RoundEngine.admit``, used by rounds and async
 mode alike) refuses a value that writes anything else, before it is scored, so nothing of it can merge.
 The held elements are read from a state, not from the instance: a lease holds what its block held in
 the state it was granted on. An admitted proposal is not stale, so its block's membership in the head is
@@ -15,6 +15,7 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from coordinator import errors
+from tasks import capabilities
 from tasks.base import OUTSIDE_LEASE, Task
 
 SHOWN = 8
@@ -33,8 +34,8 @@ def foreign_elements(
 ) -> frozenset[Hashable]:
     """The elements ``value`` writes that the lease does not hold (``held``; default: the block's in
     ``state``)."""
-    mine = task.block_elements(state, block) if held is None else held
-    return task.written_elements(state, block, value) - mine
+    mine = capabilities.block_elements(task, state, block) if held is None else held
+    return capabilities.written_elements(task, state, block, value) - mine
 
 
 def check_inside_lease(
@@ -43,9 +44,10 @@ def check_inside_lease(
     """Refuse (``ProposalRefused``, reason ``outside_lease``) a value that writes outside its lease."""
     foreign = foreign_elements(task, state, block, value, held)
     if foreign:
+        mine = capabilities.block_elements(task, state, block) if held is None else held
         raise errors.ProposalRefused(
             f"the value for block {block} writes {describe(foreign)}, outside its lease"
-            f" (block {block} holds {describe(task.block_elements(state, block) if held is None else held)})",
+            f" (block {block} holds {describe(mine)})",
             reason_code=OUTSIDE_LEASE,
             block=block,
         )

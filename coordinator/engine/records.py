@@ -86,9 +86,9 @@ class Verdict(BaseModel):
     delta: float | None = None
     """The measured standalone improvement Δ_p (when it was scored exactly)."""
     screened: float | None = None
-    """The coordinator's screened prediction of Δ_p (``Task.screen_change``; None when the kind has no screen)."""
+    """The coordinator's screened prediction of Δ_p (``Screening.screen_change``; None when the kind has no screen)."""
     repaired: bool = False
-    """Merged as the kind's repair on the head (``Task.rebase``), not as sent: blocks merged after its base
+    """Merged as the kind's repair on the head (``Rebasing.rebase``), not as sent: blocks merged after its base
     were in its way."""
     rebased: bool = False
     """Merged on a head newer than its base version (scored again there, as sent or repaired): other blocks
@@ -99,7 +99,7 @@ class Verdict(BaseModel):
 class Snapshot:
     """One committed state x_t (the task's live state object), its objective and,
     per block, the version it last changed at. Stores persist it through
-    ``Task.dump_state``; the engine never mutates it."""
+    ``Persistence.dump_state``; the engine never mutates it."""
 
     version: int
     objective: float
@@ -127,9 +127,9 @@ class ScreenCheck(BaseModel):
     proposals: int
     """How many proposals the combination merges."""
     predicted: float
-    """Its screened gain (``Task.screen_change``)."""
+    """Its screened gain (``Screening.screen_change``)."""
     exact: float | None
-    """Its exact gain (``Task.evaluate_change``); None when the exact check refused it (``code`` says why)."""
+    """Its exact gain (``IncrementalScoring.evaluate_change``); None when the exact check refused it (``code`` says why)."""
     code: str | None = None
     merged: bool = False
     seconds: float = 0.0
@@ -174,7 +174,7 @@ class RoundRecord(BaseModel):
     selection: SelectionRow | None = None
     """Adaptive selection's books of the round (None under ``lease_order`` and in async windows)."""
     screen: list[ScreenCheck] | None = None
-    """Screened rounds (the kind has ``Task.screen_change``): every exact check of a combination the screen
+    """Screened rounds (the kind has ``Screening.screen_change``): every exact check of a combination the screen
     selected, in order, at most ``EngineSettings.screen_exact_checks``; None when the round was scored exactly."""
     screened: int = 0
     """Screen evaluations (standalone, pairs and combinations) the round made instead of exact ones."""

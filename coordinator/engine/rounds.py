@@ -36,6 +36,7 @@ from coordinator.engine.selection import (
     max_weight_independent_set,
     pairwise_model_value,
 )
+from tasks import capabilities
 from tasks.base import InvalidProposal as TaskInvalidProposal
 from tasks.base import Task
 
@@ -56,7 +57,7 @@ class EngineSettings:
     strict_accounting: bool = field(default_factory=_strict_accounting)
     """Raise ``AccountingError`` when a round's books do not balance (tests); otherwise log and count it."""
     screen_exact_checks: int = 5
-    """Kinds that screen (``Task.screen_change``): exact evaluations per round at most, the selected
+    """Kinds that screen (``Screening.screen_change``): exact evaluations per round at most, the selected
     combination's and the best-first fallback's (``coordinator/engine/screened.py``)."""
 
 
@@ -77,7 +78,7 @@ class _Scored:
     gain: float
     footprint: frozenset[Hashable] = field(default_factory=frozenset)
     repaired: bool = False
-    """The kind adapted the value to the head (``Task.rebase``): what merges is not what the agent sent."""
+    """The kind adapted the value to the head (``Rebasing.rebase``): what merges is not what the agent sent."""
 
 
 _T = TypeVar("_T")
@@ -90,7 +91,7 @@ def _blocks(scored: list[_Scored], subset: set[int]) -> set[int]:
 class _Meter:
     """Times the task's objective evaluations, so engine overhead can be reported without them.
 
-    In a screened round (``screen``) the selection's gains come from ``Task.screen_change``: ``screens``
+    In a screened round (``screen``) the selection's gains come from ``Screening.screen_change``: ``screens``
     counts those evaluations."""
 
     def __init__(self) -> None:
@@ -113,7 +114,9 @@ class RoundEngine:
         self.settings = settings or EngineSettings()
         self.tolerance = self.settings.relative_tolerance * task.scale()
         self.reference = task.reference()
-        self.a_priori = task.a_priori()
+        self.a_priori = capabilities.a_priori(
+            task,
+        )
 
     # -- snapshots --------------------------------------------------------
     def initial_snapshot(self) -> Snapshot:
@@ -173,7 +176,7 @@ class RoundEngine:
         after_merge: bool = False,
     ) -> RoundOutcome:
         """Score, select and commit one round; with ``regroup``, a round that merges nothing asks the task
-        for a new grouping of its variables (``Task.regroup``), committed as a version with the same objective.
+        for a new grouping of its variables (``Regrouping.regroup``), committed as a version with the same objective.
         The blocks in ``keep`` (leased: an agent is working on them) keep their variables and their versions,
         so the work under way stays current. With ``after_merge`` (async mode's ``regroup_after: arrival``), a round
         that merged regroups too, in the same new version.
@@ -233,7 +236,7 @@ class RoundEngine:
             if gain <= self.tolerance:
                 reject(p, "not_improving", f"standalone improvement {gain:.6g} is not positive", gain)
                 continue
-            fp = self.task.footprint(state, p.block, value)
+            fp = capabilities.footprint(self.task, state, p.block, value)
             improving.append(_Scored(p, value, gain, fp, repaired))
 
         graph = self._interference_graph(state, f0, improving, meter)
@@ -267,7 +270,7 @@ class RoundEngine:
                 )
                 regrouped = True
         elif regroup and (after_merge or not committed):
-            grouped = self.task.regroup(new_snap.state, round_index, keep)
+            grouped = capabilities.regroup(self.task, new_snap.state, round_index, keep)
             if grouped is not None:  # every other block changed: proposals on older versions are stale
                 version = snap.version + 1
                 kept = tuple(v if b in keep else version for b, v in enumerate(new_snap.block_versions))
@@ -377,8 +380,8 @@ class RoundEngine:
         self, state: Any, f0: float, block: int, value: Any, gain: float, meter: _Meter
     ) -> tuple[Any, float, bool]:
         """(value, gain, repaired): the kind's repair of a proposal that blocks merged since its base got in
-        the way of (``Task.rebase``), when the repair improves on the head; else the proposal as it came."""
-        fixed = meter(self.task.rebase, state, block, value)
+        the way of (``Rebasing.rebase``), when the repair improves on the head; else the proposal as it came."""
+        fixed = meter(capabilities.rebase, self.task, state, block, value)
         if fixed is None:
             return value, gain, False
         fixed_gain = f0 - self._standalone(state, {block: fixed}, meter)
@@ -387,21 +390,21 @@ class RoundEngine:
     def _standalone(self, state: Any, changes: dict[int, Any], meter: _Meter) -> float:
         """F after one proposal: screened when the kind screens (decided by the round's first answer)."""
         if meter.screen is not False:
-            predicted = meter(self.task.screen_change, state, changes)
+            predicted = meter(capabilities.screen_change, self.task, state, changes)
             if predicted is not None:
                 meter.screen = True
                 meter.screens += 1
                 return float(predicted)
             if meter.screen is None:
                 meter.screen = False
-        return meter(self.task.evaluate_change, state, changes)
+        return meter(capabilities.evaluate_change, self.task, state, changes)
 
     def _verify(
         self, state: Any, f0: float, scored: list[_Scored], chosen: set[int], meter: _Meter
     ) -> screened.Verified:
         def exact(subset: set[int]) -> float:
             changes = {scored[i].proposal.block: scored[i].value for i in subset}
-            return f0 - meter(self.task.evaluate_change, state, changes)
+            return f0 - meter(capabilities.evaluate_change, self.task, state, changes)
 
         return screened.verify(
             exact,
@@ -434,7 +437,7 @@ class RoundEngine:
             )
         elif overlapping:  # all pairs in one call: a kind with a closed form batches them
             items = [(s.proposal.block, s.value) for s in scored]
-            values = meter(self.task.interactions, state, items, overlapping, f0)
+            values = meter(capabilities.interactions, self.task, state, items, overlapping, f0)
             graph.add_edges_from(
                 (i, j, {"c": c})
                 for (i, j), c in zip(overlapping, values, strict=True)
@@ -449,11 +452,11 @@ class RoundEngine:
         """The gain of a combination: exact, or screened in a screened round (then checked by ``_verify``)."""
         changes = {scored[i].proposal.block: scored[i].value for i in subset}
         if meter.screen:
-            predicted = meter(self.task.screen_change, state, changes)
+            predicted = meter(capabilities.screen_change, self.task, state, changes)
             if predicted is not None:
                 meter.screens += 1
                 return f0 - float(predicted)
-        return f0 - meter(self.task.evaluate_change, state, changes)
+        return f0 - meter(capabilities.evaluate_change, self.task, state, changes)
 
     def _agrees(self, predicted: float, exact: float) -> bool:
         return abs(predicted - exact) <= self.tolerance + self.settings.model_agreement * abs(predicted)

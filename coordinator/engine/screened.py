@@ -1,6 +1,6 @@
 """Exact checks of a screened selection: run exactly only what is to be merged (docs/architecture.md §4).
 
-When the kind screens (``Task.screen_change``), the round engine selects from predicted gains; this module
+When the kind screens (``Screening``), the round engine selects from predicted gains; this module
 then measures the chosen combination exactly and, when it does not improve (or is refused), falls back
 best-first by predicted gain, one exact evaluation at a time, at most ``budget`` exact evaluations in all.
 A round therefore never scores every proposal exactly, and never merges anything whose exact gain it did

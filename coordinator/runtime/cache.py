@@ -22,6 +22,7 @@ from coordinator.runtime.context import ServiceContext
 from coordinator.runtime.events import TaskEvents
 from coordinator.runtime.preparing import Preparation
 from coordinator.store.base import AgentRecord, Head, RoundEntry, TaskRuntime, TaskSpec
+from tasks import capabilities
 from tasks.base import Task
 from tasks.registry import create_task
 
@@ -50,7 +51,9 @@ def head_of(snap: Snapshot, state: Any, version: int | None = None) -> Head:
 
 
 def snapshot_of(task: Task[Any], head: Head) -> Snapshot:
-    return Snapshot(head.version, head.objective, tuple(head.block_versions), task.load_state(head.state))
+    return Snapshot(
+        head.version, head.objective, tuple(head.block_versions), capabilities.load_state(task, head.state)
+    )
 
 
 @dataclass
@@ -160,11 +163,11 @@ class TaskCache:
         return contextlib.nullcontext()
 
     def forms_leases(self, spec: TaskSpec, task: Task[Any]) -> bool:
-        """Whether this service forms each lease's block at lease time (``Task.form_lease``): an async task
-        of a kind that offers it, where leases and merges run in one process. In the split mode the API
+        """Whether this service forms each lease's block at lease time (``LeaseNeighbourhoods``): an async
+        task of a kind that offers it, where leases and merges run in one process. In the split mode the API
         processes lease and the engines merge: a lease there would take the round lock from the merges, so
         blocks are regrouped after arrivals instead (``regroup_after``), as for any kind."""
-        return spec.mode == "async" and task.neighbourhood_leases and self.ctx.bus is None
+        return spec.mode == "async" and capabilities.forms_leases(task) and self.ctx.bus is None
 
     async def build(self, spec: TaskSpec, head: Head) -> BuiltTask:
         """The task built in this process and loaded at ``head``."""

@@ -17,6 +17,7 @@ from coordinator.runtime.rounds import Rounds
 from coordinator.runtime.steps import StepRunner
 from coordinator.runtime.wire import LeaseGrant
 from coordinator.store.base import AgentRecord, Commit, Lease, TaskSpec
+from tasks import capabilities
 
 log = logging.getLogger("blockopt.service")
 
@@ -98,7 +99,7 @@ class Leases:
         )
 
     async def _form(self, spec: TaskSpec, lease: Lease, built: BuiltTask) -> BuiltTask:
-        """The leased block formed anew from the current head (``Task.form_lease``), committed as a new
+        """The leased block formed anew from the current head (``LeaseNeighbourhoods``), committed as a new
         version with the same objective; the blocks other agents hold, or whose answers wait in the queue,
         keep their members and versions. Under the task's lock and round lock, so no merge runs meanwhile;
         where another replica holds the round lock, the block is leased as it is."""
@@ -155,10 +156,10 @@ class Leases:
 
 
 def lease_formed(built: BuiltTask, block: int, held: frozenset[int]) -> tuple[Snapshot, Any] | None:
-    """The head with ``block`` formed anew (``Task.form_lease``) and its state dumped, or None: kept as is.
+    """The head with ``block`` formed anew (``LeaseNeighbourhoods``) and its state dumped, or None: kept.
     Every block whose members changed gets the new version (a lease on an older one answers stale)."""
     snap, task = built.snapshot, built.task
-    state = task.form_lease(snap.state, block, held, snap.version)
+    state = capabilities.form_lease(task, snap.state, block, held, snap.version)
     if state is None:
         return None
     version = snap.version + 1
@@ -167,4 +168,4 @@ def lease_formed(built: BuiltTask, block: int, held: frozenset[int]) -> tuple[Sn
         for b, v in enumerate(snap.block_versions)
     )
     new = Snapshot(version, snap.objective, blocks, state)
-    return new, task.dump_state(state)
+    return new, capabilities.dump_state(task, state)

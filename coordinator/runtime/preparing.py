@@ -22,6 +22,7 @@ from coordinator.engine.rounds import EngineSettings, RoundEngine
 from coordinator.runtime.wire import CreateTask, TaskView
 from coordinator.status import TaskStatus
 from coordinator.store.base import Budgets, RegroupAfter, TaskSpec
+from tasks import capabilities
 from tasks.base import Task
 from tasks.registry import InvalidParams, create_task
 
@@ -54,12 +55,19 @@ def prepare(
     except InvalidParams as exc:
         raise errors.InvalidRequest(str(exc), field=f"params.{exc.param}") from None
     try:
-        arms = adaptive.arms_of(selection, task.neighbourhoods())
+        arms = adaptive.arms_of(
+            selection,
+            capabilities.neighbourhoods(
+                task,
+            ),
+        )
     except ValueError as exc:
         raise errors.InvalidRequest(str(exc), field="selection.generators") from None
     engine = RoundEngine(task, engine_settings)  # the kind's reference() runs here
     snap = engine.initial_snapshot()
-    return Prepared(task, engine, snap, task.dump_state(snap.state), arms, task.lag_rounds(knobs))
+    return Prepared(
+        task, engine, snap, capabilities.dump_state(task, snap.state), arms, task.lag_rounds(knobs)
+    )
 
 
 def spec_of(

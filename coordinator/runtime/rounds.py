@@ -27,6 +27,7 @@ from coordinator.runtime.round_lock import RoundLock
 from coordinator.runtime.steps import StepRunner
 from coordinator.status import TaskStatus
 from coordinator.store.base import TERMINAL, AbandonedLease, Commit, RoundEntry
+from tasks import capabilities
 
 log = logging.getLogger("blockopt.service")
 
@@ -221,5 +222,5 @@ def engine_round(
         former=former,
         keep=keep,
     )
-    state_json = built.task.dump_state(outcome.snapshot.state) if outcome.committed else None
+    state_json = capabilities.dump_state(built.task, outcome.snapshot.state) if outcome.committed else None
     return outcome, state_json

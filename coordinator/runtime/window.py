@@ -27,6 +27,7 @@ from coordinator.runtime.round_lock import RoundLock
 from coordinator.runtime.steps import StepRunner
 from coordinator.status import TaskStatus
 from coordinator.store.base import TERMINAL, Commit, QueuedProposal, RoundEntry, TaskSpec, WindowState
+from tasks import capabilities
 
 log = logging.getLogger("blockopt.service")
 
@@ -209,4 +210,4 @@ def scored_arrival(
 ) -> tuple[Arrival, Any]:
     """``score_arrival`` (one engine step), with the new state dumped for the store when it changed."""
     arrival = score_arrival(built.engine, built.snapshot, p, index, keep)
-    return arrival, built.task.dump_state(arrival.snapshot.state) if arrival.committed else None
+    return arrival, capabilities.dump_state(built.task, arrival.snapshot.state) if arrival.committed else None

@@ -38,7 +38,7 @@ from coordinator.status import TaskStatus
 
 TaskMode = Literal["rounds", "async"]
 RegroupAfter = Literal["stalled", "arrival"]
-"""When the coordinator asks the kind to regroup the blocks nobody holds (``Task.regroup``): after a round
+"""When the coordinator asks the kind to regroup the blocks nobody holds (``Regrouping.regroup``): after a round
 that merged nothing, or (async mode) after every arrival."""
 
 
@@ -91,12 +91,12 @@ class TaskSpec(BaseModel):
     """Digest of the task's read token ("" for tasks stored before read tokens existed: admin and agents only)."""
     created_at: float
     a_priori: dict[str, float] | None = None
-    """The kind's a priori constants (``Task.a_priori``), for reports."""
+    """The kind's a priori constants (``APrioriBound.a_priori``), for reports."""
     stop_when: StopWhen | None = None
     selection: SelectionSettings = Field(default_factory=SelectionSettings)
     """Adaptive block selection (``coordinator/engine/adaptive.py``); the default is today's lease order."""
     neighbourhoods: list[str] = Field(default_factory=list)
-    """The kind's neighbourhood generators (``Task.neighbourhoods``), fixed at creation."""
+    """The kind's neighbourhood generators (``Neighbourhoods.neighbourhoods``), fixed at creation."""
 
 
 class WindowState(BaseModel):
@@ -131,7 +131,7 @@ class TaskRuntime(BaseModel):
 
 
 class Head(BaseModel):
-    """The committed state x_t as ``Task.dump_state`` JSON, with its version bookkeeping."""
+    """The committed state x_t as ``Persistence.dump_state`` JSON, with its version bookkeeping."""
 
     version: int
     objective: float

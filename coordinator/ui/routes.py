@@ -16,6 +16,7 @@ from coordinator.api import access
 from coordinator.runtime.service import CoordinatorService
 from coordinator.settings import ServiceSettings
 from coordinator.store.base import Store
+from tasks import capabilities
 from tasks.registry import UnknownKind, kind_class
 
 
@@ -218,11 +219,13 @@ def router(service: CoordinatorService, store: Store, settings: ServiceSettings)
         if hit is not None and hit[0] == version:
             model = hit[1]
         else:
-            model = await asyncio.to_thread(task.view_model, state)
+            model = await asyncio.to_thread(capabilities.view_model, task, state)
             if len(cached) >= 256:
                 cached.clear()
             cached[task_id] = (version, model)
-        renderer = f"/v1/kinds/{task.kind}/view.js" if type(task).view_renderer() is not None else None
+        renderer = (
+            f"/v1/kinds/{task.kind}/view.js" if capabilities.view_renderer(type(task)) is not None else None
+        )
         return KindView(task=task_id, kind=task.kind, version=version, renderer=renderer, model=model)
 
     @api.get(
@@ -234,7 +237,7 @@ def router(service: CoordinatorService, store: Store, settings: ServiceSettings)
     )
     async def kind_renderer(kind: str) -> FileResponse:
         try:
-            path = kind_class(kind).view_renderer()
+            path = capabilities.view_renderer(kind_class(kind))
         except UnknownKind as exc:
             raise errors.NotFound(str(exc)) from None
         if path is None or not path.is_file():

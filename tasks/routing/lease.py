@@ -1,4 +1,5 @@
-"""Routing's neighbourhood leases (``Task.form_lease``): a lease's robots are drawn where the plan has delay.
+"""Routing's neighbourhood leases (``LeaseNeighbourhoods``): a lease's robots are drawn where the plan
+has delay.
 
 At lease time the block about to be leased is formed anew from the whole current plan, among the robots
 no other agent holds (MAPF-LNS's destroy heuristic, run over the plan as it is now, as DROP-LNS's workers

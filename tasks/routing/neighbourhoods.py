@@ -1,4 +1,4 @@
-"""Routing's neighbourhood generators for adaptive block selection (``Task.neighbourhoods``).
+"""Routing's neighbourhood generators for adaptive block selection (``Neighbourhoods.neighbourhoods``).
 
 - ``partition``: keep the blocks.
 - ``interaction``: the kind's regrouping (who holds whom up shares a block, ``regroup.py``).

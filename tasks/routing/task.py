@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tasks import capabilities
 from tasks.base import InvalidProposal, Reference, Task
 from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.destroy import delays
@@ -246,7 +247,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         conflicts of the changed robots can make Δ_pq differ from Δ_p + Δ_q.
         """
         if p[0] == q[0]:
-            return super().interaction(state, p, q, f0)
+            return capabilities.measured_interaction(self, state, p, q, f0)
         op, np_ = self._changed(state, {p[0]: p[1]})
         oq, nq = self._changed(state, {q[0]: q[1]})
         if not np_ or not nq:

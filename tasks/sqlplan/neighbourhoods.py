@@ -1,4 +1,4 @@
-"""sqlplan's neighbourhood generators for adaptive block selection (``Task.neighbourhoods``).
+"""sqlplan's neighbourhood generators for adaptive block selection (``Neighbourhoods.neighbourhoods``).
 
 A block is a group of queries; its agent re-plans them and changes indexes on the tables they read. Ways to
 re-form the groups (each block keeps its size; ``size`` of each block is its generator-picked *core*, the rest

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from blockopt.testing import Kit, TaskContract
 from tasks import Draft, InvalidProposal, NoKnobs, Proposer, Reference, Task
+from tasks.capabilities import EVERYTHING
 
 _REFERENCE_CALLS = itertools.count()
 CODES = frozenset({"not_an_integer", "unknown_slot"})
@@ -191,12 +192,12 @@ class Slots(Task[SlotsState, SlotsParams]):
 
     def block_elements(self, state: SlotsState, block: int) -> frozenset[Hashable]:
         if "foreign_write" in self.bugs:  # the hole: the defaults, as if the value could name nothing
-            return super().block_elements(state, block)
+            return frozenset({("block", block)})
         return frozenset(("slot", s) for s in state.groups[block])
 
     def written_elements(self, state: SlotsState, block: int, value: Any) -> frozenset[Hashable]:
         if "foreign_write" in self.bugs:
-            return super().written_elements(state, block, value)
+            return self.block_elements(state, block)
         return frozenset(("slot", s) for s in value)
 
     def regroup(self, state: SlotsState, attempt: int, keep: frozenset[int] = frozenset()) -> SlotsState:
@@ -291,7 +292,8 @@ def test_a_kind_whose_footprints_are_everything_has_no_pair_to_check_and_passes(
     """The default footprint (``EVERYTHING``) is sound by construction: the engine measures every pair."""
 
     class Everywhere(Chain):
-        footprint = Task.footprint
+        def footprint(self, state: Any, block: int, value: Any) -> frozenset[Hashable]:
+            return EVERYTHING
 
     TaskContract().test_disjoint_footprints_mean_zero_interaction(
         Kit.build(Everywhere(ChainParams(blocks=3)), NoKnobs())

@@ -225,6 +225,9 @@ def test_former_judges_the_arm_in_force_on_this_round_before_choosing() -> None:
     calls: list[tuple[str, float, int]] = []
 
     class Kind:
+        def neighbourhoods(self) -> tuple[str, ...]:  # (with form_blocks: the Neighbourhoods capability)
+            return tuple(ARMS)
+
         def form_blocks(
             self, state: object, generator: str, size: float, attempt: int, keep: frozenset[int]
         ) -> str:
@@ -245,6 +248,9 @@ def test_former_keeps_blocks_that_paid_unless_told_to_regroup_every_round() -> N
 
     class Kind:
         n_blocks = 3
+
+        def neighbourhoods(self) -> tuple[str, ...]:  # (with form_blocks: the Neighbourhoods capability)
+            return tuple(ARMS)
 
         def form_blocks(
             self, state: object, generator: str, size: float, attempt: int, keep: frozenset[int]
@@ -267,6 +273,9 @@ def test_hold_forms_the_blocks_that_did_not_pay_and_keeps_the_others() -> None:
     class Kind:
         n_blocks = 3
 
+        def neighbourhoods(self) -> tuple[str, ...]:  # (with form_blocks: the Neighbourhoods capability)
+            return tuple(ARMS)
+
         def form_blocks(
             self, state: object, generator: str, size: float, attempt: int, keep: frozenset[int]
         ) -> str:
@@ -288,6 +297,9 @@ def test_hold_leaves_the_blocks_when_fewer_than_two_did_not_pay() -> None:
 
     class Kind:
         n_blocks = 3
+
+        def neighbourhoods(self) -> tuple[str, ...]:  # (with form_blocks: the Neighbourhoods capability)
+            return tuple(ARMS)
 
         def form_blocks(
             self, state: object, generator: str, size: float, attempt: int, keep: frozenset[int]

@@ -95,7 +95,7 @@ def test_stale_proposals_are_rejected_and_unchanged_blocks_are_rebased() -> None
 
 
 class RepairingTask(QuadraticTask):
-    """Repairs a late proposal by the exact minimizer of its block on the head (``Task.rebase``)."""
+    """Repairs a late proposal by the exact minimizer of its block on the head (``Rebasing.rebase``)."""
 
     def rebase(self, state: Any, block: int, value: Any) -> Any:
         head = Snapshot(0, self.objective(state), (0,) * self.n_blocks, state)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tasks import capabilities
 from tasks.registry import create_task
 from tasks.routing import RoutingTask
 from tasks.routing.lns import RoutingProposer
@@ -88,11 +89,13 @@ def test_unknown_generator_is_refused(routing: RoutingTask) -> None:
 
 def test_default_task_offers_the_partition_only() -> None:
     quad = create_task("quadratic", {"blocks": 4, "dim": 2})
-    assert quad.neighbourhoods() == ("partition",)
-    assert quad.form_blocks(quad.initial_state(), "partition", 0.5, 0) is None
-    assert quad.form_blocks(quad.initial_state(), "regroup", 0.5, 0, keep=frozenset({1})) is None
+    assert capabilities.neighbourhoods(quad) == ("partition",)
+    assert capabilities.form_blocks(quad, quad.initial_state(), "partition", 0.5, 0) is None
+    assert (
+        capabilities.form_blocks(quad, quad.initial_state(), "regroup", 0.5, 0, keep=frozenset({1})) is None
+    )
     with pytest.raises(ValueError):
-        quad.form_blocks(quad.initial_state(), "random", 0.5, 0)
+        capabilities.form_blocks(quad, quad.initial_state(), "random", 0.5, 0)
 
 
 @settings(max_examples=50, deadline=None)
@@ -127,8 +130,8 @@ def test_a_kind_that_regroups_offers_its_regrouping_by_default() -> None:
 
     quad = create_task("quadratic", {"blocks": 4, "dim": 2})
     kind = Regrouping(quad.params)
-    assert kind.neighbourhoods() == ("partition", "regroup")
-    assert kind.form_blocks(kind.initial_state(), "regroup", 0.5, 3) == ("regrouped", 3)
+    assert capabilities.neighbourhoods(kind) == ("partition", "regroup")
+    assert capabilities.form_blocks(kind, kind.initial_state(), "regroup", 0.5, 3) == ("regrouped", 3)
 
 
 def test_a_block_formed_anew_gets_the_base_budget_again(routing: RoutingTask) -> None:

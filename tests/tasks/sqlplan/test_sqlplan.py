@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tasks import capabilities
 from tasks.base import InvalidProposal
 from tasks.sqlplan.indexes import parse_index_spec
 from tasks.sqlplan.plan import render
@@ -256,7 +257,7 @@ def test_interaction_on_shared_table_is_measured(task: SqlPlanTask) -> None:
     a = task.validate(0, {"add": [spec("lineitem", "l_shipdate")]})
     b = task.validate(1, {"add": [spec("lineitem", "l_partkey")]})
     assert task.footprint(s0, 0, a) & task.footprint(s0, 1, b)
-    c = task.interaction(s0, (0, a), (1, b))
+    c = capabilities.interaction(task, s0, (0, a), (1, b))
     assert isinstance(c, float)
     empty = BlockChange({}, frozenset(), frozenset())
     assert not task.footprint(s0, 2, empty)
