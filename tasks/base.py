@@ -21,7 +21,6 @@ from typing import Any, ClassVar, Generic, Literal
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from tasks import capabilities
 from tasks.prompt import KindPrompt
 
 State = TypeVar("State")
@@ -244,8 +243,10 @@ class Task(abc.ABC, Generic[State, P]):
         return True
 
     def solution(self, state: State) -> JSON:
-        """The current solution as users want to read it (defaults to the state as stored)."""
-        return capabilities.dump_state(self, state)
+        """The current solution as users want to read it (defaults to the state as stored: ``dump_state``
+        where the kind offers ``Persistence``)."""
+        dump = getattr(self, "dump_state", None)
+        return dump(state) if dump is not None else state
 
     # -- agents side ------------------------------------------------------
     @abc.abstractmethod

@@ -84,7 +84,7 @@ def spread(blocks: Blocks, block: int, members: Sequence[int], free: Sequence[in
     return tuple(tuple(sorted(b)) for b in new)
 
 
-def form_lease(
+def form_routing_lease(
     task: TaskForLeases, state: RoutingState, block: int, held: frozenset[int], attempt: int
 ) -> RoutingState | None:
     """``state`` with ``block`` holding a neighbourhood of its fair share of the free robots (those of the

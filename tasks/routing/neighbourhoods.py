@@ -23,7 +23,7 @@ from tasks.routing.destroy import GENERATORS
 from tasks.routing.grid import Grid
 from tasks.routing.instance import Instance, RoutingParams
 from tasks.routing.occupancy import OccupancyIndex
-from tasks.routing.regroup import Blocks, regroup
+from tasks.routing.regroup import Blocks, regroup_by_weight
 from tasks.routing.state import RoutingState
 
 NAMES = ("partition", "interaction", *GENERATORS)
@@ -65,7 +65,7 @@ def rebuild(blocks: Blocks, cores: Sequence[Sequence[int]]) -> Blocks:
     return tuple(tuple(sorted(g)) for g in new)
 
 
-def form_blocks(
+def form_routing_blocks(
     task: TaskForGenerators,
     state: RoutingState,
     name: str,
@@ -115,7 +115,7 @@ def _regroup_some(
     mine = {r for b in free for r in state.blocks[b]}
     weights = task.holding_up(state)
     weights = {pair: w for pair, w in weights.items() if pair[0] in mine and pair[1] in mine}
-    some = regroup(tuple(state.blocks[b] for b in free), weights, attempt)
+    some = regroup_by_weight(tuple(state.blocks[b] for b in free), weights, attempt)
     if some is None:
         return None
     blocks = list(state.blocks)

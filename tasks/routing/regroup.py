@@ -60,7 +60,7 @@ def holding_up(
     return weights
 
 
-def regroup(blocks: Blocks, weights: dict[tuple[int, int], float], attempt: int) -> Blocks | None:
+def regroup_by_weight(blocks: Blocks, weights: dict[tuple[int, int], float], attempt: int) -> Blocks | None:
     """A balanced partition that keeps more of ``weights`` inside blocks; None when it finds no other one.
 
     It first improves the current partition by swaps. When the current one is

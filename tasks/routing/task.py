@@ -21,9 +21,9 @@ from tasks.base import InvalidProposal, Reference, Task
 from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.destroy import delays
 from tasks.routing.instance import Instance, RoutingParams, build_instance
-from tasks.routing.lease import form_lease
+from tasks.routing.lease import form_routing_lease
 from tasks.routing.lns import RoutingProposer
-from tasks.routing.neighbourhoods import NAMES, form_blocks
+from tasks.routing.neighbourhoods import NAMES, form_routing_blocks
 from tasks.routing.occupancy import (
     OccupancyIndex,
     Path,
@@ -34,7 +34,7 @@ from tasks.routing.occupancy import (
     full_conflicts,
 )
 from tasks.routing.prompt import RoutingPrompt
-from tasks.routing.regroup import Blocks, holding_up, regroup
+from tasks.routing.regroup import Blocks, holding_up, regroup_by_weight
 from tasks.routing.repair import BlockSearch, prioritized, repair
 from tasks.routing.reservations import Reservations
 from tasks.routing.state import RoutingState
@@ -310,7 +310,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def form_lease(
         self, state: RoutingState, block: int, held: frozenset[int], attempt: int
     ) -> RoutingState | None:
-        return form_lease(self, state, block, held, attempt) if self.p.neighbourhood_leases else None
+        return form_routing_lease(self, state, block, held, attempt) if self.p.neighbourhood_leases else None
 
     def regroup(
         self, state: RoutingState, attempt: int, keep: frozenset[int] = frozenset()
@@ -320,7 +320,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         if keep:
             return self.form_blocks(state, "interaction", 1.0, attempt, keep)
         weights = self.holding_up(state)
-        blocks = regroup(state.blocks, weights, attempt)
+        blocks = regroup_by_weight(state.blocks, weights, attempt)
         return None if blocks is None else replace(state, blocks=blocks)
 
     def neighbourhoods(self) -> tuple[str, ...]:
@@ -334,7 +334,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         attempt: int,
         keep: frozenset[int] = frozenset(),
     ) -> RoutingState | None:
-        return form_blocks(self, state, generator, size, attempt, keep)
+        return form_routing_blocks(self, state, generator, size, attempt, keep)
 
     def contract(self, state: RoutingState, block: int) -> dict[str, Any]:
         return build_contract(
@@ -490,9 +490,9 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         }
 
     def view_model(self, state: RoutingState) -> dict[str, Any]:
-        from tasks.routing.view import view_model
+        from tasks.routing.view import plan_view
 
-        return view_model(self.inst, state.paths, state.blocks, state.soc, self.lower_bound())
+        return plan_view(self.inst, state.paths, state.blocks, state.soc, self.lower_bound())
 
     @classmethod
     def view_renderer(cls) -> pathlib.Path:

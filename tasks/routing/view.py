@@ -9,7 +9,7 @@ from tasks.routing.instance import Instance
 from tasks.routing.occupancy import Path
 
 
-def view_model(
+def plan_view(
     inst: Instance, paths: tuple[Path, ...], blocks: tuple[tuple[int, ...], ...], soc: int, lower_bound: int
 ) -> dict[str, Any]:
     """Cells are ``y * width + x``: a path of 400 robots stays a few hundred kilobytes of JSON."""

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tasks import capabilities
 from tasks.quadratic import QuadraticParams, QuadraticTask
 from tasks.routing import RoutingTask
 from tasks.routing.instance import RoutingParams
@@ -61,7 +62,7 @@ def test_routing_disjoint_footprints_do_not_interact(routing_task: RoutingTask, 
     b1, b2 = rng.sample(task.blocks(), 2)
     p, q = (b1, random_value(task, b1, rng)), (b2, random_value(task, b2, rng))
     c = measured(task, state, p, q)
-    assert c == task.interaction(state, p, q)
+    assert c == capabilities.interaction(task, state, p, q)
     if not task.footprint(state, *p) & task.footprint(state, *q):
         assert c == 0
 
@@ -139,7 +140,7 @@ def test_sqlplan_disjoint_footprints_do_not_interact(sql_task: Any) -> None:
     disjoint = [(p, q) for p, q in pairs if not task.footprint(state, *p) & task.footprint(state, *q)][:8]
     assert len(disjoint) >= 4, "the pool should give disjoint pairs to test"
     for p, q in disjoint:
-        assert task.interaction(state, p, q) == 0.0, (p, q)
+        assert capabilities.interaction(task, state, p, q) == 0.0, (p, q)
 
 
 @pytest.mark.slow
@@ -158,4 +159,4 @@ def test_sqlplan_indexes_on_different_tables_that_meet_in_a_query_interfere(
     p = (0, task.validate(0, {"add": [{"table": first[0], "columns": [first[1]]}]}))
     q = (1, task.validate(1, {"add": [{"table": second[0], "columns": [second[1]]}]}))
     assert task.footprint(state, *p) & task.footprint(state, *q)
-    assert task.interaction(state, p, q) == interaction
+    assert capabilities.interaction(task, state, p, q) == interaction

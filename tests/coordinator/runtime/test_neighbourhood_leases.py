@@ -25,6 +25,7 @@ from coordinator.runtime.wire import CreateTask, JoinRequest, LeaseGrant, Propos
 from coordinator.settings import ServiceSettings
 from coordinator.store import MemoryStore
 from coordinator.store.base import AgentRecord
+from tasks import capabilities
 from tasks.quadratic import QuadraticTask
 from tasks.registry import create_task
 from tests.conftest import Coordinator
@@ -129,7 +130,9 @@ def test_forming_a_lease_leaves_the_blocks_others_hold_as_they_are() -> None:
     assert one.form_lease(one.initial_state(), 0, frozenset(), 0) is None  # one agent sees every robot
     fixed = create_task("routing", {**ROUTING, "neighbourhood_leases": False})
     assert fixed.form_lease(fixed.initial_state(), 0, held, 0) is None
-    assert not QuadraticTask.neighbourhood_leases.fget(QuadraticTask(QuadraticTask.Params()))  # type: ignore[attr-defined]
+    assert not capabilities.forms_leases(
+        QuadraticTask(QuadraticTask.Params())
+    )  # the kind has no such capability
 
 
 def test_an_answer_for_a_block_whose_robots_changed_is_refused_with_its_shape() -> None:

@@ -232,7 +232,7 @@ def test_target_neighbourhood_holds_the_robots_parked_on_the_way() -> None:
 def test_colliding_robots_on_shortest_paths_are_grouped_by_regrouping() -> None:
     """Neither robot of a parking collision is delayed, so only the collision's own weight joins them."""
     from tasks.routing.occupancy import OccupancyIndex
-    from tasks.routing.regroup import COLLIDING, holding_up, regroup
+    from tasks.routing.regroup import COLLIDING, holding_up, regroup_by_weight
 
     grid, starts, goals, paths = _pocket()
     bystander = grid.cell(0, 1)  # a third robot, parked where it starts, colliding with nobody
@@ -242,7 +242,7 @@ def test_colliding_robots_on_shortest_paths_are_grouped_by_regrouping() -> None:
         grid, starts3, goals3, plan, OccupancyIndex.build(grid.n_cells, dict(enumerate(plan)))
     )
     assert weights.get((0, 1)) == COLLIDING
-    assert regroup(((0, 2), (1,)), weights, 0) in {((0, 1), (2,)), ((2,), (0, 1))}
+    assert regroup_by_weight(((0, 2), (1,)), weights, 0) in {((0, 1), (2,)), ((2,), (0, 1))}
     search = BlockSearch(grid, starts, goals, paths, Reservations(grid.n_cells), 30)
     assert search.try_group([0], None)[0] and search.collisions == 0  # P waits: no collision left
     clean = (*search.paths, (bystander,))
