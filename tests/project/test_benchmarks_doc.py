@@ -65,13 +65,18 @@ def test_benchmarks_md_is_a_reference_whose_paths_exist() -> None:
     assert problems((ROOT / "BENCHMARKS.md").read_text(), ROOT) == []
 
 
+def _besides_length(found: list[str]) -> list[str]:
+    """The problems other than the length (these tests add lines to a file that may be near its limit)."""
+    return [p for p in found if "more than" not in p]
+
+
 def test_a_made_up_path_or_script_is_caught() -> None:
     text = (ROOT / "BENCHMARKS.md").read_text()
     bad = (
         text
         + "\nRaw: `benchmarks/results/no_such_run.json`, `.venv/bin/python -m benchmarks.no_such_script`.\n"
     )
-    assert problems(bad, ROOT) == [
+    assert _besides_length(problems(bad, ROOT)) == [
         "names benchmarks/results/no_such_run.json, which does not exist",
         "runs benchmarks.no_such_script, which does not exist",
     ]
@@ -90,4 +95,6 @@ def test_a_wrong_anchor_and_a_long_file_are_caught() -> None:
 
 def test_a_note_that_is_not_there_is_caught() -> None:
     text = (ROOT / "BENCHMARKS.md").read_text() + "\n- [later](docs/notes/2099-01-01-nothing.md)\n"
-    assert problems(text, ROOT) == ["links docs/notes/2099-01-01-nothing.md, which does not exist"]
+    assert _besides_length(problems(text, ROOT)) == [
+        "links docs/notes/2099-01-01-nothing.md, which does not exist"
+    ]
