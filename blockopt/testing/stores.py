@@ -237,7 +237,7 @@ class StoreContract:
             counters={"accepted": 1, "rounds": 1},
         )
         await ready.commit("t-1", good)
-        assert await ready.pending_proposals("t-1") == []
+        assert await ready.pending_proposals("t-1") == [] and await ready.pending_blocks("t-1") == []
         queued, v = await ready.get_proposal("t-1", "p1")
         assert v is not None and v.status == "accepted" and queued.proposal.block == lease.block
         assert (await ready.counters("t-1"))["accepted"] == 1
@@ -525,7 +525,9 @@ class StoreContract:
     @pytest.mark.anyio
     async def test_pending_is_oldest_first(self, ready: Store) -> None:
         await _three_proposals(ready)
-        assert [q.proposal.id for q in await ready.pending_proposals("t-1")] == ["p0", "p1", "p2"]
+        pending = await ready.pending_proposals("t-1")
+        assert [q.proposal.id for q in pending] == ["p0", "p1", "p2"]
+        assert await ready.pending_blocks("t-1") == [q.proposal.block for q in pending]
 
     @pytest.mark.anyio
     async def test_proposal_log_is_in_arrival_order_with_verdicts(self, ready: Store) -> None:

@@ -111,7 +111,7 @@ class Leases:
             built = await self.cache.build(spec, head)
             now = self.ctx.clock()
             held = {x.block for x in await self.ctx.store.active_leases(task_id, now) if x.id != lease.id}
-            held |= {q.proposal.block for q in await self.ctx.store.pending_proposals(task_id)}
+            held |= set(await self.ctx.store.pending_blocks(task_id))
             formed = await self.steps.engine_step(built, lease_formed, built, lease.block, frozenset(held))
             if formed is None:
                 return built

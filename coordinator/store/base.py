@@ -367,6 +367,11 @@ class Store(abc.ABC):
         """Every task's id (the scheduler walks these each tick)."""
         return [spec.id for spec in await self.list_tasks()]
 
+    async def pending_blocks(self, task_id: str) -> list[int]:
+        """The blocks of the stored proposals without a verdict, oldest first (read on every lease formed:
+        the values are not needed, and copying every queued value per lease grew with the team)."""
+        return [q.proposal.block for q in await self.pending_proposals(task_id)]
+
     async def queue_state(self, task_id: str, now: float) -> QueueState:
         """Pending proposals and active leases, counted (checked on every submission)."""
         pending = await self.pending_proposals(task_id)

@@ -484,6 +484,10 @@ class MemoryStore(Store):
                 for q in self._books(task_id).pending.values()
             ]
 
+    async def pending_blocks(self, task_id: str) -> list[int]:
+        with self._lock:
+            return [q.proposal.block for q in self._books(task_id).pending.values()]
+
     async def get_proposal(self, task_id: str, proposal_id: str) -> tuple[QueuedProposal, Verdict | None]:
         with self._lock:
             books = self._books(task_id)
