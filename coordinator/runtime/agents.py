@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from coordinator import errors
 from coordinator.runtime import auth
 from coordinator.runtime.budgets import BudgetKeeper
@@ -11,12 +13,15 @@ from coordinator.runtime.wire import Joined, JoinRequest
 from coordinator.store.base import AgentRecord
 
 
+@dataclass(eq=False)
 class AgentBook:
-    def __init__(self, ctx: ServiceContext, cache: TaskCache, budgets: BudgetKeeper) -> None:
-        self.ctx = ctx
-        self.cache = cache
-        self.budgets = budgets
-        self.limiter = auth.RateLimiter(ctx.settings.rate_per_agent, ctx.settings.rate_burst)
+    ctx: ServiceContext
+    cache: TaskCache
+    budgets: BudgetKeeper
+    limiter: auth.RateLimiter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.limiter = auth.RateLimiter(self.ctx.settings.rate_per_agent, self.ctx.settings.rate_burst)
 
     async def join(self, task_id: str, join_token: str, req: JoinRequest) -> Joined:
         spec = await self.cache.spec(task_id)

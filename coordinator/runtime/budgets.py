@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator import errors
@@ -23,11 +24,11 @@ def running(task_id: str, runtime: TaskRuntime) -> TaskRuntime:
     return runtime
 
 
+@dataclass(eq=False)
 class BudgetKeeper:
-    def __init__(self, ctx: ServiceContext, cache: TaskCache, events: TaskEvents) -> None:
-        self.ctx = ctx
-        self.cache = cache
-        self.events = events
+    ctx: ServiceContext
+    cache: TaskCache
+    events: TaskEvents
 
     async def ensure_running(self, task_id: str) -> TaskRuntime:
         return running(task_id, await self.cache.runtime(task_id))

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from coordinator import errors
 from coordinator.engine import adaptive
@@ -79,17 +79,17 @@ class TaskMemory:
     process's leases; another replica's lease meanwhile makes at worst a ``stale_base`` answer)."""
 
 
+@dataclass(eq=False)
 class TaskCache:
     """Each task's ``TaskMemory``, filled from the store on first use."""
 
-    AGENT_CACHE = 100_000
+    AGENT_CACHE: ClassVar[int] = 100_000
     """Verified agents cached per process (cleared when full)."""
 
-    def __init__(self, ctx: ServiceContext, events: TaskEvents) -> None:
-        self.ctx = ctx
-        self.events = events
-        self._tasks: dict[str, TaskMemory] = {}
-        self._agents = 0
+    ctx: ServiceContext
+    events: TaskEvents
+    _tasks: dict[str, TaskMemory] = field(default_factory=dict, init=False)
+    _agents: int = field(default=0, init=False)
 
     def memory(self, task_id: str) -> TaskMemory:
         """The task's memory (made empty on first use: call it for a task known to exist)."""
@@ -242,5 +242,5 @@ class TaskCache:
             "bandits": sum(m.bandit is not None for m in held),
             "rounds": sum(len(m.rounds) > 0 for m in held),
             "agents": self._agents,
-            "events": len(self.events),
+            "events": self.events.waiting(),
         }

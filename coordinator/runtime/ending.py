@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from coordinator.reports import books
 from coordinator.reports.stopping import stalled_reason
 from coordinator.runtime.budgets import BudgetKeeper
@@ -13,20 +15,13 @@ from coordinator.status import TaskStatus
 from coordinator.store.base import TaskRuntime, TaskSpec
 
 
+@dataclass(eq=False)
 class Ending:
-    def __init__(
-        self,
-        ctx: ServiceContext,
-        cache: TaskCache,
-        events: TaskEvents,
-        budgets: BudgetKeeper,
-        ledgers: Ledgers,
-    ) -> None:
-        self.ctx = ctx
-        self.cache = cache
-        self.events = events
-        self.budgets = budgets
-        self.ledgers = ledgers
+    ctx: ServiceContext
+    cache: TaskCache
+    events: TaskEvents
+    budgets: BudgetKeeper
+    ledgers: Ledgers
 
     async def after_round(
         self, spec: TaskSpec, runtime: TaskRuntime, objective: float, proposals: int

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
+from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.runtime.context import ServiceContext
@@ -13,12 +14,12 @@ from coordinator.status import TaskStatus
 log = logging.getLogger("blockopt.service")
 
 
+@dataclass(eq=False)
 class Background:
     """Jobs the service starts and does not wait for (a round made due by an answer, a bus message),
     kept so that closing the service cancels them."""
 
-    def __init__(self) -> None:
-        self.jobs: set[asyncio.Task[None]] = set()
+    jobs: set[asyncio.Task[None]] = field(default_factory=set)
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         job = asyncio.create_task(coro)
@@ -26,13 +27,13 @@ class Background:
         job.add_done_callback(self.jobs.discard)
 
 
+@dataclass(eq=False)
 class TaskEvents:
     """Per-task events that long polls wait on, set at the task's next change, then dropped."""
 
-    def __init__(self, ctx: ServiceContext, background: Background) -> None:
-        self.ctx = ctx
-        self.background = background
-        self._events: dict[str, asyncio.Event] = {}
+    ctx: ServiceContext
+    background: Background
+    _events: dict[str, asyncio.Event] = field(default_factory=dict, init=False)
 
     def changed(self, task_id: str) -> asyncio.Event:
         """An event set at the task's next change (take it before reading the store)."""
@@ -63,5 +64,6 @@ class TaskEvents:
             await self.ctx.bus.publish("queued", task_id)
         return True
 
-    def __len__(self) -> int:
+    def waiting(self) -> int:
+        """Tasks with a long poll waiting in this process."""
         return len(self._events)

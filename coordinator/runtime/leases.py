@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator import errors
@@ -22,28 +23,18 @@ from tasks import capabilities
 log = logging.getLogger("blockopt.service")
 
 
+@dataclass(eq=False)
 class Leases:
     """Lease a free block with its contract; renew; release."""
 
-    def __init__(
-        self,
-        ctx: ServiceContext,
-        cache: TaskCache,
-        events: TaskEvents,
-        background: Background,
-        steps: StepRunner,
-        round_lock: RoundLock,
-        budgets: BudgetKeeper,
-        rounds: Rounds,
-    ) -> None:
-        self.ctx = ctx
-        self.cache = cache
-        self.events = events
-        self.background = background
-        self.steps = steps
-        self.round_lock = round_lock
-        self.budgets = budgets
-        self.rounds = rounds
+    ctx: ServiceContext
+    cache: TaskCache
+    events: TaskEvents
+    background: Background
+    steps: StepRunner
+    round_lock: RoundLock
+    budgets: BudgetKeeper
+    rounds: Rounds
 
     async def lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant:
         spec = await self.cache.spec(task_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from coordinator.reports import books
 from coordinator.reports.ledger import RunLedger
 from coordinator.runtime.cache import TaskCache
@@ -9,10 +11,10 @@ from coordinator.runtime.context import ServiceContext
 from coordinator.store.base import TaskSpec
 
 
+@dataclass(eq=False)
 class Ledgers:
-    def __init__(self, ctx: ServiceContext, cache: TaskCache) -> None:
-        self.ctx = ctx
-        self.cache = cache
+    ctx: ServiceContext
+    cache: TaskCache
 
     async def ledger(self, task_id: str) -> RunLedger:
         spec = await self.cache.spec(task_id)

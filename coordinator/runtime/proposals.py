@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from dataclasses import dataclass
 
 from coordinator import errors
 from coordinator.engine.records import Proposal
@@ -22,26 +23,17 @@ from coordinator.store.base import TERMINAL, AgentRecord
 log = logging.getLogger("blockopt.service")
 
 
+@dataclass(eq=False)
 class Proposals:
     """Store a proposal, long-poll its verdict, fold in the next lease."""
 
-    def __init__(
-        self,
-        ctx: ServiceContext,
-        cache: TaskCache,
-        events: TaskEvents,
-        budgets: BudgetKeeper,
-        leases: Leases,
-        rounds: Rounds,
-        merges: AsyncMerges,
-    ) -> None:
-        self.ctx = ctx
-        self.cache = cache
-        self.events = events
-        self.budgets = budgets
-        self.leases = leases
-        self.rounds = rounds
-        self.merges = merges
+    ctx: ServiceContext
+    cache: TaskCache
+    events: TaskEvents
+    budgets: BudgetKeeper
+    leases: Leases
+    rounds: Rounds
+    merges: AsyncMerges
 
     async def submit(
         self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, next_lease: bool = False

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from coordinator import errors
 from coordinator.runtime.context import ServiceContext
@@ -13,11 +14,11 @@ from coordinator.runtime.context import ServiceContext
 log = logging.getLogger("blockopt.service")
 
 
+@dataclass(eq=False)
 class RoundLock:
     """The round lock: one replica runs a task's round (or async merge) at a time."""
 
-    def __init__(self, ctx: ServiceContext) -> None:
-        self.ctx = ctx
+    ctx: ServiceContext
 
     @contextlib.asynccontextmanager
     async def holding(self, task_id: str) -> AsyncIterator[int | None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator import errors
@@ -32,28 +33,18 @@ from tasks import capabilities
 log = logging.getLogger("blockopt.service")
 
 
+@dataclass(eq=False)
 class Rounds:
     """Rounds mode: close a round on quorum or deadline, run it (``StepRunner.engine_step``), commit it."""
 
-    def __init__(
-        self,
-        ctx: ServiceContext,
-        cache: TaskCache,
-        events: TaskEvents,
-        background: Background,
-        steps: StepRunner,
-        round_lock: RoundLock,
-        ledgers: Ledgers,
-        ending: Ending,
-    ) -> None:
-        self.ctx = ctx
-        self.cache = cache
-        self.events = events
-        self.background = background
-        self.steps = steps
-        self.round_lock = round_lock
-        self.ledgers = ledgers
-        self.ending = ending
+    ctx: ServiceContext
+    cache: TaskCache
+    events: TaskEvents
+    background: Background
+    steps: StepRunner
+    round_lock: RoundLock
+    ledgers: Ledgers
+    ending: Ending
 
     async def due(self, task_id: str) -> bool:
         now = self.ctx.clock()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass, field
 
 from coordinator import errors
 from coordinator.runtime import shards
@@ -19,18 +20,19 @@ from coordinator.store.base import TERMINAL, TaskRuntime
 log = logging.getLogger("blockopt.service")
 
 
+@dataclass(eq=False)
 class Scheduler:
-    def __init__(
-        self, ctx: ServiceContext, cache: TaskCache, events: TaskEvents, rounds: Rounds, merges: AsyncMerges
-    ) -> None:
-        self.ctx = ctx
-        self.cache = cache
-        self.events = events
-        self.rounds = rounds
-        self.merges = merges
-        self.runners: list[str] = [ctx.owner]
-        """The live round runners as of this process's last heartbeat."""
-        self.beat_due = 0.0
+    ctx: ServiceContext
+    cache: TaskCache
+    events: TaskEvents
+    rounds: Rounds
+    merges: AsyncMerges
+    runners: list[str] = field(default_factory=list, init=False)
+    """The live round runners as of this process's last heartbeat (this one alone until it beats)."""
+    beat_due: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self.runners = [self.ctx.owner]
 
     async def run_forever(self) -> None:
         while True:

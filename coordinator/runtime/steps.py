@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from coordinator.runtime.cache import BuiltTask
@@ -13,12 +14,12 @@ from coordinator.runtime.context import ServiceContext
 _T = TypeVar("_T")
 
 
+@dataclass(eq=False)
 class StepRunner:
     """Runs engine steps and other calls into a kind, timed per task (``BuiltTask``) so the next one of the
     same sort knows where to go."""
 
-    def __init__(self, ctx: ServiceContext) -> None:
-        self.ctx = ctx
+    ctx: ServiceContext
 
     async def engine_step(self, built: BuiltTask, step: Callable[..., _T], *args: Any) -> _T:
         """Run one engine step of ``built``'s task: on the loop when its last run was cheap, else in a thread.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator import errors
@@ -33,20 +34,18 @@ def _retrieve(job: asyncio.Task[Any]) -> None:
         job.exception()
 
 
+@dataclass(eq=False)
 class TaskBook:
     """Tasks: create, view, forecast, report, solution, stop."""
 
     FAILED_KEPT = 1000
     """Failed preparations whose view this process keeps (they never reach the store)."""
 
-    def __init__(
-        self, ctx: ServiceContext, cache: TaskCache, events: TaskEvents, steps: StepRunner, ledgers: Ledgers
-    ) -> None:
-        self.ctx = ctx
-        self.cache = cache
-        self.events = events
-        self.steps = steps
-        self.ledgers = ledgers
+    ctx: ServiceContext
+    cache: TaskCache
+    events: TaskEvents
+    steps: StepRunner
+    ledgers: Ledgers
 
     async def create(self, req: CreateTask) -> tuple[TaskSpec, str, str]:
         """The stored spec, the join token and the read token, once the kind has prepared the task."""

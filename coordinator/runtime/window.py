@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator import errors
@@ -32,26 +33,17 @@ from tasks import capabilities
 log = logging.getLogger("blockopt.service")
 
 
+@dataclass(eq=False)
 class AsyncMerges:
     """Async mode: merge each arrival on its own; close windows into round records."""
 
-    def __init__(
-        self,
-        ctx: ServiceContext,
-        cache: TaskCache,
-        events: TaskEvents,
-        steps: StepRunner,
-        round_lock: RoundLock,
-        ledgers: Ledgers,
-        ending: Ending,
-    ) -> None:
-        self.ctx = ctx
-        self.cache = cache
-        self.events = events
-        self.steps = steps
-        self.round_lock = round_lock
-        self.ledgers = ledgers
-        self.ending = ending
+    ctx: ServiceContext
+    cache: TaskCache
+    events: TaskEvents
+    steps: StepRunner
+    round_lock: RoundLock
+    ledgers: Ledgers
+    ending: Ending
 
     async def run(self, task_id: str) -> None:
         if await self.events.handed_off(task_id):
