@@ -564,6 +564,14 @@ class SQLiteStore(Store):
             ).fetchall()
         return [QueuedProposal.model_validate_json(r[0]) for r in rows]
 
+    async def pending_blocks(self, task_id: str) -> list[int]:
+        with self._read() as db:
+            self._task_row(db, task_id, "1")
+            rows = db.execute(
+                "SELECT block FROM proposals WHERE task_id = ? AND pending = 1 ORDER BY seq", (task_id,)
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
     async def get_proposal(self, task_id: str, proposal_id: str) -> tuple[QueuedProposal, Verdict | None]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
