@@ -556,21 +556,20 @@ class SQLiteStore(Store):
             (task_id, agent, usage.model, totals.model_dump_json()),
         )
 
-    async def pending_proposals(self, task_id: str) -> list[QueuedProposal]:
+    def _pending(self, task_id: str, column: str) -> list[Any]:
+        """``column`` of the task's proposals without a verdict, oldest first (``column``: ours, never input)."""
         with self._read() as db:
             self._task_row(db, task_id, "1")
             rows = db.execute(
-                "SELECT body FROM proposals WHERE task_id = ? AND pending = 1 ORDER BY seq", (task_id,)
+                f"SELECT {column} FROM proposals WHERE task_id = ? AND pending = 1 ORDER BY seq", (task_id,)
             ).fetchall()
-        return [QueuedProposal.model_validate_json(r[0]) for r in rows]
+        return [r[0] for r in rows]
+
+    async def pending_proposals(self, task_id: str) -> list[QueuedProposal]:
+        return [QueuedProposal.model_validate_json(body) for body in self._pending(task_id, "body")]
 
     async def pending_blocks(self, task_id: str) -> list[int]:
-        with self._read() as db:
-            self._task_row(db, task_id, "1")
-            rows = db.execute(
-                "SELECT block FROM proposals WHERE task_id = ? AND pending = 1 ORDER BY seq", (task_id,)
-            ).fetchall()
-        return [int(r[0]) for r in rows]
+        return [int(block) for block in self._pending(task_id, "block")]
 
     async def get_proposal(self, task_id: str, proposal_id: str) -> tuple[QueuedProposal, Verdict | None]:
         with self._read() as db:
