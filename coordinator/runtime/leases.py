@@ -17,7 +17,7 @@ from coordinator.runtime.round_lock import RoundLock
 from coordinator.runtime.rounds import Rounds
 from coordinator.runtime.steps import StepRunner
 from coordinator.runtime.wire import LeaseGrant
-from coordinator.store.base import AgentRecord, Commit, Lease, TaskSpec
+from coordinator.store.base import AbandonedLease, AgentRecord, Commit, Lease, TaskSpec
 from tasks import capabilities
 
 log = logging.getLogger("blockopt.service")
@@ -144,6 +144,28 @@ class Leases:
     async def release(self, task_id: str, agent: AgentRecord, lease_id: str) -> None:
         await self.ctx.store.release_lease(task_id, lease_id, agent.id)
         self.background.spawn(self.rounds.maybe_close(task_id))
+
+    async def abandon(
+        self,
+        task_id: str,
+        agent: AgentRecord,
+        lease_id: str,
+        record: AbandonedLease,
+        next_lease: bool = False,
+    ) -> tuple[bool, LeaseGrant | None]:
+        """Record what a lease that found nothing cost, release it and, with ``next_lease``, lease the agent's
+        next block: (whether the record is new, the next lease or None where none is given now).
+
+        Most of a search's leases end this way once the plan is good (three in four of one routing agent's
+        at 120 s), so folding the next lease in saves the agent a request and the pause before it."""
+        created = await self.ctx.store.record_abandoned(task_id, record)  # on a finished task too: spent
+        await self.release(task_id, agent, lease_id)
+        if not next_lease:
+            return created, None
+        try:
+            return created, await self.lease(task_id, agent)
+        except errors.BlockoptError:  # (the agent's own POST /leases then says why)
+            return created, None
 
 
 def lease_formed(built: BuiltTask, block: int, held: frozenset[int]) -> tuple[Snapshot, Any] | None:

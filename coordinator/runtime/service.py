@@ -57,7 +57,7 @@ from coordinator.runtime.wire import (
     TaskView,
 )
 from coordinator.settings import ServiceSettings
-from coordinator.store.base import AgentRecord, Lease, Store, TaskSpec
+from coordinator.store.base import AbandonedLease, AgentRecord, Lease, Store, TaskSpec
 from tasks.base import Task
 
 if TYPE_CHECKING:
@@ -221,6 +221,16 @@ class CoordinatorService:
 
     async def release(self, task_id: str, agent: AgentRecord, lease_id: str) -> None:
         await self.leases.release(task_id, agent, lease_id)
+
+    async def abandon(
+        self,
+        task_id: str,
+        agent: AgentRecord,
+        lease_id: str,
+        record: AbandonedLease,
+        next_lease: bool = False,
+    ) -> tuple[bool, LeaseGrant | None]:
+        return await self.leases.abandon(task_id, agent, lease_id, record, next_lease)
 
     async def submit(
         self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, next_lease: bool = False

@@ -2,7 +2,10 @@
 
 Every method does its whole change without awaiting, so each call is atomic
 on the event loop; the lock makes that true for callers on other threads too.
-Records are copied in and out, so nobody holds a live reference to the books.
+Records are copied in and out, so nobody holds a live reference to the books, except a head's state: it
+is a value (the runtime dumps a new one for every commit and never changes one it has written or read), so
+it is kept and handed out as it is. Copying a 300-robot routing plan cost 3.5 ms a commit, and a team
+commits twice per answer (the lease's new block, the merge).
 
 One job over 400 lines: one class implementing the whole ``Store`` interface (blockopt/testing/stores.py),
 kept whole so it reads method by method against the contract and its sibling backends.
@@ -151,9 +154,8 @@ def _copy_json(value: Any) -> Any:
 
 
 def _copy_head(head: Head) -> Head:
-    return head.model_copy(
-        update={"block_versions": list(head.block_versions), "state": _copy_json(head.state)}
-    )
+    """The head with its own list of block versions; its state is shared (a value: module docstring)."""
+    return head.model_copy(update={"block_versions": list(head.block_versions)})
 
 
 def _copy_runtime(runtime: TaskRuntime) -> TaskRuntime:
@@ -236,7 +238,7 @@ class MemoryStore(Store):
 
     async def get_head(self, task_id: str) -> Head:
         with self._lock:
-            return self._books(task_id).head.model_copy()
+            return _copy_head(self._books(task_id).head)
 
     async def runtime_and_version(self, task_id: str) -> tuple[TaskRuntime, int]:
         with self._lock:

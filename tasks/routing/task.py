@@ -29,6 +29,7 @@ from tasks.routing.occupancy import (
     Path,
     canonical,
     change_in_conflicts,
+    conflicts_among,
     conflicts_between,
     cost,
     full_conflicts,
@@ -269,6 +270,11 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         if self.p.rebase_repair <= 0:
             return None
         inst, mine = self.inst, state.blocks[block]
+        proposed = dict(zip(mine, value, strict=True))
+        if not state.index.cross_conflicts(proposed, set(mine)) and not conflicts_among(
+            self.grid.n_cells, proposed
+        ):  # nothing collides (it did not improve for another reason): the table below is O(plan)
+            return None
         others = Reservations(self.grid.n_cells)
         members = set(mine)
         for r, p in enumerate(state.paths):

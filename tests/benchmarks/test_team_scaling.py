@@ -135,7 +135,15 @@ def test_bad_command_line_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[s
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--agents must be positive" in err
     assert team_scaling.main(["virtual", "--time", "30", "--target-time", "60"]) == 2
-    assert "beyond --time" in capsys.readouterr().err
+    assert "beyond one agent's run (30 s)" in capsys.readouterr().err
+    assert team_scaling.main(["virtual", "--time", "90", "--time-of", "1=30", "--target-time", "60"]) == 2
+    assert "beyond one agent's run (30 s)" in capsys.readouterr().err
+    assert team_scaling.main(["virtual", "--time-of", "4:30"]) == 2
+    assert "expected N=SECONDS, got '4:30'" in capsys.readouterr().err
+    assert team_scaling.main(["virtual", "--knob", "stop_after"]) == 2
+    assert "expected NAME=NUMBER" in capsys.readouterr().err
+    assert team_scaling.main(["virtual", "--jobs", "0"]) == 2
+    assert "--jobs must be at least 1" in capsys.readouterr().err
     assert team_scaling.main(["table"]) == 2
     assert "needs one or more raw result files" in capsys.readouterr().err
     assert team_scaling.main(["sideways"]) == 2
@@ -168,3 +176,24 @@ def test_shape_lines_say_when_the_team_does_not_pay_and_when_it_does() -> None:
     lines = team_scaling.table([_run(1, 1, one), _run(2, 1, two), _run(12, 1, fast)], [30.0], 10.0)
     assert "  shape: 12 agents behind one at 30 s on 0 of 1 seeds" in lines
     assert "  shape: S(12) 10.00 NOT below S(2) 2.00 (medians)" in lines
+
+
+def test_goal_lines_fail_where_the_team_falls_short() -> None:
+    """Issue 31's done-when, read off the medians: each goal met or not, and S falling as N grows named."""
+    met = team_scaling.goal_checks({1: 1.0, 4: 3.2, 8: 5.5, 16: 8.1})
+    assert met == [
+        "  goal: S(4) 3.20 >= 3",
+        "  goal: S(8) 5.50 >= 5",
+        "  goal: S(16) 8.10 >= 8",
+        "  goal: S never falls as N grows",
+    ]
+    short = team_scaling.goal_checks({1: 1.0, 4: 2.4, 8: 2.1})
+    assert "  goal: S(4) 2.40 BELOW 3" in short and "  goal: S(8) 2.10 BELOW 5" in short
+    assert "  goal: S falls: S(4) 2.40 > S(8) 2.10" in short
+
+
+def test_a_team_that_never_reached_q_shows_a_bound() -> None:
+    """A team run shorter than one agent's T1 that never reached Q: S is below T1 / its length, not 0."""
+    assert team_scaling.speed_cell(0.0, 120.0, 40.0) == "<3.00"
+    assert team_scaling.speed_cell(2.5, 120.0, 40.0) == "2.50"
+    assert team_scaling.speed_cell(None, None, 40.0) == "-"
