@@ -2,10 +2,12 @@
 
 Every method does its whole change without awaiting, so each call is atomic
 on the event loop; the lock makes that true for callers on other threads too.
-Records are copied in and out, so nobody holds a live reference to the books, except a head's state: it
-is a value (the runtime dumps a new one for every commit and never changes one it has written or read), so
-it is kept and handed out as it is. Copying a 300-robot routing plan cost 3.5 ms a commit, and a team
-commits twice per answer (the lease's new block, the merge).
+Records are copied in and out, so nobody holds a live reference to the books, except a head's state and a
+proposal's value: they are values (the runtime dumps a new state for every commit, a proposal's value is
+the body of its request, and neither is changed once written or read), so they are kept and handed out as
+they are. Copying a 300-robot routing plan cost 3.5 ms a commit, and a team commits twice per answer (the
+lease's new block, the merge); copying the queued answers each arrival reads was 17 % of an answer's
+coordinator CPU with 4 agents (60 paths of [x, y] pairs each).
 
 One job over 400 lines: one class implementing the whole ``Store`` interface (blockopt/testing/stores.py),
 kept whole so it reads method by method against the contract and its sibling backends.
@@ -166,9 +168,9 @@ def _copy_runtime(runtime: TaskRuntime) -> TaskRuntime:
 
 
 def _copy_proposal(p: Proposal) -> Proposal:
-    """A copy sharing nothing mutable (the value and the usage), at a fraction of ``model_copy(deep=True)``,
-    whose generic deepcopy of pydantic internals was ~12% of the coordinator's CPU per proposal."""
-    return p.model_copy(update={"value": _copy_json(p.value), "usage": p.usage.model_copy()})
+    """A copy with its own usage; the value is shared (a value: module docstring). ``model_copy(deep=True)``
+    was ~12% of the coordinator's CPU per proposal (a generic deepcopy of pydantic internals)."""
+    return p.model_copy(update={"usage": p.usage.model_copy()})
 
 
 def _copy_round(entry: RoundEntry) -> RoundEntry:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks.routing.grid import UNREACHABLE, Grid
-from tasks.routing.occupancy import OccupancyIndex, full_conflicts
+from tasks.routing.occupancy import OccupancyIndex, Path, full_conflicts
 from tasks.routing.repair import (
     BlockSearch,
     alone,
@@ -420,3 +421,41 @@ def test_rebase_repairs_a_block_that_collides_with_the_rest_of_the_plan() -> Non
     assert task.rebase(state, 0, fixed) is None  # nothing collides: nothing to repair
     off = create_task("routing", {**params, "rebase_repair": 0.0})
     assert off.rebase(off.initial_state(), 0, value) is None
+
+
+def test_the_plan_table_kept_for_rebase_follows_the_plan_and_is_put_back() -> None:
+    """``rebase`` reads the other blocks' paths from a table kept for the last plan and moved path by path
+    to the next one: after merges and rebases it must hold exactly what a table built from scratch holds
+    (a stale cell in it would repair proposals against robots that are no longer there)."""
+    from tasks.registry import create_task
+
+    params = {"map": "random-32-32-10", "robots": 40, "blocks": 2, "exact_limit": 0, "initial": "shortest"}
+    task = create_task("routing", {**params, "rebase_repair": 5.0})
+    state = task.initial_state()
+
+    def fresh(paths: Sequence[Path]) -> Reservations:
+        table = Reservations(task.grid.n_cells)
+        for p in paths:
+            table.add_path(p)
+        return table
+
+    def same(kept: Reservations, paths: Sequence[Path]) -> bool:
+        want = fresh(paths)
+        arrays, built = kept.arrays(task.grid.width), want.arrays(task.grid.width)
+        h = min(arrays.occupied.shape[1], built.occupied.shape[1])
+        return (
+            {k: v for k, v in kept.vert.items() if v} == {k: v for k, v in want.vert.items() if v}
+            and {k: v for k, v in kept.edge.items() if v} == {k: v for k, v in want.edge.items() if v}
+            and kept.park == want.park
+            and (arrays.occupied[:, :h] == built.occupied[:, :h]).all()
+            and not arrays.occupied[:, h:].any()
+            and (arrays.parked == built.parked).all()
+        )
+
+    fixed = task.rebase(state, 0, task.block_value(state, 0))
+    assert fixed is not None
+    assert same(task._plan_table(state), state.paths)  # put back after the repair
+    merged = task.apply(state, {0: fixed})  # the plan moves on: block 0's paths change
+    assert task.rebase(merged, 1, task.block_value(merged, 1)) is not None
+    assert same(task._plan_table(merged), merged.paths)
+    assert not same(task._plan_table(merged), state.paths)  # (the check can tell two plans apart)
