@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -195,6 +196,7 @@ def virtual_run(args: argparse.Namespace, agents: int, seed: int) -> dict[str, A
     team = cls.team_defaults(agents, "async")  # what ``blockopt run`` takes for this team (blocks, ...)
     params = {k: v for k, v in team.items() if k in cls.Params.model_fields}
     params |= {"map": args.map, "scen": args.scen, "robots": args.robots, "seed": seed}
+    params |= {k: v.of(agents) if isinstance(v, PerAgent) else v for k, v in args.param}
     knobs = {k: v for k, v in team.items() if k in cls.ProposerParams.model_fields} | dict(args.knob)
     started = time.time()
     r = replay(
@@ -289,7 +291,8 @@ def table(runs: list[dict[str, Any]], at: list[float], target_time: float) -> li
         head = " ".join(f"{f'{t:g} s':>15s}" for t in at)
         lines.append(
             f"{'N':>3s} {head} {'TN(Q) s':>13s} {'S(N) (median)':>18s} {'stale':>7s} {'not impr':>9s} "
-            f"{'abandon':>9s} {'answers':>9s} {'busy':>6s} {'ms/commit':>10s}"
+            f"{'abandon':>9s} {'answers':>9s} {'busy':>6s} {'ms/commit':>10s} {'agents busy':>12s} "
+            f"{'found nothing':>14s}"
         )
         medians: dict[int, float | None] = {}
         for n in sorted({r["agents"] for r in mine}):
@@ -313,10 +316,32 @@ def table(runs: list[dict[str, Any]], at: list[float], target_time: float) -> li
                 f"{'/'.join(map(str, stale)):>7s} {'/'.join(map(str, worse)):>9s} "
                 f"{'/'.join(str(r['abandoned']) for r in rs):>9s} "
                 f"{'/'.join(str(r['proposals']) for r in rs):>9s} "
-                f"{busy:>6.1%} {statistics.median(per) if per else float('nan'):>10.1f}"
+                f"{busy:>6.1%} {statistics.median(per) if per else float('nan'):>10.1f} "
+                f"{_median_share(rs, agents_busy):>12s} {_median_share(rs, found_nothing):>14s}"
             )
         lines += shape_checks(mine, medians) + goal_checks(medians)
     return lines
+
+
+def agents_busy(run: dict[str, Any]) -> float | None:
+    """Virtual: the agents' CPU over N x (the run after creation and start-up); the rest they waited for
+    the coordinator (its queue and its work), or for ``retry_after``."""
+    if "agent_cpu" not in run or "seconds" not in run:
+        return None
+    span = run["seconds"] - run["create_cpu"] - run["agent_start"]
+    return sum(run["agent_cpu"]) / (run["agents"] * span) if span > 0 else None
+
+
+def found_nothing(run: dict[str, Any]) -> float | None:
+    """Virtual: the share of the agents' CPU spent in leases they abandoned (their search found nothing)."""
+    if "agent_wasted" not in run or not sum(run["agent_cpu"]):
+        return None
+    return sum(run["agent_wasted"]) / sum(run["agent_cpu"])
+
+
+def _median_share(runs: list[dict[str, Any]], of: Any) -> str:
+    got = [v for v in map(of, runs) if v is not None]
+    return f"{statistics.median(got):.0%}" if got else "-"
 
 
 def cpu_matched(runs: list[dict[str, Any]], at: list[float]) -> list[str]:
@@ -409,6 +434,28 @@ def knob(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"expected NAME=NUMBER, got '{text}'") from None
 
 
+@dataclass(frozen=True)
+class PerAgent:
+    """A parameter given as a multiple of the team size (``blocks=2N``)."""
+
+    k: float
+
+    def of(self, agents: int) -> int:
+        return max(1, round(self.k * agents))
+
+
+def param(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` of ``--param``: a number, or ``kN`` (k times the team size, for ``blocks``)."""
+    name, _, value = text.partition("=")
+    try:
+        if value.endswith("N"):
+            return name, PerAgent(float(value[:-1] or 1))
+        number = float(value)
+        return name, int(number) if number.is_integer() else number
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME=NUMBER or NAME=kN, got '{text}'") from None
+
+
 def time_of(text: str) -> tuple[int, float]:
     """``N=SECONDS`` of ``--time-of``."""
     try:
@@ -445,6 +492,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=[],
         metavar="NAME=VALUE",
         help="virtual: a proposer knob for every run (routing: time_budget, stop_after, neighbourhood)",
+    )
+    p.add_argument(
+        "--param",
+        type=param,
+        nargs="+",
+        default=[],
+        metavar="NAME=VALUE",
+        help="virtual: a task parameter for every run; VALUE may be a multiple of the team, e.g. blocks=2N",
     )
     p.add_argument("--jobs", type=int, default=1, help="virtual: runs side by side (each in its own process)")
     p.add_argument("--at", type=float, nargs="+", default=[15.0, 30.0], help="times the table shows")
