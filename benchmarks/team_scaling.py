@@ -578,8 +578,10 @@ def load_runs(files: list[Path]) -> list[dict[str, Any]]:
 
 def write(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "files"}
-    args.out.write_text(json.dumps({"command": sys.argv, "config": config, "runs": runs}, indent=1))
+    config = {k: v for k, v in vars(args).items() if k != "files"}
+    args.out.write_text(
+        json.dumps({"command": sys.argv, "config": config, "runs": runs}, indent=1, default=str)
+    )
 
 
 if __name__ == "__main__":

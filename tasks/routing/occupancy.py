@@ -50,6 +50,9 @@ class OccupancyIndex:
     searches themselves (warehouse k=200, one agent)."""
     park: dict[int, tuple[int, int]]
     """goal cell -> (robot, T): the robot occupies the cell at every t >= T."""
+    owned: set[int] | None = None
+    """The cells whose inner visit dict is this index's own; None: every cell's. After ``copy`` both indexes
+    share the inner dicts, and each copies a cell's dict the first time it changes it (copy on write)."""
 
     @classmethod
     def empty(cls, n: int) -> OccupancyIndex:
@@ -63,9 +66,22 @@ class OccupancyIndex:
         return idx
 
     def copy(self) -> OccupancyIndex:
-        """An independent index (the inner visit dicts are copied; the tuples are shared, being immutable)."""
-        visits = {c: dict(v) for c, v in self.visits.items()}
-        return OccupancyIndex(self.n, dict(self.vert), dict(self.edge), visits, dict(self.park))
+        """An independent index: the tuples are shared, being immutable, and so are the inner visit dicts
+        until either index changes one (``owned``). Copying every inner dict was a quarter of the
+        coordinator's CPU per merge with 8 agents at 300 robots (``apply`` copies the head's index)."""
+        self.owned = set()
+        return OccupancyIndex(
+            self.n, dict(self.vert), dict(self.edge), dict(self.visits), dict(self.park), set()
+        )
+
+    def _own(self, cell: int) -> dict[int, tuple[int, ...]]:
+        """The inner visit dict of ``cell``, this index's own (copied now if it may be shared)."""
+        mine = self.visits[cell]
+        owned = self.owned
+        if owned is not None and cell not in owned:
+            mine = self.visits[cell] = dict(mine)
+            owned.add(cell)
+        return mine
 
     def add(self, robot: int, path: Path) -> None:
         vert, edge, visits = self.vert, self.edge, self.visits
@@ -78,11 +94,16 @@ class OccupancyIndex:
             here = edge.get(k)
             edge[k] = alone if here is None else here + alone
         last = len(path) - 1
+        owned = self.owned
         for t, c in zip(range(last), path, strict=False):
             mine = visits.get(c)
             if mine is None:
                 visits[c] = {robot: (t,)}
+                if owned is not None:
+                    owned.add(c)
             else:
+                if owned is not None and c not in owned:
+                    mine = self._own(c)
                 mine[robot] = mine.get(robot, ()) + (t,)
         self.park[path[last]] = (robot, last)
 
@@ -98,7 +119,7 @@ class OccupancyIndex:
                     table[k] = tuple(r for r in here if r != robot)
         last = len(path) - 1
         for c in set(path[:last]):  # once per cell: a robot waiting in a cell visits it at several times
-            mine = visits[c]
+            mine = self._own(c)
             del mine[robot]
             if not mine:
                 del visits[c]

@@ -6,6 +6,7 @@ measure a schedule no machine can run: its figures would be wrong without lookin
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -197,3 +198,13 @@ def test_a_team_that_never_reached_q_shows_a_bound() -> None:
     assert team_scaling.speed_cell(0.0, 120.0, 40.0) == "<3.00"
     assert team_scaling.speed_cell(2.5, 120.0, 40.0) == "2.50"
     assert team_scaling.speed_cell(None, None, 40.0) == "-"
+
+
+def test_raw_file_keeps_the_command_line_including_team_multiples(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``--param blocks=2N`` reaches the runs as 2 x the team, and the raw file records it."""
+    out = tmp_path / "raw.json"
+    args = team_scaling.parse(["virtual", "--param", "blocks=2N", "initial_repair=3", "--out", str(out)])
+    assert dict(args.param)["blocks"].of(8) == 16 and dict(args.param)["initial_repair"] == 3
+    team_scaling.write(args, [])
+    saved = json.loads(out.read_text())["config"]
+    assert saved["param"] == [["blocks", "PerAgent(k=2.0)"], ["initial_repair", 3]]

@@ -146,3 +146,34 @@ def test_applying_a_change_leaves_the_old_plans_index_as_it_was(seed: int) -> No
     task.apply(state, {moved: tuple(_random_walk_path(task, r, rng) for r in state.blocks[moved])})
     assert (state.index.vert, state.index.edge, state.index.park) == (before.vert, before.edge, before.park)
     assert state.index.visits == before.visits
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(2, 30))
+def test_a_copied_index_and_its_source_change_independently(seed: int, count: int) -> None:
+    """``OccupancyIndex.copy`` shares its inner dicts until one side changes a cell (copy on write): after
+    paths move in either index, each must equal an index built from scratch for its own paths, and the
+    conflicts it counts must be that plan's."""
+    from tasks.routing.grid import Grid
+    from tasks.routing.occupancy import OccupancyIndex, full_conflicts
+
+    grid = Grid.from_rows(["." * 8] * 8)
+    rng = random.Random(seed)
+    paths = dict(enumerate(_paths(grid, rng, count)))
+    source = OccupancyIndex.build(grid.n_cells, paths)
+    copied = source.copy()
+    mine, theirs = dict(paths), dict(paths)
+    ids = iter(range(100, 10_000))
+    for index, plan in ((copied, mine), (source, theirs), (copied, mine)):
+        for robot in rng.sample(sorted(plan), k=max(1, len(plan) // 2)):
+            index.remove(robot, plan.pop(robot))
+        fresh = [p for p in _paths(grid, rng, count) if p[-1] not in {q[-1] for q in plan.values()}]
+        for robot, path in zip(ids, fresh, strict=False):
+            index.add(robot, path)
+            plan[robot] = path
+    for index, plan in ((copied, mine), (source, theirs)):
+        built = OccupancyIndex.build(grid.n_cells, plan)
+        assert (index.vert, index.edge, index.visits, index.park) == (
+            built.vert, built.edge, built.visits, built.park,
+        )  # fmt: skip
+        assert index.total_conflicts() == full_conflicts(grid.n_cells, plan)
