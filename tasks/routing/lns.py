@@ -31,10 +31,6 @@ from tasks.routing.repair import BlockSearch, repair
 from tasks.routing.reservations import Reservations
 
 
-MIN_PATIENCE = 20
-"""The fewest idle steps that end a block's search (``RoutingProposer.patience``)."""
-
-
 def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
     res = Reservations(grid.n_cells)
     table = data["reservations"]
@@ -129,15 +125,6 @@ class RoutingProposer(Proposer):
 
         return sorted(range(len(paths)), key=dist)[:k]
 
-    def patience(self, robots: int) -> int:
-        """Idle steps that end a collision-free block's search: ``stop_after``, or one per robot of a smaller
-        block (at least ``MIN_PATIENCE``). A small block's neighbourhoods are few, so it is at its local
-        optimum sooner; the steps it would spend after that are better spent on a block formed anew (a
-        team's leases shrink as it grows: 33 robots each for 8 agents at 300 robots)."""
-        if not self.stop_after:
-            return 0
-        return min(self.stop_after, max(MIN_PATIENCE, robots))
-
     # -- one proposal ----------------------------------------------------------
     def _budget(self, contract: Mapping[str, Any], block: int) -> float:
         """A block where the last searches found nothing gets a longer search (up to 4x); a block whose
@@ -179,9 +166,8 @@ class RoutingProposer(Proposer):
             iterations += fixed.iterations
         best_value = search.soc + weight * search.collisions
         idle = 0  # steps since the sum of costs last went down
-        patience = self.patience(len(robots))
         while time.perf_counter() < deadline and current and not search.collisions:
-            if patience and idle >= patience:
+            if self.stop_after and idle >= self.stop_after:
                 break
             iterations += 1
             idle += 1
