@@ -509,12 +509,16 @@ def test_an_abandon_can_bring_the_next_lease(coordinator: Coordinator) -> None:
                 "outcome": "declined"}  # fmt: skip
 
     first = agent.post(f"/v1/tasks/{tid}/leases").json()
-    r = agent.post(f"/v1/tasks/{tid}/leases/{first['lease_id']}/abandon?next_lease=true", json=report(first, 1))
+    r = agent.post(
+        f"/v1/tasks/{tid}/leases/{first['lease_id']}/abandon?next_lease=true", json=report(first, 1)
+    )
     assert r.status_code == 200, r.text
     reply = r.json()
     assert reply["recorded"] is True
     nxt = reply["next_lease"]
-    assert nxt is not None and nxt["lease_id"] != first["lease_id"] and nxt["contract"]["block"] == nxt["block"]
+    assert (
+        nxt is not None and nxt["lease_id"] != first["lease_id"] and nxt["contract"]["block"] == nxt["block"]
+    )
     other = coordinator.join(task, name="other")[0]
     held = other.post(f"/v1/tasks/{tid}/leases").json()  # now both blocks are leased
     r = agent.post(f"/v1/tasks/{tid}/leases/{nxt['lease_id']}/abandon?next_lease=true", json=report(nxt, 2))
