@@ -178,15 +178,10 @@ class Worker:
         }
         lease_id, self.lease_id = self.lease_id, None
         try:
-            reply = self.api.call(
-                "POST",
-                f"{self._base}/leases/{lease_id}/abandon",
-                json=body,
-                params={"next_lease": "false" if self.stop.is_set() else "true"},
-                retry=not self.stop.is_set(),
+            self.api.call(
+                "POST", f"{self._base}/leases/{lease_id}/abandon", json=body, retry=not self.stop.is_set()
             )
             self.stats.abandoned += 1
-            self.next_lease = reply.json().get("next_lease")
         except (ApiError, GaveUp) as exc:
             log.warning("%s: abandoned lease not reported (%s); releasing it", self.config.name, exc)
             self.lease_id = lease_id
@@ -218,7 +213,7 @@ class Worker:
                 self.abandon(lease, seconds)
             else:
                 self.release()
-            if draft is None and self.next_lease is None:  # (none folded in: the lease call says why)
+            if draft is None:
                 self._wait(0.05)
             return not self.stop.is_set()
         body = {

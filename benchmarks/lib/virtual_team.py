@@ -5,9 +5,8 @@ at a time and book each call's CPU time on the core that would have run it. The 
 simulation):
 
 - Agent i is a core with its own clock. It runs the worker's loop (``agents/worker.py``): lease, propose,
-  submit (the verdict brings the next lease), or abandon when the proposer finds nothing (the reply brings
-  the next lease; where it has none, wait 0.05 s and lease); ``no_block_available`` waits
-  ``retry_after``. Each proposer call runs for real (the kind's own
+  submit (the verdict brings the next lease), or abandon (then wait 0.05 s) when the proposer finds
+  nothing; ``no_block_available`` waits ``retry_after``. Each proposer call runs for real (the kind's own
   proposer, ``agents.proposers.make_proposer``, seeded as ``agents/fleet.py`` seeds worker i); its thread
   CPU time advances agent i's clock. Its time budget follows that CPU time too: ``time.perf_counter`` reads
   ``time.thread_time`` during a replay, so a 0.5 s budget buys what 0.5 s of a dedicated core buys.
@@ -395,7 +394,7 @@ class Replay:
             self.queue.push(end, "lease", agent.index)
 
     async def _on_abandon(self, agent: Agent, at: float, lease: dict[str, Any], cpu: float) -> None:
-        async def call() -> str | None:  # what POST .../abandon?next_lease=true does (agents/worker.py)
+        async def call() -> None:  # what POST .../abandon does (coordinator/api/routes/trajectories.py)
             record = AbandonedLease(
                 id=uuid.uuid4().hex,
                 agent=agent.record.id,
@@ -404,20 +403,13 @@ class Replay:
                 outcome="declined",
                 at=self.clock(),
             )
-            _, grant = await self.service.abandon(
-                self.task_id, agent.record, lease["lease_id"], record, next_lease=True
-            )
-            return None if grant is None else grant.model_dump_json()
+            await self.service.abandon(self.task_id, agent.record, lease["lease_id"], record)
 
         end, result = await self.serve(at, "abandon", call)
         self.abandoned += 1
-        if isinstance(result, errors.BlockoptError):
-            if self._end(agent, result):
-                self.queue.push(end + 0.05, "lease", agent.index)
-        elif result is not None:
-            self._propose(agent, result, end)
-        else:  # no lease folded in: the worker waits, then leases (and is told why not, or to retry)
-            self.queue.push(end + 0.05, "lease", agent.index)
+        if isinstance(result, errors.BlockoptError) and not self._end(agent, result):
+            return
+        self.queue.push(end + 0.05, "lease", agent.index)
 
     async def _on_tick(self, at: float) -> None:
         end, _ = await self.serve(at, "tick", self.service.tick)

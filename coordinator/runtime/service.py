@@ -222,15 +222,8 @@ class CoordinatorService:
     async def release(self, task_id: str, agent: AgentRecord, lease_id: str) -> None:
         await self.leases.release(task_id, agent, lease_id)
 
-    async def abandon(
-        self,
-        task_id: str,
-        agent: AgentRecord,
-        lease_id: str,
-        record: AbandonedLease,
-        next_lease: bool = False,
-    ) -> tuple[bool, LeaseGrant | None]:
-        return await self.leases.abandon(task_id, agent, lease_id, record, next_lease)
+    async def abandon(self, task_id: str, agent: AgentRecord, lease_id: str, record: AbandonedLease) -> bool:
+        return await self.leases.abandon(task_id, agent, lease_id, record)
 
     async def submit(
         self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, next_lease: bool = False

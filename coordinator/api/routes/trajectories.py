@@ -18,15 +18,13 @@ from collections.abc import AsyncIterator
 from typing import Literal
 
 from fastapi import APIRouter
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator.api.deps import AgentDep, NextLeaseQuery, ServiceDep, StoreDep
-from coordinator.api.responses import model_response
+from coordinator.api.deps import AgentDep, ServiceDep, StoreDep
 from coordinator.engine.records import Usage
 from coordinator.json_integers import WholeNumbers
 from coordinator.reports.trajectories import abandoned_line, proposal_line
-from coordinator.runtime.wire import LeaseGrant
 from coordinator.store.base import AbandonedLease
 
 MEDIA_TYPE = "application/x-ndjson"
@@ -75,11 +73,6 @@ class AbandonOut(BaseModel):
     id: str
     recorded: bool
     """False when this id was already recorded (a retried report)."""
-    next_lease: LeaseGrant | None = Field(
-        None,
-        description="with ?next_lease=true: the agent's next lease (null: lease with POST /leases, which says"
-        " why not)",
-    )
 
 
 router = APIRouter(tags=["trajectories"])
@@ -92,13 +85,8 @@ router = APIRouter(tags=["trajectories"])
     summary="End a lease without a proposal, reporting what it cost (counted in usage and budgets)",
 )
 async def abandon(
-    task_id: str,
-    lease_id: str,
-    body: AbandonIn,
-    me: AgentDep,
-    service: ServiceDep,
-    next_lease: NextLeaseQuery = False,
-) -> Response:
+    task_id: str, lease_id: str, body: AbandonIn, me: AgentDep, service: ServiceDep
+) -> AbandonOut:
     record = AbandonedLease(
         id=body.id or uuid.uuid4().hex,
         agent=me.id,
@@ -110,8 +98,8 @@ async def abandon(
         usage=body.usage,
         at=service.clock(),
     )
-    created, grant = await service.abandon(task_id, me, lease_id, record, next_lease)
-    return model_response(AbandonOut.model_construct(id=record.id, recorded=created, next_lease=grant))
+    created = await service.abandon(task_id, me, lease_id, record)
+    return AbandonOut(id=record.id, recorded=created)
 
 
 @router.get(

@@ -496,42 +496,6 @@ def test_agents_that_find_nothing_close_empty_rounds_until_the_task_converges(
     assert len(rows) == 3 and all(r["accepted"] == 0 and r["proposals"] == 0 for r in rows)
 
 
-def test_an_abandon_can_bring_the_next_lease(coordinator: Coordinator) -> None:
-    """``POST .../abandon?next_lease=true`` records the report, releases the lease and grants the next one in
-    the same reply (an agent whose search found nothing goes on without a second request); without the flag
-    the reply has none, and where no block is free the folded lease is null, not an error."""
-    task = coordinator.create_task(params={"blocks": 2, "dim": 2}, mode="async")
-    tid = task["id"]
-    agent = coordinator.join(task, name="finder")[0]
-
-    def report(lease: dict[str, Any], n: int) -> dict[str, Any]:
-        return {"id": f"nothing-{n}", "block": lease["block"], "base_version": lease["version"],
-                "outcome": "declined"}  # fmt: skip
-
-    first = agent.post(f"/v1/tasks/{tid}/leases").json()
-    r = agent.post(
-        f"/v1/tasks/{tid}/leases/{first['lease_id']}/abandon?next_lease=true", json=report(first, 1)
-    )
-    assert r.status_code == 200, r.text
-    reply = r.json()
-    assert reply["recorded"] is True
-    nxt = reply["next_lease"]
-    assert (
-        nxt is not None and nxt["lease_id"] != first["lease_id"] and nxt["contract"]["block"] == nxt["block"]
-    )
-    other = coordinator.join(task, name="other")[0]
-    held = other.post(f"/v1/tasks/{tid}/leases").json()  # now both blocks are leased
-    r = agent.post(f"/v1/tasks/{tid}/leases/{nxt['lease_id']}/abandon?next_lease=true", json=report(nxt, 2))
-    assert r.status_code == 200 and r.json()["recorded"] is True
-    again = r.json()["next_lease"]  # the block just released is free again: it is granted
-    assert again is not None and again["block"] == nxt["block"]
-    r = agent.post(f"/v1/tasks/{tid}/leases/{again['lease_id']}/abandon", json=report(again, 3))
-    assert r.status_code == 200 and r.json()["next_lease"] is None  # not asked for
-    assert held["block"] != again["block"]
-    log = coordinator.admin.get(f"/v1/tasks/{tid}/trajectories").text.splitlines()
-    assert sum('"abandoned"' in line or "declined" in line for line in log) == 3
-
-
 def test_a_regrouping_keeps_the_blocks_agents_are_working_on(coordinator: Coordinator) -> None:
     """An empty round regroups the robots (a new version, the same objective), but a block an agent holds
     a lease on keeps its robots and its version: the work under way is not thrown away as stale."""
