@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import re
@@ -35,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -274,19 +275,47 @@ def by_call(calls: list[tuple[float, float, float, str]]) -> dict[str, dict[str,
 
 
 # -- the table --------------------------------------------------------------------------
-def table(runs: list[dict[str, Any]], at: list[float], target_time: float) -> list[str]:
-    """One line per (mode, N): objectives at ``at`` per seed, TN(Q), S(N), refusals, the coordinator."""
+def one_agent_target(runs: list[dict[str, Any]], target_time: float) -> tuple[float, float | None]:
+    """(Q, T1) of one seed from its one-agent runs: Q the upper median of their objectives at
+    ``target_time`` (a value some run reached), T1 the upper median of the times they reached Q (a run that
+    never did counts as never). One run is its own Q: runs of one seed differ by tens at k = 300."""
+    q = statistics.median_high(value_at(r["curve"], target_time) for r in runs)
+    t1 = statistics.median_high(time_to(r["curve"], q) or math.inf for r in runs)
+    return q, None if math.isinf(t1) else t1
+
+
+def table(
+    runs: list[dict[str, Any]],
+    at: list[float],
+    target_time: float,
+    repeats: Sequence[dict[str, Any]] = (),
+) -> list[str]:
+    """One line per (mode, N): objectives at ``at`` per seed, TN(Q), S(N), refusals, the coordinator.
+    ``repeats``: more one-agent runs, pooled with each mode's own into Q and T1 (``one_agent_target``)."""
     lines = []
     for mode in sorted({r["mode"] for r in runs}):
         mine = [r for r in runs if r["mode"] == mode]
-        ones = {r["seed"]: r for r in mine if r["agents"] == 1}
-        if not ones:
+        pooled: dict[int, list[dict[str, Any]]] = {}
+        for r in [*mine, *repeats]:
+            if r["agents"] == 1:
+                pooled.setdefault(r["seed"], []).append(r)
+        if not pooled:
             lines.append(f"{mode}: no one-agent run, so no Q, T1 or S(N) (combine files with 'table')")
-        q = {s: value_at(r["curve"], target_time) for s, r in ones.items()}
-        t1 = {s: time_to(r["curve"], q[s]) for s, r in ones.items()}
+        targets = {s: one_agent_target(rs, target_time) for s, rs in pooled.items()}
+        q = {s: got[0] for s, got in targets.items()}
+        t1 = {s: got[1] for s, got in targets.items()}
         lines.append(
             f"{mode}: Q = one agent's objective at {target_time:g} s, per seed: "
-            + ", ".join(f"seed {s} {q[s]:.0f} (T1 {t1[s]:.1f} s)" for s in sorted(q) if t1[s] is not None)
+            + ", ".join(
+                f"seed {s} {q[s]:.0f} (T1 {t1[s]:.1f} s"
+                + (
+                    f"; median of {len(pooled[s])} runs: {_values(pooled[s], target_time)})"
+                    if len(pooled[s]) > 1
+                    else ")"
+                )
+                for s in sorted(q)
+                if t1[s] is not None
+            )
         )
         head = " ".join(f"{f'{t:g} s':>15s}" for t in at)
         lines.append(
@@ -321,6 +350,10 @@ def table(runs: list[dict[str, Any]], at: list[float], target_time: float) -> li
             )
         lines += shape_checks(mine, medians) + goal_checks(medians)
     return lines
+
+
+def _values(runs: list[dict[str, Any]], t: float) -> str:
+    return " / ".join(f"{value_at(r['curve'], t):.0f}" for r in runs)
 
 
 def agents_busy(run: dict[str, Any]) -> float | None:
@@ -510,6 +543,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--agent-start", type=float, default=None, help="virtual: worker start-up s (default measured)"
     )
     p.add_argument("--out", type=Path, default=None, help="write the raw runs here (JSON)")
+    p.add_argument(
+        "--one-agent-repeats",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="table: more one-agent runs (raw files) pooled into each seed's Q and T1",
+    )
     args = p.parse_args(argv)
     args.time_of = dict(args.time_of)
     if args.target_time is None:
@@ -525,7 +566,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         raise Usage(f"--target-time {args.target_time:g} is beyond one agent's run ({horizon(args, 1):g} s)")
     if args.jobs < 1:
         raise Usage(f"--jobs must be at least 1, got {args.jobs}")
-    for f in args.files:
+    for f in [*args.files, *args.one_agent_repeats]:
         if not f.is_file():
             raise Usage(f"no such result file: {f}")
     return args
@@ -558,7 +599,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             if args.out is not None:
                 write(args, runs)
-    for line in table(runs, args.at, args.target_time) + cpu_matched(runs, args.at):
+    repeats = [
+        r for f in args.one_agent_repeats for r in json.loads(f.read_text())["runs"] if r["agents"] == 1
+    ]
+    for line in table(runs, args.at, args.target_time, repeats) + cpu_matched(runs, args.at):
         print(line)
     return 0
 

@@ -16,7 +16,7 @@ about the length of those paths: this is what makes scoring incremental.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 Path = tuple[int, ...]
 _NONE: dict[int, tuple[int, ...]] = {}
@@ -50,7 +50,7 @@ class OccupancyIndex:
     searches themselves (warehouse k=200, one agent)."""
     park: dict[int, tuple[int, int]]
     """goal cell -> (robot, T): the robot occupies the cell at every t >= T."""
-    owned: set[int] | None = None
+    owned: set[int] | None = field(default=None, compare=False, repr=False)
     """The cells whose inner visit dict is this index's own; None: every cell's. After ``copy`` both indexes
     share the inner dicts, and each copies a cell's dict the first time it changes it (copy on write)."""
 

@@ -208,3 +208,18 @@ def test_raw_file_keeps_the_command_line_including_team_multiples(tmp_path) -> N
     team_scaling.write(args, [])
     saved = json.loads(out.read_text())["config"]
     assert saved["param"] == [["blocks", "PerAgent(k=2.0)"], ["initial_repair", 3]]
+
+
+def test_q_from_several_one_agent_runs_is_their_median() -> None:
+    """Runs of one seed differ by tens at k = 300: Q pooled from three runs is the middle one's objective,
+    and T1 the middle of their times to it (the run that never got there counts as never)."""
+    good = [(0.0, 100.0), (10.0, 80.0), (30.0, 70.0)]
+    middle = [(0.0, 100.0), (20.0, 80.0), (30.0, 75.0)]
+    bad = [(0.0, 100.0), (25.0, 90.0), (30.0, 85.0)]
+    runs = [_run(1, 1, c) for c in (good, middle, bad)]
+    assert team_scaling.one_agent_target(runs, 30.0) == (75.0, 30.0)  # reached at 20 s (good), 30 s, never
+    assert team_scaling.one_agent_target(runs[:1], 30.0) == (70.0, 30.0)
+    team = _run(4, 1, [(0.0, 100.0), (5.0, 74.0)])
+    lines = team_scaling.table([runs[0], team], [30.0], 30.0, repeats=runs[1:])
+    assert "seed 1 75 (T1 30.0 s; median of 3 runs: 70 / 75 / 85)" in lines[0]
+    assert any(line.split()[0] == "4" and "6.00" in line for line in lines)  # S(4) = 30 / 5
