@@ -13,7 +13,9 @@
   real service (``CoordinatorService`` over a memory store, async routing): N agents lease at once, then
   answer in turn, each from the contract it was granted (later answers are stale, as in a team), and lease
   again; the proposers run for real outside the measured spans (``time.process_time`` of each ``lease`` and
-  ``submit``). A ``PYTHONPATH`` of another tree measures that tree's coordinator.
+  ``submit``). Another tree's coordinator is measured from that tree's directory (``cd TREE &&
+  PYTHONPATH=. .venv/bin/python -m benchmarks.engine commit-cpu``): with ``-m`` the current directory comes
+  before ``PYTHONPATH``, so ``PYTHONPATH=TREE`` from this checkout measures this checkout.
 
     .venv/bin/python -m benchmarks.engine overhead [--blocks 64] [--rounds 30]
     .venv/bin/python -m benchmarks.engine commit-cpu [--agents 1 2 4 8] [--answers 40] [--json FILE]
