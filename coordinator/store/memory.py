@@ -5,8 +5,8 @@ on the event loop; the lock makes that true for callers on other threads too.
 Records are copied in and out, so nobody holds a live reference to the books, except a head's state and a
 proposal's value: they are values (the runtime dumps a new state for every commit, a proposal's value is
 the body of its request, and neither is changed once written or read), so they are kept and handed out as
-they are. Copying a 300-robot routing plan cost 3.5 ms a commit, and a team commits twice per answer (the
-lease's new block, the merge); copying the queued answers each arrival reads was 17 % of an answer's
+they are. Copying the state of a 300-robot plan cost 3.5 ms a commit, and a team commits twice per answer
+(the lease's new block, the merge); copying the queued answers each arrival reads was 17 % of an answer's
 coordinator CPU with 4 agents (60 paths of [x, y] pairs each).
 
 One job over 400 lines: one class implementing the whole ``Store`` interface (blockopt/testing/stores.py),
