@@ -1,5 +1,8 @@
 """Does a bigger team reach a plan sooner? Time-to-target speed-up S(N) = T1(Q) / TN(Q), per team size N.
 
+One job over 400 lines: run teams of every size and read one table from the runs (modes, curves, the table,
+the command line); the replay itself is ``benchmarks/lib/virtual_team.py``.
+
 Two modes, one table:
 
 - ``real``: the product's own processes, ``blockopt run routing --mode async --agents N --processes N
@@ -8,17 +11,23 @@ Two modes, one table:
   history where its rows carry ``t``. Real mode needs N + 1 free cores: on a shared machine, only N <= 2.
 - ``virtual``: the same coordinator code in one process with N virtual agent cores and one coordinator core
   (``benchmarks/lib/virtual_team.py`` states the model and what it leaves out). It books CPU time, not
-  wall time, so it tolerates a busy machine, and predicts what N dedicated cores would do. Its curve is
-  read the same way (window closes, virtual seconds since creation).
+  wall time, so it tolerates a busy machine (``--jobs 2`` runs two side by side), and predicts what N
+  dedicated cores would do. Each run has a process of its own, after one unmeasured warm-up that compiles
+  what the first plan needs. Its curve is the head after every accepted answer (virtual seconds).
 
-Q is one agent's objective at ``--target-time`` (per seed); TN(Q) the first time N agents' curve is at or
-below it. The table shows, per N, the objective at ``--at`` times (one column per seed), TN(Q) and S(N)
-(median over seeds), stale and not-improving answers, and the coordinator's busy fraction and CPU per commit.
+Q is one agent's objective at ``--target-time`` (per seed; with ``--one-agent-repeats``, the middle of
+several one-agent runs of the seed, which differ by tens at 300 robots); TN(Q) the first time N agents'
+curve is at or below it. ``--time-of N=SECONDS`` runs a team only as long as its goal needs. The table
+shows, per N, the objective at ``--at`` times (one column per seed), TN(Q) and S(N) (``<b``: Q not reached,
+S below b), stale and not-improving answers, the coordinator's busy fraction and CPU per commit, the
+agents' busy fraction and the share of their CPU in leases that found nothing, then issue 31's goals.
 
-    .venv/bin/python -m benchmarks.team_scaling virtual --robots 300 --agents 1 2 4 8 12 --seeds 1 2 \\
-        --time 30 --at 15 30 --target-time 30 --out benchmarks/results/team_scaling/virtual.json
+    .venv/bin/python -m benchmarks.team_scaling virtual --robots 300 --agents 1 2 4 8 16 --seeds 1 2 \
+        --time 120 --time-of 2=60 4=40 8=30 16=20 --at 10 20 30 60 120 --target-time 120 --jobs 2 \
+        --out benchmarks/results/team_scaling/virtual-random-k300-q120.json
     .venv/bin/python -m benchmarks.team_scaling real --robots 300 --agents 1 2 --seeds 1 2 --time 30 ...
-    .venv/bin/python -m benchmarks.team_scaling table FILE.json ... --at 15 30 --target-time 30
+    .venv/bin/python -m benchmarks.team_scaling table FILE.json ... --at 10 20 30 60 120 --target-time 120 \
+        [--one-agent-repeats MORE.json ...]
 """
 
 from __future__ import annotations
