@@ -519,30 +519,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--time", type=float, default=30.0, help="seconds per run (virtual seconds in virtual mode)"
     )
-    p.add_argument(
-        "--time-of",
-        type=time_of,
-        nargs="+",
-        default=[],
-        metavar="N=SECONDS",
-        help="another horizon for N agents (a team that must reach Q in T1/S only needs that long)",
-    )
-    p.add_argument(
-        "--knob",
-        type=knob,
-        nargs="+",
-        default=[],
-        metavar="NAME=VALUE",
-        help="virtual: a proposer knob for every run (routing: time_budget, stop_after, neighbourhood)",
-    )
-    p.add_argument(
-        "--param",
-        type=param,
-        nargs="+",
-        default=[],
-        metavar="NAME=VALUE",
-        help="virtual: a task parameter for every run; VALUE may be a multiple of the team, e.g. blocks=2N",
-    )
+    pairs = (
+        ("--time-of", time_of, "N=SECONDS", "another horizon for N agents (a team that must reach Q in T1/S"
+         " only needs that long)"),
+        ("--knob", knob, "NAME=VALUE", "virtual: a proposer knob for every run (routing: time_budget,"
+         " stop_after, neighbourhood)"),
+        ("--param", param, "NAME=VALUE", "virtual: a task parameter for every run; VALUE may be a multiple"
+         " of the team, e.g. blocks=2N"),
+    )  # fmt: skip
+    for flag, read, metavar, text in pairs:  # repeatable NAME=VALUE options, read by their own parser
+        p.add_argument(flag, type=read, nargs="+", default=[], metavar=metavar, help=text)
     p.add_argument("--jobs", type=int, default=1, help="virtual: runs side by side (each in its own process)")
     p.add_argument("--at", type=float, nargs="+", default=[15.0, 30.0], help="times the table shows")
     p.add_argument(

@@ -25,7 +25,7 @@ log = logging.getLogger("blockopt.service")
 
 @dataclass(eq=False)
 class Leases:
-    """Lease a free block with its contract; renew; release."""
+    """Lease a free block with its contract; renew; release; record an abandoned lease and release it."""
 
     ctx: ServiceContext
     cache: TaskCache
