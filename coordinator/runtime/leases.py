@@ -127,8 +127,9 @@ class Leases:
         closed, less than one round deadline ago. It waits for the round to close, when its block is formed
         anew, rather than search the same block again and keep the round open meanwhile."""
         now = self.ctx.clock()
-        mine = [a.at for a in await self.ctx.store.abandoned(task_id) if a.agent == agent_id]
-        if not mine or now - mine[-1] >= self.ctx.settings.round_deadline:
+        recent = await self.ctx.store.abandoned(task_id, since=now - self.ctx.settings.round_deadline)
+        mine = [a.at for a in recent if a.agent == agent_id]
+        if not mine:
             return False
         runtime = await self.ctx.store.get_runtime(task_id)
         last = await self.ctx.store.rounds(task_id, since=max(0, runtime.round - 1))

@@ -15,6 +15,7 @@ kept whole so it reads method by method against the contract and its sibling bac
 
 from __future__ import annotations
 
+import bisect
 import copy
 import heapq
 import threading
@@ -89,6 +90,8 @@ class _TaskBooks:
     counters: Counter[str] = field(default_factory=Counter)
     usage: dict[tuple[str, str], UsageTotals] = field(default_factory=dict)
     abandoned: dict[str, AbandonedLease] = field(default_factory=dict)
+    abandoned_times: list[tuple[float, str]] = field(default_factory=list)
+    """(at, id) of every abandoned lease, sorted: ``abandoned(since=...)`` reads only the recent ones."""
     agents: dict[str, AgentRecord] = field(default_factory=dict)
     agents_by_token: dict[str, str] = field(default_factory=dict)
     lock_owner: str | None = None
@@ -526,6 +529,7 @@ class MemoryStore(Store):
             if record.id in books.abandoned:
                 return False
             books.abandoned[record.id] = record.model_copy(deep=True)
+            bisect.insort(books.abandoned_times, (record.at, record.id))
             books.usage.setdefault((record.agent, record.usage.model), UsageTotals()).add(record.usage)
             books.counters["abandoned"] += 1
             books.counters[f"abandoned:{record.failure or record.outcome}"] += 1
@@ -540,6 +544,9 @@ class MemoryStore(Store):
                 for pid, q in books.proposals.items()
             ]
 
-    async def abandoned(self, task_id: str) -> list[AbandonedLease]:
+    async def abandoned(self, task_id: str, since: float | None = None) -> list[AbandonedLease]:
         with self._lock:
-            return [a.model_copy() for a in self._books(task_id).abandoned.values()]
+            books = self._books(task_id)
+            times = books.abandoned_times
+            start = 0 if since is None else bisect.bisect_right(times, since, key=lambda entry: entry[0])
+            return [books.abandoned[i].model_copy() for _, i in times[start:]]

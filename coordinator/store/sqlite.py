@@ -633,11 +633,13 @@ class SQLiteStore(Store):
             for b, v in rows
         ]
 
-    async def abandoned(self, task_id: str) -> list[AbandonedLease]:
+    async def abandoned(self, task_id: str, since: float | None = None) -> list[AbandonedLease]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
             rows = db.execute(
-                "SELECT body FROM abandoned WHERE task_id = ? ORDER BY seq", (task_id,)
+                "SELECT body FROM abandoned WHERE task_id = ? AND json_extract(body, '$.at') > ?"
+                " ORDER BY json_extract(body, '$.at'), seq",
+                (task_id, float("-inf") if since is None else since),
             ).fetchall()
         return [AbandonedLease.model_validate_json(r[0]) for r in rows]
 

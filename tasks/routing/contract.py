@@ -134,7 +134,7 @@ def build_contract(
                 "id": r,
                 "start": list(grid.xy(inst.starts[r])),
                 "goal": list(grid.xy(inst.goals[r])),
-                "path": [list(grid.xy(c)) for c in paths[r]],
+                "path": cache.get(r, paths[r])[1],
             }
             for r in robots
         ],

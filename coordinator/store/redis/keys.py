@@ -36,6 +36,7 @@ P task:ID:counters        hash    counter name -> number (HINCRBYFLOAT)
 P task:ID:usage           hash    JSON [agent, model, field] -> number
 P task:ID:abandoned       hash    record id -> ``AbandonedLease`` JSON (leases ended without a
                                   proposal; their usage is also in ``usage``)
+P task:ID:abandoned_at    zset    record id scored by its ``at`` (the recent ones, read per tick)
 P task:ID:agents          hash    agent id -> ``AgentRecord`` JSON
 P task:ID:agent_order     list    agent ids in join order
 P task:ID:tokens          hash    agent token hash -> agent id
@@ -72,6 +73,7 @@ class TaskKeys:
     counters: str
     usage: str
     abandoned: str
+    abandoned_at: str
     agents: str
     agent_order: str
     tokens: str

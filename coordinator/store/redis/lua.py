@@ -266,10 +266,11 @@ return {'ok', n, oldest, leases}
 """
 
 RECORD_ABANDONED = """
--- KEYS: spec abandoned usage counters
+-- KEYS: spec abandoned usage counters abandoned_at
 -- ARGV: record_id record_json counter_name (usage_field amount)*
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'not_found'} end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return {'known'} end
+redis.call('ZADD', KEYS[5], cjson.decode(ARGV[2])['at'], ARGV[1])
 for i = 4, #ARGV, 2 do redis.call('HINCRBYFLOAT', KEYS[3], ARGV[i], ARGV[i + 1]) end
 redis.call('HINCRBYFLOAT', KEYS[4], 'abandoned', 1)
 redis.call('HINCRBYFLOAT', KEYS[4], ARGV[3], 1)

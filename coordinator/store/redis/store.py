@@ -560,7 +560,7 @@ class RedisStore(Store):
         for name in USAGE_FIELDS:
             args += [json.dumps([record.agent, record.usage.model, name]), getattr(totals, name)]
         reply = self._check(
-            await self._abandon(keys=[k.spec, k.abandoned, k.usage, k.counters], args=args), task_id
+            await self._abandon(keys=[k.spec, k.abandoned, k.usage, k.counters, k.abandoned_at], args=args), task_id
         )
         return reply[0] == "ok"
 
@@ -575,9 +575,13 @@ class RedisStore(Store):
         ]
 
     @_reachable
-    async def abandoned(self, task_id: str) -> list[AbandonedLease]:
+    async def abandoned(self, task_id: str, since: float | None = None) -> list[AbandonedLease]:
         k = self.keys.task(task_id)
-        raws = await self._read(task_id, lambda p: p.hvals(k.abandoned))
+        if since is None:
+            raws = await self._read(task_id, lambda p: p.hvals(k.abandoned))
+        else:  # (records written before ``abandoned_at`` existed are not found here: idle reports only)
+            ids = await self._read(task_id, lambda p: p.zrangebyscore(k.abandoned_at, f"({since!r}", "+inf"))
+            raws = [raw for raw in await self.r.hmget(k.abandoned, ids) if raw is not None] if ids else []
         return sorted((AbandonedLease.model_validate_json(raw) for raw in raws), key=lambda a: a.at)
 
     async def ping(self) -> bool:
