@@ -578,7 +578,8 @@ class StoreContract:
     async def test_abandoned_since_reads_only_the_later_ones(self, ready: Store) -> None:
         """The scheduler reads the recent abandoned leases on every tick, recorded in any order."""
         for name, dt in (("late", 3.0), ("early", 1.0), ("middle", 2.0)):
-            rec = AbandonedLease(id=name, agent="a-1", block=0, base_version=0, outcome="declined", at=T0 + dt)
+            at = T0 + dt
+            rec = AbandonedLease(id=name, agent="a-1", block=0, base_version=0, outcome="declined", at=at)
             assert await ready.record_abandoned("t-1", rec)
         assert {a.id for a in await ready.abandoned("t-1")} == {"early", "middle", "late"}
         assert [a.id for a in await ready.abandoned("t-1", since=T0 + 1.0)] == ["middle", "late"]

@@ -559,9 +559,8 @@ class RedisStore(Store):
         ]
         for name in USAGE_FIELDS:
             args += [json.dumps([record.agent, record.usage.model, name]), getattr(totals, name)]
-        reply = self._check(
-            await self._abandon(keys=[k.spec, k.abandoned, k.usage, k.counters, k.abandoned_at], args=args), task_id
-        )
+        keys = [k.spec, k.abandoned, k.usage, k.counters, k.abandoned_at]
+        reply = self._check(await self._abandon(keys=keys, args=args), task_id)
         return reply[0] == "ok"
 
     @_reachable
