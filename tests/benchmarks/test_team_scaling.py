@@ -181,16 +181,35 @@ def test_shape_lines_say_when_the_team_does_not_pay_and_when_it_does() -> None:
 
 def test_goal_lines_fail_where_the_team_falls_short() -> None:
     """Issue 31's done-when, read off the medians: each goal met or not, and S falling as N grows named."""
-    met = team_scaling.goal_checks({1: 1.0, 4: 3.2, 8: 5.5, 16: 8.1})
+    S = team_scaling.Speed
+    met = team_scaling.goal_checks({1: S(1.0), 4: S(3.2), 8: S(5.5), 16: S(8.1)})
     assert met == [
         "  goal: S(4) 3.20 >= 3",
         "  goal: S(8) 5.50 >= 5",
         "  goal: S(16) 8.10 >= 8",
         "  goal: S never falls as N grows",
     ]
-    short = team_scaling.goal_checks({1: 1.0, 4: 2.4, 8: 2.1})
+    short = team_scaling.goal_checks({1: S(1.0), 4: S(2.4), 8: S(2.1)})
     assert "  goal: S(4) 2.40 BELOW 3" in short and "  goal: S(8) 2.10 BELOW 5" in short
     assert "  goal: S falls: S(4) 2.40 > S(8) 2.10" in short
+
+
+def test_a_median_that_never_reached_q_is_a_bound_not_zero() -> None:
+    """Teams that stopped before Q have S below T1 / their run: the median of three such runs is the middle
+    bound; a bound under the goal is BELOW it, one over it decides nothing, and it shows a fall only from a
+    known S above it."""
+    S = team_scaling.Speed
+    bounds = [S(3.61, below=True), S(2.65, below=True), S(3.28, below=True)]
+    assert str(team_scaling.median_speed(bounds)) == "<3.28"
+    assert str(team_scaling.median_speed([S(3.59), S(2.96, below=True), S(3.12)])) == "3.12"
+    lines = team_scaling.goal_checks({2: S(4.49), 4: S(3.57), 8: S(3.28, below=True), 16: S(9.0, below=True)})
+    assert "  goal: S(8) <3.28 BELOW 5" in lines
+    assert "  goal: S(16) <9.00 UNDECIDED (runs too short) 8" in lines
+    assert "  goal: S falls: S(2) 4.49 > S(4) 3.57; S(4) 3.57 > S(8) <3.28" in lines
+    hidden = team_scaling.goal_checks({4: S(3.0, below=True), 8: S(2.0)})
+    assert "  goal: S not known to fall, but a bound may hide a fall: S(4) <3.00 to S(8) 2.00" in hidden
+    hidden = team_scaling.goal_checks({4: S(3.0), 8: S(5.0, below=True)})
+    assert "  goal: S not known to fall, but a bound may hide a fall: S(4) 3.00 to S(8) <5.00" in hidden
 
 
 def test_a_team_that_never_reached_q_shows_a_bound() -> None:
