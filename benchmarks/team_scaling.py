@@ -336,8 +336,9 @@ def table(
         for n in sorted({r["agents"] for r in mine}):
             rs = sorted((r for r in mine if r["agents"] == n), key=lambda r: r["seed"])
             cells = [" / ".join(f"{value_at(r['curve'], t):.0f}" for r in rs) for t in at]
-            tn = {r["seed"]: time_to(r["curve"], q[r["seed"]]) if r["seed"] in q else None for r in rs}
-            speed = [speed_up(t1.get(s), tn[s]) for s in sorted(tn)]
+            # (a list, one per run: a file may hold several runs of one seed, as one-agent repeats do)
+            tn = [time_to(r["curve"], q[r["seed"]]) if r["seed"] in q else None for r in rs]
+            speed = [speed_up(t1.get(r["seed"]), t) for r, t in zip(rs, tn, strict=True)]
             known = [
                 Speed.of(v, t1.get(r["seed"]), r.get("seconds"))
                 for v, r in zip(speed, rs, strict=True)
@@ -348,7 +349,7 @@ def table(
                 speed_cell(v, t1.get(r["seed"]), r.get("seconds")) for v, r in zip(speed, rs, strict=True)
             )
             s_cell += f" ({median_speed(known)})" if len(known) > 1 else ""
-            tn_cell = " / ".join("-" if tn[s] is None else f"{tn[s]:.1f}" for s in sorted(tn))
+            tn_cell = " / ".join("-" if t is None else f"{t:.1f}" for t in tn)
             stale = [sum(v for k, v in r["rejected_by_reason"].items() if k.startswith("stale")) for r in rs]
             worse = [sum(v for k, v in r["rejected_by_reason"].items() if "not_improving" in k) for r in rs]
             busy = statistics.median(r["busy_fraction"] for r in rs)

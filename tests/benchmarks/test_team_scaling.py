@@ -242,3 +242,12 @@ def test_q_from_several_one_agent_runs_is_their_median() -> None:
     lines = team_scaling.table([runs[0], team], [30.0], 30.0, repeats=runs[1:])
     assert "seed 1 75 (T1 30.0 s; median of 3 runs: 70 / 75 / 85)" in lines[0]
     assert any(line.split()[0] == "4" and "6.00" in line for line in lines)  # S(4) = 30 / 5
+
+
+def test_a_file_with_several_runs_of_one_seed_is_tabled() -> None:
+    """One-agent repeats hold two runs of a seed in one file: each gets its TN and S (it crashed on this)."""
+    one = [(0.0, 100.0), (10.0, 80.0), (30.0, 80.0)]
+    again = [(0.0, 100.0), (20.0, 85.0), (30.0, 84.0)]  # Q = 84 (upper median), T1 = 30 s (upper median)
+    lines = team_scaling.table([_run(1, 1, one), _run(1, 1, again)], [30.0], 30.0)
+    row = next(line for line in lines if line.startswith("  1 "))
+    assert "10.0 / 30.0" in row and "3.00 / 1.00" in row
