@@ -581,12 +581,12 @@ class StoreContract:
             at = T0 + dt
             rec = AbandonedLease(id=name, agent="a-1", block=0, base_version=0, outcome="declined", at=at)
             assert await ready.record_abandoned("t-1", rec)
-        assert {a.id for a in await ready.abandoned("t-1")} == {"early", "middle", "late"}
-        assert [a.id for a in await ready.abandoned("t-1", since=T0 + 1.0)] == ["middle", "late"]
-        assert [a.id for a in await ready.abandoned("t-1", since=T0 + 0.5)] == ["early", "middle", "late"]
-        assert await ready.abandoned("t-1", since=T0 + 3.0) == []
+        assert [a.id for a in await ready.abandoned("t-1")] == ["early", "middle", "late"]
+        assert [a.id for a in await ready.abandoned_since("t-1", T0 + 1.0)] == ["middle", "late"]
+        assert [a.id for a in await ready.abandoned_since("t-1", T0 + 0.5)] == ["early", "middle", "late"]
+        assert await ready.abandoned_since("t-1", T0 + 3.0) == []
         with pytest.raises(errors.NotFound):
-            await ready.abandoned("t-404", since=T0)
+            await ready.abandoned_since("t-404", T0)
 
     @pytest.mark.anyio
     async def test_records_are_copies(self, ready: Store) -> None:

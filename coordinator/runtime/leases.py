@@ -127,7 +127,7 @@ class Leases:
         closed, less than one round deadline ago. It waits for the round to close, when its block is formed
         anew, rather than search the same block again and keep the round open meanwhile."""
         now = self.ctx.clock()
-        recent = await self.ctx.store.abandoned(task_id, since=now - self.ctx.settings.round_deadline)
+        recent = await self.ctx.store.abandoned_since(task_id, now - self.ctx.settings.round_deadline)
         mine = [a.at for a in recent if a.agent == agent_id]
         if not mine:
             return False

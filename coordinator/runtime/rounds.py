@@ -64,7 +64,7 @@ class Rounds:
         runtime = await self.ctx.store.get_runtime(task_id)
         last = await self.ctx.store.rounds(task_id, since=max(0, runtime.round - 1))
         since = last[-1].closed_at if last else spec.created_at
-        idle = await self.ctx.store.abandoned(task_id, since=since)
+        idle = await self.ctx.store.abandoned_since(task_id, since)
         idle_blocks = {a.block for a in idle}
         if not idle_blocks:
             return []

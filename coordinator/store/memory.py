@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import copy
 import heapq
+import math
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -91,7 +92,7 @@ class _TaskBooks:
     usage: dict[tuple[str, str], UsageTotals] = field(default_factory=dict)
     abandoned: dict[str, AbandonedLease] = field(default_factory=dict)
     abandoned_times: list[tuple[float, str]] = field(default_factory=list)
-    """(at, id) of every abandoned lease, sorted: ``abandoned(since=...)`` reads only the recent ones."""
+    """(at, id) of every abandoned lease, sorted: ``abandoned_since`` reads only the recent ones."""
     agents: dict[str, AgentRecord] = field(default_factory=dict)
     agents_by_token: dict[str, str] = field(default_factory=dict)
     lock_owner: str | None = None
@@ -544,9 +545,12 @@ class MemoryStore(Store):
                 for pid, q in books.proposals.items()
             ]
 
-    async def abandoned(self, task_id: str, since: float | None = None) -> list[AbandonedLease]:
+    async def abandoned(self, task_id: str) -> list[AbandonedLease]:
+        return await self.abandoned_since(task_id, -math.inf)
+
+    async def abandoned_since(self, task_id: str, since: float) -> list[AbandonedLease]:
         with self._lock:
             books = self._books(task_id)
             times = books.abandoned_times
-            start = 0 if since is None else bisect.bisect_right(times, since, key=lambda entry: entry[0])
+            start = bisect.bisect_right(times, since, key=lambda entry: entry[0])
             return [books.abandoned[i].model_copy() for _, i in times[start:]]

@@ -20,6 +20,7 @@ One job over 400 lines: one class implementing the whole ``Store`` interface ove
 from __future__ import annotations
 
 import contextlib
+import math
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -633,13 +634,16 @@ class SQLiteStore(Store):
             for b, v in rows
         ]
 
-    async def abandoned(self, task_id: str, since: float | None = None) -> list[AbandonedLease]:
+    async def abandoned(self, task_id: str) -> list[AbandonedLease]:
+        return await self.abandoned_since(task_id, -math.inf)
+
+    async def abandoned_since(self, task_id: str, since: float) -> list[AbandonedLease]:
         with self._read() as db:
             self._task_row(db, task_id, "1")
             rows = db.execute(
                 "SELECT body FROM abandoned WHERE task_id = ? AND json_extract(body, '$.at') > ?"
                 " ORDER BY json_extract(body, '$.at'), seq",
-                (task_id, float("-inf") if since is None else since),
+                (task_id, since),
             ).fetchall()
         return [AbandonedLease.model_validate_json(r[0]) for r in rows]
 

@@ -574,13 +574,18 @@ class RedisStore(Store):
         ]
 
     @_reachable
-    async def abandoned(self, task_id: str, since: float | None = None) -> list[AbandonedLease]:
+    async def abandoned(self, task_id: str) -> list[AbandonedLease]:
         k = self.keys.task(task_id)
-        if since is None:
-            raws = await self._read(task_id, lambda p: p.hvals(k.abandoned))
-        else:  # (records written before ``abandoned_at`` existed are not found here: idle reports only)
-            ids = await self._read(task_id, lambda p: p.zrangebyscore(k.abandoned_at, f"({since!r}", "+inf"))
-            raws = [raw for raw in await self.r.hmget(k.abandoned, ids) if raw is not None] if ids else []
+        raws = await self._read(task_id, lambda p: p.hvals(k.abandoned))
+        return sorted((AbandonedLease.model_validate_json(raw) for raw in raws), key=lambda a: a.at)
+
+    @_reachable
+    async def abandoned_since(self, task_id: str, since: float) -> list[AbandonedLease]:
+        """From the ``abandoned_at`` index (records written before it existed are not found here: they
+        only fed idle reports)."""
+        k = self.keys.task(task_id)
+        ids = await self._read(task_id, lambda p: p.zrangebyscore(k.abandoned_at, f"({since!r}", "+inf"))
+        raws = [raw for raw in await self.r.hmget(k.abandoned, ids) if raw is not None] if ids else []
         return sorted((AbandonedLease.model_validate_json(raw) for raw in raws), key=lambda a: a.at)
 
     async def ping(self) -> bool:
