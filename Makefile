@@ -27,7 +27,7 @@ demo: install
 	$(VENV)/bin/blockopt run routing --map random-32-32-10 --scen random-32-32-10-random-1 --robots 50 \
 		--initial shortest --agents 3 --merge checked --seed 1 --time-limit 30 --report out/demo/report.json
 
-# The suites marked slow (end-to-end runs of whole teams, about 8 minutes here) run in `make test-slow`;
+# The suites marked slow (end-to-end runs of whole teams, about 5 minutes here) run in `make test-slow`;
 # CI runs both.
 test: install-dev
 	$(PY) -m pytest -q -m "not slow"
