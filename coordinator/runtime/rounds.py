@@ -143,7 +143,7 @@ class Rounds:
                 args = (built.task, bandit, task_id, runtime.round, head.objective, spent, formed)
                 former = adaptive.former_of(*args)
             # A kind that forms each lease's block at lease time needs no regrouping here: the next lease
-            # forms its block from the whole plan anyway (at 16 agents the regrouping was 13 % of the
+            # forms its block from the whole plan anyway (at 16 agents the regrouping was a tenth of the
             # coordinator's CPU), as arrivals do not regroup such a kind either (window.py).
             regroup = not busy if former is not None else not self.cache.forms_leases(spec, built.task)
             outcome, state_json = await self.steps.engine_step(

@@ -1,6 +1,7 @@
 """A round of idle reports ("nothing found") regroups the blocks nobody holds, unless the kind forms each
 lease's block at lease time: then the next lease forms its block from the whole plan anyway, and the
-regrouping was 13 % of the coordinator's CPU at 16 agents (docs/notes/2026-12-05-coordinator-per-lease.md)."""
+regrouping was a tenth of the coordinator's CPU at 16 agents
+(docs/notes/2026-12-05-coordinator-per-lease.md)."""
 
 from __future__ import annotations
 
