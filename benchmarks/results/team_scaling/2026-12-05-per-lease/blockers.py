@@ -11,41 +11,31 @@ k = 300, seed 1, for the given seconds:
 from __future__ import annotations
 
 import copy
-import random
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable
+from typing import Any
 
 import tasks.routing.lease as lease_module
 from benchmarks.lib.virtual_team import ReplayConfig, replay
 from tasks.registry import kind_class
 from tasks.routing import destroy
-from tasks.routing.grid import Grid
-from tasks.routing.occupancy import OccupancyIndex, Path
 
 tally: Counter[str] = Counter()
 original = destroy.walk_from
+walk: Callable[..., list[int]] = original  # (forwarded as called: positionally, then by keyword)
 
 
-def counted(
-    grid: Grid,
-    path: Path,
-    goal: int,
-    chosen: list[int],
-    k: int,
-    rng: random.Random,
-    index: OccupancyIndex,
-    spares: Sequence[int] = (1, 0),
-    eligible: set[int] | None = None,
-    walks: int | None = None,
-) -> list[int]:
+def counted(*args: Any, eligible: set[int] | None = None, **kwargs: Any) -> list[int]:
+    """``walk_from`` as lease formation calls it (eligible robots by keyword), counting on the side."""
     if eligible is not None:
-        anyone = original(grid, path, goal, list(chosen), k, copy.deepcopy(rng), index, spares, None, walks)
+        grid, path, goal, chosen, k, rng, index = args
+        anyone = original(grid, path, goal, list(chosen), k, copy.deepcopy(rng), index, **kwargs)
         met = [j for j in anyone if j not in chosen]
         tally["walks"] += 1
         tally["met"] += len(met)
         tally["held"] += sum(1 for j in met if j not in eligible)
-    return original(grid, path, goal, chosen, k, rng, index, spares, eligible, walks)
+    return walk(*args, eligible=eligible, **kwargs)
 
 
 def main() -> None:
