@@ -20,6 +20,10 @@ simulation):
   go back in time): a lease sees the head as of its virtual time, and an answer is scored on the head of
   its arrival. Agent work needs nothing but its contract, so it runs when its lease is handed out and its
   answer is queued at (lease end + its CPU time).
+- A served model (``--proposer simulated-llm``: the heuristic with GPT-OSS-120B's serving latency,
+  ``agents/llm/simulated.py``) is not slept for: a call takes max(its CPU, the model's latency) of its
+  agent's clock, as the worker's call takes max(the heuristic's wall time, the latency) when it sleeps.
+  The GPU is not a core of the model: its streams' slowdown is the latency model's (``concurrent_streams``).
 - Task creation (the kind's first plan) is coordinator work from time 0, as ``created_at`` is the request's
   arrival. Agent i joins at (creation end + worker start-up), start-up being the measured CPU of a worker
   process's imports plus its own ``create_task`` and proposer.
@@ -51,8 +55,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from agents.llm.simulated import SimulatedLLMProposer
 from agents.proposers import make_proposer
 from coordinator import errors
+from coordinator.engine.records import Usage
 from coordinator.runtime.datapaths import dirs_for
 from coordinator.runtime.metrics import ServiceMetrics
 from coordinator.runtime.service import CoordinatorService
@@ -211,6 +217,10 @@ class Agent:
     calls: int = 0
     wasted: float = 0.0
     """CPU of proposer calls that found nothing (the lease was abandoned)."""
+    served: float = 0.0
+    """Seconds its calls waited on a served model beyond their own CPU (0 for the heuristic)."""
+    tokens: list[tuple[float, int]] = field(default_factory=list)
+    """(virtual time the call ended, its prompt + completion tokens), for a proposer that counts tokens."""
     done: bool = False
 
 
@@ -226,6 +236,10 @@ class ReplayConfig:
     """Seconds a worker process needs before it joins; None: measured (``worker_startup_cpu``)."""
     settings: dict[str, Any] = field(default_factory=dict)
     """``ServiceSettings`` overrides (the defaults are ``blockopt run``'s)."""
+    proposer: str = "heuristic"
+    """The agents' proposer: ``heuristic``, or ``simulated-llm`` (its latency on the agent's clock)."""
+    proposer_options: dict[str, str] = field(default_factory=dict)
+    """The proposer's options, as ``blockopt run --proposer-option`` gives them."""
 
 
 @dataclass
@@ -244,6 +258,10 @@ class ReplayResult:
     agent_cpu: list[float]
     agent_wasted: list[float]
     """Per agent, the CPU of its calls that found nothing (abandoned leases)."""
+    agent_served: list[float]
+    """Per agent, the seconds its calls waited on a served model beyond their CPU."""
+    tokens: list[tuple[float, int]]
+    """(virtual seconds since creation, tokens spent by then) after every call that counted tokens."""
     agent_start: float
     status: str
     calls: list[tuple[float, float, float, str]]
@@ -324,8 +342,11 @@ class Replay:
         t0 = time.thread_time()
         lease = json.loads(grant_json)
         draft: Draft | None = agent.proposer.propose(lease["contract"])
+        cpu = time.thread_time() - t0
+        took = max(cpu, self._latency(agent, cpu, ready))
         body: str | None = None
         if draft is not None:
+            usage = dict(draft.info.get("usage") or {"calls": 1, "model": "heuristic"}) | {"seconds": took}
             body = json.dumps(
                 {
                     "id": uuid.uuid4().hex,
@@ -334,18 +355,28 @@ class Replay:
                     "base_version": lease["version"],
                     "value": draft.value,
                     "predicted_improvement": draft.predicted_improvement,
-                    "usage": {"calls": 1, "model": "heuristic", "seconds": time.thread_time() - t0},
+                    "usage": usage,
                     "exact_minimizer": bool(draft.info.get("exact_minimizer", False)),
                 }
             )
-        cpu = time.thread_time() - t0
         agent.cpu += cpu
         agent.calls += 1
         if body is None:
             agent.wasted += cpu
-            self.queue.push(ready + cpu, "abandon", agent.index, (lease, cpu))
+            self.queue.push(ready + took, "abandon", agent.index, (lease, took))
         else:
-            self.queue.push(ready + cpu, "submit", agent.index, body)
+            self.queue.push(ready + took, "submit", agent.index, body)
+
+    @staticmethod
+    def _latency(agent: Agent, cpu: float, ready: float) -> float:
+        """The served model's latency of the call that just ran on ``cpu`` from ``ready`` (0 for a proposer
+        without one); its tokens are booked when the call ends."""
+        if not isinstance(agent.proposer, SimulatedLLMProposer):
+            return 0.0
+        usage = agent.proposer.last_usage
+        agent.tokens.append((ready + max(cpu, usage.seconds), usage.tokens))
+        agent.served += max(0.0, usage.seconds - cpu)
+        return usage.seconds
 
     def _end(self, agent: Agent, exc: errors.BlockoptError) -> bool:
         """After a refusal: True when the agent goes on (it waits and leases again), False when it ends."""
@@ -393,14 +424,17 @@ class Replay:
         else:
             self.queue.push(end, "lease", agent.index)
 
-    async def _on_abandon(self, agent: Agent, at: float, lease: dict[str, Any], cpu: float) -> None:
+    async def _on_abandon(self, agent: Agent, at: float, lease: dict[str, Any], took: float) -> None:
         async def call() -> None:  # what POST .../abandon does (coordinator/api/routes/trajectories.py)
+            spent = getattr(agent.proposer, "last_usage", None)  # tokens of a call that found nothing
+            usage = Usage() if spent is None else Usage.model_validate(spent.as_dict() | {"seconds": took})
             record = AbandonedLease(
                 id=uuid.uuid4().hex,
                 agent=agent.record.id,
                 block=lease["block"],
                 base_version=lease["version"],
                 outcome="declined",
+                usage=usage,
                 at=self.clock(),
             )
             await self.service.abandon(self.task_id, agent.record, lease["lease_id"], record)
@@ -429,7 +463,7 @@ class Replay:
                 "merge_policy": "checked",
                 "mode": "async",
                 "budgets": {"rounds": 500, "seconds": c.seconds},
-                "proposer": {"name": "heuristic", "knobs": self.knobs},
+                "proposer": {"name": c.proposer, "knobs": self.knobs},
                 "stop": {"stall_seconds": c.seconds},
             }
         )
@@ -441,12 +475,15 @@ class Replay:
         return spec.id, join_token
 
     async def _join(self, index: int, join_token: str) -> Agent:
+        c = self.config
         joined = await self.service.join(
-            self.task_id, join_token, JoinRequest(name=f"agent-{index}", proposer="heuristic")
+            self.task_id, join_token, JoinRequest(name=f"agent-{index}", proposer=c.proposer)
         )
         record = await self.service.authenticate(self.task_id, f"Bearer {joined.token}")
         task = create_task(joined.task["kind"], joined.task["params"])
-        proposer = make_proposer("heuristic", task, self.knobs, self.config.seed * 1000 + index)
+        proposer = make_proposer(c.proposer, task, self.knobs, c.seed * 1000 + index, c.proposer_options)
+        if isinstance(proposer, SimulatedLLMProposer):
+            proposer.sleep = False  # its latency goes on the agent's virtual clock (``_latency``)
         return Agent(index, record, proposer)
 
     async def run(self) -> ReplayResult:
@@ -504,12 +541,24 @@ class Replay:
             create_cpu=create[1] - create[0],
             agent_cpu=[a.cpu for a in self.agents],
             agent_wasted=[a.wasted for a in self.agents],
+            agent_served=[a.served for a in self.agents],
+            tokens=spent_by_time(self.agents, self.created_at),
             agent_start=start_up,
             status=self.status,
             calls=self.core.calls,
             handled=self.queue.handled,
             seconds=self.config.seconds,
         )
+
+
+def spent_by_time(agents: list[Agent], created_at: float) -> list[tuple[float, int]]:
+    """Every token-counting call of the team in time order: (seconds since creation, tokens spent by then)."""
+    calls = sorted((at - created_at, n) for a in agents for at, n in a.tokens)
+    total, out = 0, []
+    for t, n in calls:
+        total += n
+        out.append((t, total))
+    return out
 
 
 def replay(config: ReplayConfig) -> ReplayResult:

@@ -78,6 +78,41 @@ def test_tiny_replay_curve_never_rises_and_both_agents_worked(tiny_replay) -> No
     assert tiny_replay.proposals + tiny_replay.abandoned > 2
 
 
+@pytest.fixture(scope="module")
+def slow_model_replay():  # type: ignore[no-untyped-def]
+    """Two simulated-LLM agents whose every call takes at least 3 s of serving latency."""
+    return replay(
+        ReplayConfig(
+            kind="routing", params=TINY, agents=2, seconds=20.0, seed=1, agent_start=0.1,
+            knobs={"time_budget": 0.05}, proposer="simulated-llm",
+            proposer_options={"concurrent_streams": "2", "overhead_s": "3"},
+        )
+    )  # fmt: skip
+
+
+def test_a_served_model_latency_is_on_the_agent_clock(slow_model_replay, tiny_replay) -> None:  # type: ignore[no-untyped-def]
+    """A call of a simulated LLM takes its latency of virtual time, not the heuristic's CPU: at 3 s or more
+    a call, two agents make at most 2 x 20 / 3 calls in 20 s, where the heuristic alone makes several a
+    second."""
+    r = slow_model_replay
+    calls = r.proposals + r.abandoned
+    assert 2 <= calls <= 2 * (20 // 3)
+    assert (tiny_replay.proposals + tiny_replay.abandoned) / 3.0 > 3 * calls / 20.0
+    assert all(served > 3 * cpu for served, cpu in zip(r.agent_served, r.agent_cpu, strict=True))
+    assert tiny_replay.agent_served == [0.0, 0.0] and tiny_replay.tokens == []
+
+
+def test_a_served_model_tokens_are_counted_when_its_calls_end(slow_model_replay) -> None:  # type: ignore[no-untyped-def]
+    """Tokens by time: every call's prompt and answer, found nothing or not, in time order."""
+    times = [t for t, _ in slow_model_replay.tokens]
+    spent = [n for _, n in slow_model_replay.tokens]
+    assert len(times) >= slow_model_replay.proposals + slow_model_replay.abandoned
+    assert times == sorted(times) and spent == sorted(spent) and spent[0] > 0
+    run = {"tokens": slow_model_replay.tokens}
+    assert team_scaling.tokens_by(run, times[1]) == f"{spent[1]:,}"
+    assert team_scaling.tokens_by(run, None) == "-" and team_scaling.tokens_by({}, 5.0) == "-"
+
+
 def test_an_event_out_of_order_is_refused() -> None:
     q = EventQueue()
     q.push(1.0, "lease", 0)
@@ -192,6 +227,14 @@ def test_goal_lines_fail_where_the_team_falls_short() -> None:
     short = team_scaling.goal_checks({1: S(1.0), 4: S(2.4), 8: S(2.1)})
     assert "  goal: S(4) 2.40 BELOW 3" in short and "  goal: S(8) 2.10 BELOW 5" in short
     assert "  goal: S falls: S(4) 2.40 > S(8) 2.10" in short
+
+
+def test_simulated_llm_teams_are_held_to_the_research_claim() -> None:
+    """Six simulated GPT-OSS-120B agents reach one agent's objective in half its time, or the line says not."""
+    S = team_scaling.Speed
+    goals = team_scaling.GOALS["simulated-llm"]
+    assert team_scaling.goal_checks({1: S(1.0), 6: S(2.4)}, goals)[0] == "  goal: S(6) 2.40 >= 2"
+    assert team_scaling.goal_checks({1: S(1.0), 6: S(1.3)}, goals)[0] == "  goal: S(6) 1.30 BELOW 2"
 
 
 def test_a_median_that_never_reached_q_is_a_bound_not_zero() -> None:
