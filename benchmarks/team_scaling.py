@@ -546,15 +546,18 @@ class PerAgent:
 
 
 def param(text: str) -> tuple[str, Any]:
-    """``NAME=VALUE`` of ``--param``: a number, or ``kN`` (k times the team size, for ``blocks``)."""
-    name, _, value = text.partition("=")
+    """``NAME=VALUE`` of ``--param``: a number, ``kN`` (k times the team size, for ``blocks``), or a word
+    (``initial=shortest``; the kind's parameters check it)."""
+    name, eq, value = text.partition("=")
+    if not name or not eq or not value:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got '{text}'")
+    if re.fullmatch(r"[0-9.]*N", value):
+        return name, PerAgent(float(value[:-1] or 1))
     try:
-        if value.endswith("N"):
-            return name, PerAgent(float(value[:-1] or 1))
         number = float(value)
-        return name, int(number) if number.is_integer() else number
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected NAME=NUMBER or NAME=kN, got '{text}'") from None
+        return name, value
+    return name, int(number) if number.is_integer() else number
 
 
 def time_of(text: str) -> tuple[int, float]:

@@ -178,6 +178,8 @@ def test_bad_command_line_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[s
     assert "expected N=SECONDS, got '4:30'" in capsys.readouterr().err
     assert team_scaling.main(["virtual", "--knob", "stop_after"]) == 2
     assert "expected NAME=NUMBER" in capsys.readouterr().err
+    assert team_scaling.main(["virtual", "--param", "blocks"]) == 2
+    assert "expected NAME=VALUE, got 'blocks'" in capsys.readouterr().err
     assert team_scaling.main(["virtual", "--jobs", "0"]) == 2
     assert "--jobs must be at least 1" in capsys.readouterr().err
     assert team_scaling.main(["table"]) == 2
@@ -230,7 +232,7 @@ def test_goal_lines_fail_where_the_team_falls_short() -> None:
 
 
 def test_simulated_llm_teams_are_held_to_the_research_claim() -> None:
-    """Six simulated GPT-OSS-120B agents reach one agent's objective in half its time, or the line says not."""
+    """Six simulated GPT-OSS-120B agents reach one agent's objective in half its time, or it says not."""
     S = team_scaling.Speed
     goals = team_scaling.GOALS["simulated-llm"]
     assert team_scaling.goal_checks({1: S(1.0), 6: S(2.4)}, goals)[0] == "  goal: S(6) 2.40 >= 2"
@@ -265,11 +267,14 @@ def test_a_team_that_never_reached_q_shows_a_bound() -> None:
 def test_raw_file_keeps_the_command_line_including_team_multiples(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """``--param blocks=2N`` reaches the runs as 2 x the team, and the raw file records it."""
     out = tmp_path / "raw.json"
-    args = team_scaling.parse(["virtual", "--param", "blocks=2N", "initial_repair=3", "--out", str(out)])
-    assert dict(args.param)["blocks"].of(8) == 16 and dict(args.param)["initial_repair"] == 3
+    args = team_scaling.parse(
+        ["virtual", "--param", "blocks=2N", "initial_repair=3", "initial=shortest", "--out", str(out)]
+    )
+    given = dict(args.param)
+    assert given["blocks"].of(8) == 16 and given["initial_repair"] == 3 and given["initial"] == "shortest"
     team_scaling.write(args, [])
     saved = json.loads(out.read_text())["config"]
-    assert saved["param"] == [["blocks", "PerAgent(k=2.0)"], ["initial_repair", 3]]
+    assert saved["param"] == [["blocks", "PerAgent(k=2.0)"], ["initial_repair", 3], ["initial", "shortest"]]
 
 
 def test_q_from_several_one_agent_runs_is_their_median() -> None:
