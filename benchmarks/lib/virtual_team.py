@@ -28,8 +28,11 @@ simulation):
   arrival. Agent i joins at (creation end + worker start-up), start-up being the measured CPU of a worker
   process's imports plus its own ``create_task`` and proposer.
 
+- A call longer than a third of the lease's TTL renews it every third, as the worker's renewer thread does
+  (a coordinator request each; only LLM calls last that long).
+
 Not modelled: HTTP framing and loopback latency (uvicorn, httpx: only the JSON bodies are encoded and
-decoded), the worker's lease-renewal thread and its HTTP client's CPU, the GIL and thread hops inside the
+decoded), the worker's HTTP client's CPU, the GIL and thread hops inside the
 coordinator process (its CPU is counted, not its contention). The real service scores an arrival in a
 worker thread while its event loop serves leases, all under one GIL: one core's capacity shared by its
 requests, where the model serves them one after another (same capacity, another order). Nor memory
@@ -361,6 +364,9 @@ class Replay:
             )
         agent.cpu += cpu
         agent.calls += 1
+        renew_every = float(lease["ttl"]) / 3  # as the worker's renewer thread does while its proposer runs
+        for i in range(1, int(took / renew_every) + 1):
+            self.queue.push(ready + i * renew_every, "renew", agent.index, lease["lease_id"])
         if body is None:
             agent.wasted += cpu
             self.queue.push(ready + took, "abandon", agent.index, (lease, took))
@@ -445,6 +451,9 @@ class Replay:
             return
         self.queue.push(end + 0.05, "lease", agent.index)
 
+    async def _on_renew(self, agent: Agent, at: float, lease_id: str) -> None:
+        await self.serve(at, "renew", lambda: self.service.renew(self.task_id, agent.record, lease_id))
+
     async def _on_tick(self, at: float) -> None:
         end, _ = await self.serve(at, "tick", self.service.tick)
         runtime = await self.service.store.get_runtime(self.task_id)
@@ -516,6 +525,8 @@ class Replay:
                     await self._on_submit(agent, event.at, event.payload)
                 elif event.kind == "abandon":
                     await self._on_abandon(agent, event.at, *event.payload)
+                elif event.kind == "renew":
+                    await self._on_renew(agent, event.at, event.payload)
                 else:
                     raise OutOfOrder(f"unknown event {event.kind}")
         return await self._result(start_up)

@@ -80,25 +80,28 @@ def test_tiny_replay_curve_never_rises_and_both_agents_worked(tiny_replay) -> No
 
 @pytest.fixture(scope="module")
 def slow_model_replay():  # type: ignore[no-untyped-def]
-    """Two simulated-LLM agents whose every call takes at least 3 s of serving latency."""
+    """Two simulated-LLM agents whose every call takes at least 12 s of serving latency, longer than a lease
+    lives unrenewed (10 s), on a plan with collisions to repair."""
     return replay(
         ReplayConfig(
-            kind="routing", params=TINY, agents=2, seconds=20.0, seed=1, agent_start=0.1,
-            knobs={"time_budget": 0.05}, proposer="simulated-llm",
-            proposer_options={"concurrent_streams": "2", "overhead_s": "3"},
+            kind="routing", params=TINY | {"initial": "shortest"}, agents=2, seconds=60.0, seed=1,
+            agent_start=0.1, knobs={"time_budget": 0.05}, proposer="simulated-llm",
+            proposer_options={"concurrent_streams": "2", "overhead_s": "12"},
         )
     )  # fmt: skip
 
 
 def test_a_served_model_latency_is_on_the_agent_clock(slow_model_replay, tiny_replay) -> None:  # type: ignore[no-untyped-def]
-    """A call of a simulated LLM takes its latency of virtual time, not the heuristic's CPU: at 3 s or more
-    a call, two agents make at most 2 x 20 / 3 calls in 20 s, where the heuristic alone makes several a
-    second."""
+    """A call of a simulated LLM takes its latency of virtual time, not the heuristic's CPU: at 12 s or more
+    a call, two agents make at most 2 x 60 / 12 calls in 60 s, where the heuristic alone makes several a
+    second. Its lease is renewed meanwhile, as the worker renews it, so its answers count."""
     r = slow_model_replay
     calls = r.proposals + r.abandoned
-    assert 2 <= calls <= 2 * (20 // 3)
-    assert (tiny_replay.proposals + tiny_replay.abandoned) / 3.0 > 3 * calls / 20.0
+    assert 2 <= calls <= 2 * (60 // 12)
+    assert (tiny_replay.proposals + tiny_replay.abandoned) / 3.0 > 3 * calls / 60.0
     assert all(served > 3 * cpu for served, cpu in zip(r.agent_served, r.agent_cpu, strict=True))
+    assert r.accepted >= 1 and r.curve[-1][1] < r.curve[0][1]
+    assert sum(1 for *_, what in r.calls if what == "renew") >= calls
     assert tiny_replay.agent_served == [0.0, 0.0] and tiny_replay.tokens == []
 
 
