@@ -546,13 +546,15 @@ class PerAgent:
 
 
 def param(text: str) -> tuple[str, Any]:
-    """``NAME=VALUE`` of ``--param``: a number, ``kN`` (k times the team size, for ``blocks``), or a word
-    (``initial=shortest``; the kind's parameters check it)."""
+    """``NAME=VALUE`` of ``--param``: a number, ``kN`` (k times the team size, for ``blocks``), true or
+    false, or a word (``initial=shortest``; the kind's parameters check it)."""
     name, eq, value = text.partition("=")
     if not name or not eq or not value:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got '{text}'")
     if re.fullmatch(r"[0-9.]*N", value):
         return name, PerAgent(float(value[:-1] or 1))
+    if value in ("true", "false"):
+        return name, value == "true"
     try:
         number = float(value)
     except ValueError:

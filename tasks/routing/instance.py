@@ -73,6 +73,18 @@ class RoutingParams(BaseModel):
         description="form each lease's block at lease time where the plan has delay, from the robots no other"
         " agent holds (block sizes change); off: blocks keep the sizes of the first partition",
     )
+    lease_overlap: bool = Field(
+        False,
+        description="with neighbourhood_leases: a lease's robots are drawn from the whole plan, robots other"
+        " agents hold included, as DROP-LNS's workers draw theirs; an answer writes only the robots it changed"
+        " and merges only if it improves the plan as it is when it arrives",
+    )
+    lease_robots: int | None = Field(
+        None,
+        ge=1,
+        le=2000,
+        description="robots in a lease with lease_overlap (default: robots / blocks)",
+    )
     rebase_repair: float = Field(
         0.05,
         ge=0.0,

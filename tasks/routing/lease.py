@@ -6,6 +6,9 @@ no other agent holds (MAPF-LNS's destroy heuristic, run over the plan as it is n
 do): a delayed robot drawn with odds by its delay, and the robots met on random walks along its way (they
 hold it up), again until the block holds its share of the free robots. What it leaves out goes to the
 other free blocks, so block sizes change and a team of N agents is no longer bound to one fixed partition.
+
+With ``lease_overlap`` (``form_overlapping_lease``) the robots are drawn from the whole plan, those other
+agents hold included: a robot may be in several leases, and the answers settle it when they arrive.
 """
 
 from __future__ import annotations
@@ -82,6 +85,24 @@ def spread(blocks: Blocks, block: int, members: Sequence[int], free: Sequence[in
         target = min(others, key=lambda b: (len(new[b]), b))
         new[target].append(r)
     return tuple(tuple(sorted(b)) for b in new)
+
+
+def form_overlapping_lease(
+    task: TaskForLeases, state: RoutingState, block: int, k: int, attempt: int
+) -> RoutingState | None:
+    """``state`` with ``block`` holding ``k`` robots drawn from the whole plan, robots that other agents hold
+    included (DROP-LNS: each worker destroys a neighbourhood anywhere in the plan); the other blocks keep
+    theirs, so a robot may be in several leases. Which of two answers that changed one robot wins is settled
+    when they arrive: each writes only the robots it changed and merges only if it improves the plan as it is
+    then. None when the block already holds those robots."""
+    pool = set(range(len(state.paths)))
+    rng = random.Random(attempt * 1_000_003 + block)
+    members = tuple(sorted(lease_members(task, state, pool, min(k, len(pool)), rng)))
+    if members == state.blocks[block]:
+        return None
+    blocks = list(state.blocks)
+    blocks[block] = members
+    return replace(state, blocks=tuple(blocks))
 
 
 def form_routing_lease(

@@ -189,11 +189,11 @@ class RoutingProposer(Proposer):
         self._misses[block] = 0
         return Draft(
             block=block,
-            # a path the LNS left alone goes back as the contract sent it (encoding every path costs 11 ms
-            # a proposal at 200 robots in one block, a fifth of the search's own set-up)
+            # a robot the LNS left alone is null: it keeps whatever path it has when the answer arrives (with
+            # overlapping leases another agent may have moved it), and encoding every path cost 11 ms a
+            # proposal at 200 robots in one block, a fifth of the search's own set-up
             value=[
-                r["path"] if p is c else [list(grid.xy(x)) for x in p]
-                for r, p, c in zip(robots, best, current, strict=True)
+                None if p is c else [list(grid.xy(x)) for x in p] for p, c in zip(best, current, strict=True)
             ],
             predicted_improvement=initial - best_value,
             info={

@@ -21,7 +21,7 @@ from tasks.base import InvalidProposal, Reference, Task
 from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.destroy import delays
 from tasks.routing.instance import Instance, RoutingParams, build_instance
-from tasks.routing.lease import form_routing_lease
+from tasks.routing.lease import form_overlapping_lease, form_routing_lease
 from tasks.routing.lns import RoutingProposer
 from tasks.routing.neighbourhoods import NAMES, form_routing_blocks
 from tasks.routing.occupancy import (
@@ -39,6 +39,10 @@ from tasks.routing.regroup import Blocks, holding_up, regroup_by_weight
 from tasks.routing.repair import BlockSearch, prioritized, repair
 from tasks.routing.reservations import Reservations
 from tasks.routing.state import RoutingState
+
+Proposed = tuple[Path | None, ...]
+"""A block's value as proposed: one path per robot of the block in contract order, None where the robot keeps
+its path (with overlapping leases another agent may have moved it since: a full path would move it back)."""
 
 INITIAL_REPAIR_PATIENCE = 1000
 """The first plan's repair stops after this many steps without fewer collisions: on a map with no
@@ -172,7 +176,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return float(sum(cost(p) for p in paths) + self.weight * conflicts)
 
     def _changed(
-        self, state: RoutingState, changes: Mapping[int, tuple[Path, ...]]
+        self, state: RoutingState, changes: Mapping[int, Proposed]
     ) -> tuple[dict[int, Path], dict[int, Path]]:
         old: dict[int, Path] = {}
         new: dict[int, Path] = {}
@@ -184,6 +188,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
                     "bad_shape",
                 )
             for r, p in zip(state.blocks[b], value, strict=True):
+                if p is None:
+                    continue
                 if p[0] != self.inst.starts[r]:
                     raise InvalidProposal(
                         f"block {b}: the path at position {state.blocks[b].index(r)} is not robot {r}'s"
@@ -195,14 +201,14 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
                     new[r] = p
         return old, new
 
-    def evaluate_change(self, state: RoutingState, changes: Mapping[int, tuple[Path, ...]]) -> float:
+    def evaluate_change(self, state: RoutingState, changes: Mapping[int, Proposed]) -> float:
         """Costs about the length of the changed paths: only they are looked up in the index."""
         old, new = self._changed(state, changes)
         d_soc = sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
         d_conf = change_in_conflicts(state.index, old, new) if new else 0
         return float(state.soc + d_soc + self.weight * (state.conflicts + d_conf))
 
-    def apply(self, state: RoutingState, changes: Mapping[int, tuple[Path, ...]]) -> RoutingState:
+    def apply(self, state: RoutingState, changes: Mapping[int, Proposed]) -> RoutingState:
         old, new = self._changed(state, changes)
         if not new:
             return state
@@ -224,18 +230,16 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         """The block's robots in ``state`` (a regrouping changes them)."""
         return frozenset(("robot", r) for r in state.blocks[block])
 
-    def written_elements(
-        self, state: RoutingState, block: int, value: tuple[Path, ...]
-    ) -> frozenset[Hashable]:
+    def written_elements(self, state: RoutingState, block: int, value: Proposed) -> frozenset[Hashable]:
         """The robots whose paths the value holds: a path names its robot by its start (starts are distinct), so
         a path that starts where another block's robot starts writes that robot."""
-        return frozenset(("robot", self._robot_of_start[p[0]]) for p in value)
+        return frozenset(("robot", self._robot_of_start[p[0]]) for p in value if p is not None)
 
-    def footprint(self, state: RoutingState, block: int, value: tuple[Path, ...]) -> frozenset[Hashable]:
+    def footprint(self, state: RoutingState, block: int, value: Proposed) -> frozenset[Hashable]:
         """Cells of the old and new paths of the robots that change: every conflict shares a cell."""
         cells: set[int] = set()
         for r, p in zip(state.blocks[block], value, strict=True):
-            if state.paths[r] != p:
+            if p is not None and state.paths[r] != p:
                 cells.update(p)
                 cells.update(state.paths[r])
         return frozenset(cells)
@@ -263,7 +267,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         )
         return float(self.weight * x)
 
-    def rebase(self, state: RoutingState, block: int, value: tuple[Path, ...]) -> tuple[Path, ...] | None:
+    def rebase(self, state: RoutingState, block: int, value: Proposed) -> Proposed | None:
         """LNS2's repair of the proposal's colliding robots against the other blocks' current paths, within
         ``rebase_repair`` seconds: None when nothing collides (not improving for another reason) or some
         collision is left. Agents work in parallel, so a path found on an older plan may cross one that
@@ -271,7 +275,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         if self.p.rebase_repair <= 0:
             return None
         inst, mine = self.inst, state.blocks[block]
-        proposed = dict(zip(mine, value, strict=True))
+        full = tuple(state.paths[r] if p is None else p for r, p in zip(mine, value, strict=True))
+        proposed = dict(zip(mine, full, strict=True))
         if not state.index.cross_conflicts(proposed, set(mine)) and not conflicts_among(
             self.grid.n_cells, proposed
         ):  # nothing collides (it did not improve for another reason): the table below is O(plan)
@@ -282,11 +287,11 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         try:
             starts = [inst.starts[r] for r in mine]
             goals = [inst.goals[r] for r in mine]
-            search = BlockSearch(self.grid, starts, goals, value, others, inst.max_len)
+            search = BlockSearch(self.grid, starts, goals, full, others, inst.max_len)
             if search.collisions == 0:
                 return None
             fixed = repair(
-                self.grid, starts, goals, value, others, inst.max_len,
+                self.grid, starts, goals, full, others, inst.max_len,
                 deadline=time.perf_counter() + self.p.rebase_repair, rng=random.Random(self.p.seed + block),
                 search=search,
             )  # fmt: skip
@@ -340,7 +345,12 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def form_lease(
         self, state: RoutingState, block: int, held: frozenset[int], attempt: int
     ) -> RoutingState | None:
-        return form_routing_lease(self, state, block, held, attempt) if self.p.neighbourhood_leases else None
+        if not self.p.neighbourhood_leases:
+            return None
+        if self.p.lease_overlap:
+            size = self.p.lease_robots or max(1, round(self.inst.n_robots / self.n_blocks))
+            return form_overlapping_lease(self, state, block, size, attempt)
+        return form_routing_lease(self, state, block, held, attempt)
 
     def regroup(
         self, state: RoutingState, attempt: int, keep: frozenset[int] = frozenset()
@@ -371,7 +381,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             self.inst, state.paths, state.blocks[block], self.p.margin, self.weight, self._geometry
         )
 
-    def validate(self, block: int, value: Any) -> tuple[Path, ...]:
+    def validate(self, block: int, value: Any) -> Proposed:
         if not 0 <= block < self.n_blocks:
             raise InvalidProposal(f"block {block} does not exist (0..{self.n_blocks - 1})", "wrong_block")
         if isinstance(value, Mapping):
@@ -388,7 +398,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
                     f"block {block} needs a list of {size} paths (one per robot, in contract order)",
                     "bad_shape",
                 )
-        return tuple(self._path(k, raw) for k, raw in enumerate(value))
+        return tuple(None if raw is None else self._path(k, raw) for k, raw in enumerate(value))
 
     def _path(self, position: int, raw: Any, robot: int | None = None) -> Path:
         """A legal path; with ``robot`` None, of whichever robot starts where it starts (see ``_changed``)."""
@@ -436,8 +446,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             )
         return canonical(cells)
 
-    def encode_value(self, value: tuple[Path, ...]) -> list[list[list[int]]]:
-        return [[list(self.grid.xy(c)) for c in p] for p in value]
+    def encode_value(self, value: Proposed) -> list[list[list[int]] | None]:
+        return [None if p is None else [list(self.grid.xy(c)) for c in p] for p in value]
 
     def scale(self) -> float:
         """The lower bound, known without planning: the default (|F| of the first plan) made every process
@@ -489,16 +499,29 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return self.state_of(tuple(self._path(r, p, robot=r) for r, p in enumerate(raw)), blocks)
 
     def _blocks(self, raw: Any) -> Blocks:
-        """A stored partition, checked: the same block sizes as the instance's, every robot once."""
+        """Stored blocks, checked: a partition of the robots with the instance's sizes; with neighbourhood
+        leases, any sizes; with overlapping leases, any robots, each at most once in a block."""
         if raw is None:
             return self.inst.blocks
         blocks = tuple(tuple(int(r) for r in b) for b in raw)
-        same_sizes = [len(b) for b in blocks] == [len(b) for b in self.inst.blocks]
-        if self.p.neighbourhood_leases:  # sizes change at every lease; the number of blocks does not
-            same_sizes = len(blocks) == len(self.inst.blocks) and all(blocks)
-        if not same_sizes or sorted(r for b in blocks for r in b) != list(range(self.inst.n_robots)):
+        n = self.inst.n_robots
+        members = [r for b in blocks for r in b]
+        if self.p.lease_overlap:
+            ok = len(blocks) == len(self.inst.blocks) and all(
+                b and len(set(b)) == len(b) and all(0 <= r < n for r in b) for b in blocks
+            )
+        elif self.p.neighbourhood_leases:  # sizes change at every lease; the number of blocks does not
+            ok = len(blocks) == len(self.inst.blocks) and all(blocks) and sorted(members) == list(range(n))
+        else:
+            ok = [len(b) for b in blocks] == [len(b) for b in self.inst.blocks] and sorted(members) == list(
+                range(n)
+            )
+        if not ok:
             raise InvalidProposal(
-                "state's blocks are not a partition of the robots with the instance's sizes", "bad_shape"
+                "state's blocks are not a partition of the robots with the instance's sizes"
+                if not self.p.lease_overlap
+                else f"state's blocks are not {len(self.inst.blocks)} non-empty sets of robots 0..{n - 1}",
+                "bad_shape",
             )
         return blocks
 

@@ -271,13 +271,25 @@ def test_raw_file_keeps_the_command_line_including_team_multiples(tmp_path) -> N
     """``--param blocks=2N`` reaches the runs as 2 x the team, and the raw file records it."""
     out = tmp_path / "raw.json"
     args = team_scaling.parse(
-        ["virtual", "--param", "blocks=2N", "initial_repair=3", "initial=shortest", "--out", str(out)]
+        [
+            "virtual",
+            "--param",
+            "blocks=2N",
+            "initial_repair=3",
+            "initial=shortest",
+            "regroup=false",
+            "--out",
+            str(out),
+        ]
     )
     given = dict(args.param)
     assert given["blocks"].of(8) == 16 and given["initial_repair"] == 3 and given["initial"] == "shortest"
+    assert given["regroup"] is False
     team_scaling.write(args, [])
     saved = json.loads(out.read_text())["config"]
-    assert saved["param"] == [["blocks", "PerAgent(k=2.0)"], ["initial_repair", 3], ["initial", "shortest"]]
+    assert saved["param"] == [
+        ["blocks", "PerAgent(k=2.0)"], ["initial_repair", 3], ["initial", "shortest"], ["regroup", False]
+    ]  # fmt: skip
 
 
 def test_q_from_several_one_agent_runs_is_their_median() -> None:
