@@ -148,6 +148,11 @@ class LeaseNeighbourhoods(Protocol):
         blocks not in ``held`` (leased by other agents, or their answers wait in the queue): those keep
         theirs, so no element is in two leases. What the new block leaves out goes to the other free
         blocks, so block sizes may change; the objective does not. ``attempt`` varies the answer.
+
+        A kind may instead let leases overlap (routing's ``lease_overlap``): the block draws elements other
+        blocks hold too, and the others keep theirs. Its values must then say which elements they leave as
+        they are (routing: null), so that an answer never moves back what another answer moved meanwhile;
+        the engine merges an answer only if it improves the head as it is when the answer arrives.
         """
 
 

@@ -150,5 +150,6 @@ def build_contract(
             "format": "[robot, t0, [[x, y] at t0, t0+1, ...], 1 if the run ends on arrival at the robot's goal]",
         },
         "surrogate": "minimize sum of arrival times + conflict_weight x (conflicts inside the block + with reservations)",
-        "value_format": "one path per robot, in the order of 'robots': [[x, y] at t = 0, 1, ...], ending at the goal",
+        "value_format": "one path per robot, in the order of 'robots': [[x, y] at t = 0, 1, ...], ending at the goal;"
+        " null keeps the robot's current path",
     }

@@ -74,16 +74,16 @@ class RoutingParams(BaseModel):
         " agent holds (block sizes change); off: blocks keep the sizes of the first partition",
     )
     lease_overlap: bool = Field(
-        False,
+        True,
         description="with neighbourhood_leases: a lease's robots are drawn from the whole plan, robots other"
         " agents hold included, as DROP-LNS's workers draw theirs; an answer writes only the robots it changed"
-        " and merges only if it improves the plan as it is when it arrives",
+        " and merges only if it improves the plan as it is when it arrives (off: no robot in two leases)",
     )
     lease_robots: int | None = Field(
         None,
         ge=1,
         le=2000,
-        description="robots in a lease with lease_overlap (default: robots / blocks)",
+        description="robots in a lease with lease_overlap (default: robots / blocks, at least robots / 5)",
     )
     rebase_repair: float = Field(
         0.05,

@@ -32,7 +32,8 @@ class RoutingPrompt(KindPrompt):
             "Remove conflicts first, then shorten paths; the current paths avoid obstacles, so stay close "
             "to them when unsure. "
             f"value is a list of {n} paths in the order of data.robots, each a list of [x, y] cells at "
-            "t = 0, 1, ... from the robot's start to its goal (data.value_format), at most data.max_len steps."
+            "t = 0, 1, ... from the robot's start to its goal (data.value_format), at most data.max_len steps; "
+            "null for a robot whose current path you keep (other agents may move it meanwhile)."
         )
 
     def check(self, contract: Mapping[str, Any], value: Any) -> None:
@@ -53,4 +54,5 @@ class RoutingPrompt(KindPrompt):
         n = len((contract.get("data") or {}).get("robots") or [])
         cell = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
         path = {"type": "array", "items": cell, "minItems": 1}
-        return {"type": "array", "items": path, "minItems": n, "maxItems": n} if n else {}
+        kept = {"type": "null"}  # the robot keeps its current path
+        return {"type": "array", "items": {"anyOf": [path, kept]}, "minItems": n, "maxItems": n} if n else {}

@@ -31,8 +31,16 @@ from tasks.registry import create_task
 from tests.conftest import Coordinator
 from tests.coordinator.api.test_service_api import lease
 
-ROUTING = {"map": "random-32-32-10", "robots": 40, "blocks": 4, "seed": 1, "exact_limit": 0}
-"""Four blocks of a 40-robot plan with delay (prioritized first plan): room for three agents at once."""
+ROUTING = {
+    "map": "random-32-32-10",
+    "robots": 40,
+    "blocks": 4,
+    "seed": 1,
+    "exact_limit": 0,
+    "lease_overlap": False,
+}
+"""Four blocks of a 40-robot plan with delay (prioritized first plan): room for three agents at once, each
+lease exclusive (``test_overlapping_leases.py`` has the overlapping ones)."""
 
 
 def members(grant: dict[str, Any] | LeaseGrant) -> set[int]:

@@ -121,3 +121,13 @@ def test_stored_blocks_may_overlap_only_where_leases_do() -> None:
     bad = {**dumped, "blocks": [[0, 0], *dumped["blocks"][1:]]}
     with pytest.raises(InvalidProposal, match="non-empty sets of robots"):
         overlap.load_state(bad)
+
+
+@pytest.mark.parametrize(("blocks", "size"), [(1, 40), (3, 13), (5, 8), (9, 8), (17, 8)])
+def test_an_overlapping_lease_holds_a_blocks_share_but_at_least_a_fifth(blocks: int, size: int) -> None:
+    """One agent (one block) sees every robot; a bigger team no longer shrinks each lease below a fifth."""
+    task = _task({**ROUTING, "lease_overlap": True, "blocks": blocks})
+    assert task.lease_robots == size
+    state = task.form_lease(task.initial_state(), 0, frozenset(), 0)
+    assert (state is None and size == 40) or (state is not None and len(state.blocks[0]) == size)
+    assert _task({**OVERLAP, "blocks": blocks}).lease_robots == 25  # given: as given
