@@ -95,9 +95,12 @@ def form_overlapping_lease(
     theirs, so a robot may be in several leases. Which of two answers that changed one robot wins is settled
     when they arrive: each writes only the robots it changed and merges only if it improves the plan as it is
     then. None when the block already holds those robots."""
-    pool = set(range(len(state.paths)))
-    rng = random.Random(attempt * 1_000_003 + block)
-    members = tuple(sorted(lease_members(task, state, pool, min(k, len(pool)), rng)))
+    n = len(state.paths)
+    if k >= n:  # every robot (one agent): no walk to draw them (it cost one agent's coordinator 4 % busy)
+        members = tuple(range(n))
+    else:
+        rng = random.Random(attempt * 1_000_003 + block)
+        members = tuple(sorted(lease_members(task, state, set(range(n)), k, rng)))
     if members == state.blocks[block]:
         return None
     blocks = list(state.blocks)

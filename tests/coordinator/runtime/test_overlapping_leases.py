@@ -131,3 +131,15 @@ def test_an_overlapping_lease_holds_a_blocks_share_but_at_least_a_fifth(blocks: 
     state = task.form_lease(task.initial_state(), 0, frozenset(), 0)
     assert (state is None and size == 40) or (state is not None and len(state.blocks[0]) == size)
     assert _task({**OVERLAP, "blocks": blocks}).lease_robots == 25  # given: as given
+
+
+def test_one_agents_lease_holds_every_robot_without_drawing_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drawing all 300 robots by walks on every lease kept one agent's coordinator 8 % busy for nothing."""
+    import tasks.routing.lease as lease_module
+
+    def no_draw(*_: object) -> list[int]:
+        raise AssertionError("a lease of every robot needs no draw")
+
+    task = _task({**ROUTING, "lease_overlap": True, "blocks": 1})
+    monkeypatch.setattr(lease_module, "lease_members", no_draw)
+    assert task.form_lease(task.initial_state(), 0, frozenset(), 0) is None
