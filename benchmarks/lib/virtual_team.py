@@ -27,15 +27,14 @@ simulation):
 - Task creation (the kind's first plan) is coordinator work from time 0, as ``created_at`` is the request's
   arrival. Agent i joins at (creation end + worker start-up), start-up being the measured CPU of a worker
   process's imports plus its own ``create_task`` and proposer.
-
 - A call longer than a third of the lease's TTL renews it every third, as the worker's renewer thread does
   (a coordinator request each; only LLM calls last that long).
 
 Not modelled: HTTP framing and loopback latency (uvicorn, httpx: only the JSON bodies are encoded and
-decoded), the worker's HTTP client's CPU, the GIL and thread hops inside the
-coordinator process (its CPU is counted, not its contention). The real service scores an arrival in a
-worker thread while its event loop serves leases, all under one GIL: one core's capacity shared by its
-requests, where the model serves them one after another (same capacity, another order). Nor memory
+decoded), the worker's HTTP client's CPU, the GIL and thread hops inside the coordinator process (its
+CPU is counted, not its contention). The real service scores an arrival in a worker thread while its event
+loop serves leases, all under one GIL: one core's capacity shared by its requests, where the model serves
+them one after another (same capacity, another order). Nor memory
 bandwidth and caches shared by cores, CPU frequency changes, the OS scheduler; a core is never shared.
 A worker process loads numba's cached SIPP code on its first search; the model's agents share one load.
 Python-level CPU of a call measured on a busy machine is close to, not equal to, what a dedicated core

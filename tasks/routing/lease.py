@@ -96,7 +96,7 @@ def form_overlapping_lease(
     when they arrive: each writes only the robots it changed and merges only if it improves the plan as it is
     then. None when the block already holds those robots."""
     n = len(state.paths)
-    if k >= n:  # every robot (one agent): no walk to draw them (it cost one agent's coordinator 4 % busy)
+    if k >= n:  # every robot (one agent): drawing them by walks kept its coordinator 8 % busy, 4 % without
         members = tuple(range(n))
     else:
         rng = random.Random(attempt * 1_000_003 + block)

@@ -346,7 +346,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         """Robots in an overlapping lease: a block's share of the robots, but at least a fifth of them. With
         leases that may overlap, a team's size no longer sets how many robots each may hold, and bigger
         leases found more (k = 300, 8 agents at 30 s: 7,191 / 7,202 with exclusive leases of 33 robots,
-        7,170 / 7,128 with overlapping ones of 33, 7,133 / 7,133 with 60; BENCHMARKS "Team scaling")."""
+        7,170 / 7,128 with overlapping ones of 33, 7,133 / 7,133 with 60;
+        docs/notes/2026-12-05-overlapping-leases.md)."""
         n = self.inst.n_robots
         return self.p.lease_robots or max(1, round(n / min(self.n_blocks, LEASE_SHARE_BLOCKS)))
 
