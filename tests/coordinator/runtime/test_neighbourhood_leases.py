@@ -48,26 +48,33 @@ def members(grant: dict[str, Any] | LeaseGrant) -> set[int]:
     return {r["id"] for r in contract["data"]["robots"]}
 
 
-def test_concurrent_leases_over_http_never_share_a_robot(coordinator: Coordinator) -> None:
-    task = coordinator.create_task(kind="routing", params=ROUTING, mode="async")
+def leases_at_once(coordinator: Coordinator, params: dict[str, Any], agents: int) -> list[set[int]]:
+    """``agents`` agents of a new async routing task lease at the same moment over HTTP: the robots each
+    was granted, after checking that the head holds each leased block as granted."""
+    task = coordinator.create_task(kind="routing", params=params, mode="async")
     tid = task["id"]
-    clients = [coordinator.join(task, f"a{i}")[0] for i in range(3)]
+    clients = [coordinator.join(task, f"a{i}")[0] for i in range(agents)]
     grants: list[dict[str, Any]] = [{} for _ in clients]
 
     def take(i: int) -> None:
         grants[i] = lease(clients[i], tid)
 
-    threads = [threading.Thread(target=take, args=(i,)) for i in range(3)]
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(agents)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     held = [members(g) for g in grants]
+    blocks = coordinator.admin.get(f"/v1/tasks/{tid}/solution").json()["solution"]["blocks"]
+    for g, mine in zip(grants, held, strict=True):
+        assert set(blocks[g["block"]]) == mine
+    return held
+
+
+def test_concurrent_leases_over_http_never_share_a_robot(coordinator: Coordinator) -> None:
+    held = leases_at_once(coordinator, ROUTING, 3)
     assert all(held)
     assert not (held[0] & held[1] or held[0] & held[2] or held[1] & held[2])
-    blocks = coordinator.admin.get(f"/v1/tasks/{tid}/solution").json()["solution"]["blocks"]
-    for g, mine in zip(grants, held, strict=True):  # the head holds each leased block as granted
-        assert set(blocks[g["block"]]) == mine
 
 
 async def _service(params: dict[str, Any], agents: int) -> tuple[CoordinatorService, str, list[AgentRecord]]:

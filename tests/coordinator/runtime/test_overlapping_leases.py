@@ -8,7 +8,6 @@ moves back a robot another answer moved; the head's blocks are still whatever ea
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -17,8 +16,7 @@ from tasks.base import InvalidProposal
 from tasks.registry import create_task
 from tasks.routing.task import RoutingTask
 from tests.conftest import Coordinator
-from tests.coordinator.api.test_service_api import lease
-from tests.coordinator.runtime.test_neighbourhood_leases import ROUTING, members
+from tests.coordinator.runtime.test_neighbourhood_leases import ROUTING, leases_at_once
 
 OVERLAP = {**ROUTING, "lease_overlap": True, "lease_robots": 25}
 """Leases of 25 of the 40 robots: any two share at least ten."""
@@ -45,25 +43,9 @@ def test_an_overlapping_lease_draws_robots_that_other_blocks_hold() -> None:
 
 
 def test_concurrent_overlapping_leases_over_http_share_robots_as_granted(coordinator: Coordinator) -> None:
-    task = coordinator.create_task(kind="routing", params=OVERLAP, mode="async")
-    tid = task["id"]
-    clients = [coordinator.join(task, f"a{i}")[0] for i in range(3)]
-    grants: list[dict[str, Any]] = [{} for _ in clients]
-
-    def take(i: int) -> None:
-        grants[i] = lease(clients[i], tid)
-
-    threads = [threading.Thread(target=take, args=(i,)) for i in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    held = [members(g) for g in grants]
+    held = leases_at_once(coordinator, OVERLAP, 3)
     assert all(len(m) == 25 for m in held)
     assert held[0] & held[1] and held[1] & held[2]
-    blocks = coordinator.admin.get(f"/v1/tasks/{tid}/solution").json()["solution"]["blocks"]
-    for g, mine in zip(grants, held, strict=True):
-        assert set(blocks[g["block"]]) == mine
 
 
 def _waited(path: tuple[int, ...]) -> tuple[int, ...]:
