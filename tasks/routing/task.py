@@ -271,37 +271,45 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return float(self.weight * x)
 
     def rebase(self, state: RoutingState, block: int, value: Proposed) -> Proposed | None:
-        """LNS2's repair of the proposal's colliding robots against the other blocks' current paths, within
-        ``rebase_repair`` seconds: None when nothing collides (not improving for another reason) or some
-        collision is left. Agents work in parallel, so a path found on an older plan may cross one that
-        merged meanwhile; a few of its robots re-planned keep the rest of the agent's work."""
+        """LNS2's repair of the robots the proposal writes, against every other path of the current plan,
+        within ``rebase_repair`` seconds: None when none of them collides (not improving for another reason)
+        or some collision is left. Agents work in parallel, so a path found on an older plan may cross one
+        that merged meanwhile; a few of its robots re-planned keep the rest of the agent's work.
+
+        A robot the proposal leaves alone (null) keeps its current path and is part of the fixed plan
+        here: a lease of 60 robots whose answer changed 8 repairs those 8, so a rebase costs the paths the
+        agent wrote, not its lease (moving 60 paths out of the plan's table and back was most of it)."""
         if self.p.rebase_repair <= 0:
             return None
         inst, mine = self.inst, state.blocks[block]
-        full = tuple(state.paths[r] if p is None else p for r, p in zip(mine, value, strict=True))
-        proposed = dict(zip(mine, full, strict=True))
-        if not state.index.cross_conflicts(proposed, set(mine)) and not conflicts_among(
-            self.grid.n_cells, proposed
+        written = {r: p for r, p in zip(mine, value, strict=True) if p is not None}
+        if not written or (
+            not state.index.cross_conflicts(written, set(written))
+            and not conflicts_among(self.grid.n_cells, written)
         ):  # nothing collides (it did not improve for another reason): the table below is O(plan)
             return None
+        robots = list(written)
         others = self._plan_table(state)
-        for r in mine:  # the other blocks' paths: the plan's table without this block's (put back below)
+        for r in robots:  # the rest of the plan: its table without these robots' paths (put back below)
             others.remove_path(state.paths[r])
         try:
-            starts = [inst.starts[r] for r in mine]
-            goals = [inst.goals[r] for r in mine]
-            search = BlockSearch(self.grid, starts, goals, full, others, inst.max_len)
+            starts = [inst.starts[r] for r in robots]
+            goals = [inst.goals[r] for r in robots]
+            search = BlockSearch(self.grid, starts, goals, list(written.values()), others, inst.max_len)
             if search.collisions == 0:
                 return None
             fixed = repair(
-                self.grid, starts, goals, full, others, inst.max_len,
+                self.grid, starts, goals, search.paths, others, inst.max_len,
                 deadline=time.perf_counter() + self.p.rebase_repair, rng=random.Random(self.p.seed + block),
                 search=search,
             )  # fmt: skip
         finally:
-            for r in mine:
+            for r in robots:
                 others.add_path(state.paths[r])
-        return tuple(fixed.paths) if fixed.collisions == 0 else None
+        if fixed.collisions:
+            return None
+        repaired = dict(zip(robots, fixed.paths, strict=True))
+        return tuple(repaired.get(r) for r in mine)
 
     def _plan_table(self, state: RoutingState) -> Reservations:
         """Every path of ``state`` as a reservation table with its array mirror, kept for the last plan and

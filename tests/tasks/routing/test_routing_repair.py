@@ -423,6 +423,33 @@ def test_rebase_repairs_a_block_that_collides_with_the_rest_of_the_plan() -> Non
     assert off.rebase(off.initial_state(), 0, value) is None
 
 
+def test_rebase_repairs_only_the_robots_the_proposal_writes() -> None:
+    """A null in the proposal keeps that robot's current path: the rebase re-plans the written robots
+    around it (and everything else in the plan) and answers null for it again, so an agent's answer never
+    moves a robot it left alone. The plan here collides everywhere: only the written robots' collisions
+    count, the rest of the plan's are not the proposal's to repair."""
+    from tasks.registry import create_task
+
+    params = {"map": "random-32-32-10", "robots": 40, "blocks": 2, "exact_limit": 0, "initial": "shortest"}
+    task = create_task("routing", {**params, "rebase_repair": 5.0})
+    state = task.initial_state()  # every robot on its own shortest path: many collide
+    mine = state.blocks[0]
+    index = state.index
+    writes = [i for i, r in enumerate(mine) if index.cross_conflicts({r: state.paths[r]}, {r})][:3]
+    assert writes, "the shortest-path plan has colliding robots in block 0"
+    value = tuple(state.paths[r] if i in writes else None for i, r in enumerate(mine))
+    fixed = task.rebase(state, 0, value)
+    assert fixed is not None
+    assert [i for i, p in enumerate(fixed) if p is not None] == writes  # the nulls stay null
+    written = {mine[i]: fixed[i] for i in writes}
+    rest = Reservations(task.grid.n_cells)
+    for r, p in enumerate(state.paths):
+        if r not in written:
+            rest.add_path(p)
+    assert count_collisions(task.grid, list(written.values()), rest)[0] == 0
+    assert full_conflicts(task.grid.n_cells, {**dict(enumerate(state.paths)), **written}) > 0  # not ours
+
+
 def test_the_plan_table_kept_for_rebase_follows_the_plan_and_is_put_back() -> None:
     """``rebase`` reads the other blocks' paths from a table kept for the last plan and moved path by path
     to the next one: after merges and rebases it must hold exactly what a table built from scratch holds
