@@ -29,14 +29,14 @@ from tasks.routing.occupancy import (
     Path,
     canonical,
     change_in_conflicts,
-    conflicts_among,
     conflicts_between,
     cost,
     full_conflicts,
 )
 from tasks.routing.prompt import RoutingPrompt
+from tasks.routing.rebase import Rebaser
 from tasks.routing.regroup import Blocks, holding_up, regroup_by_weight
-from tasks.routing.repair import BlockSearch, prioritized, repair
+from tasks.routing.repair import prioritized, repair
 from tasks.routing.reservations import Reservations
 from tasks.routing.state import RoutingState
 
@@ -117,7 +117,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         self._holding_up: tuple[tuple[Path, ...], dict[tuple[int, int], float]] | None = None
         self._delays: tuple[tuple[Path, ...], list[int]] | None = None
         self._cells: tuple[tuple[Path, ...], list[list[int]]] | None = None
-        self._plan: tuple[tuple[Path, ...], Reservations] | None = None
+        self._rebaser = Rebaser(self.grid, self.inst.starts, self.inst.goals, self.inst.max_len)
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
         """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
 
@@ -271,66 +271,13 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return float(self.weight * x)
 
     def rebase(self, state: RoutingState, block: int, value: Proposed) -> Proposed | None:
-        """LNS2's repair of the robots the proposal writes, against every other path of the current plan,
-        within ``rebase_repair`` seconds: None when none of them collides (not improving for another reason)
-        or some collision is left. Agents work in parallel, so a path found on an older plan may cross one
-        that merged meanwhile; a few of its robots re-planned keep the rest of the agent's work.
-
-        A robot the proposal leaves alone (null) keeps its current path and is part of the fixed plan
-        here: a lease of 60 robots whose answer changed 8 repairs those 8, so a rebase costs the paths the
-        agent wrote, not its lease (moving 60 paths out of the plan's table and back was most of it)."""
+        """A stale proposal settled against the current plan (rebase.py): its colliding robots put back to
+        their current paths, or failing a gain that way repaired for up to ``rebase_repair`` seconds; None
+        when nothing collides or nothing of it can be kept. ``rebase_repair`` = 0 turns both off."""
         if self.p.rebase_repair <= 0:
             return None
-        inst, mine = self.inst, state.blocks[block]
-        written = {r: p for r, p in zip(mine, value, strict=True) if p is not None}
-        if not written or (
-            not state.index.cross_conflicts(written, set(written))
-            and not conflicts_among(self.grid.n_cells, written)
-        ):  # nothing collides (it did not improve for another reason): the table below is O(plan)
-            return None
-        robots = list(written)
-        others = self._plan_table(state)
-        for r in robots:  # the rest of the plan: its table without these robots' paths (put back below)
-            others.remove_path(state.paths[r])
-        try:
-            starts = [inst.starts[r] for r in robots]
-            goals = [inst.goals[r] for r in robots]
-            search = BlockSearch(self.grid, starts, goals, list(written.values()), others, inst.max_len)
-            if search.collisions == 0:
-                return None
-            fixed = repair(
-                self.grid, starts, goals, search.paths, others, inst.max_len,
-                deadline=time.perf_counter() + self.p.rebase_repair, rng=random.Random(self.p.seed + block),
-                search=search,
-            )  # fmt: skip
-        finally:
-            for r in robots:
-                others.add_path(state.paths[r])
-        if fixed.collisions:
-            return None
-        repaired = dict(zip(robots, fixed.paths, strict=True))
-        return tuple(repaired.get(r) for r in mine)
-
-    def _plan_table(self, state: RoutingState) -> Reservations:
-        """Every path of ``state`` as a reservation table with its array mirror, kept for the last plan and
-        moved to the next one path by path. Built from scratch it was most of a rebase (adding 300 paths to
-        the dicts, then their arrays: two thirds of the coordinator's time on stale answers at k = 300)."""
-        kept = self._plan
-        if kept is None or len(kept[0]) != len(state.paths):
-            table = Reservations(self.grid.n_cells)
-            for p in state.paths:
-                table.add_path(p)
-            table.arrays(self.grid.width)
-            self._plan = (state.paths, table)
-            return table
-        old, table = kept
-        if old is not state.paths:
-            for before, after in zip(old, state.paths, strict=True):
-                if before is not after and before != after:
-                    table.remove_path(before)
-                    table.add_path(after)
-            self._plan = (state.paths, table)
-        return table
+        rng = random.Random(self.p.seed + block)
+        return self._rebaser.rebase(state, state.blocks[block], value, self.p.rebase_repair, rng)
 
     def holding_up(self, state: RoutingState) -> dict[tuple[int, int], float]:
         """``regroup.holding_up`` of the plan, kept for the last plan: empty rounds regroup the same plan

@@ -481,8 +481,8 @@ def test_the_plan_table_kept_for_rebase_follows_the_plan_and_is_put_back() -> No
 
     fixed = task.rebase(state, 0, task.block_value(state, 0))
     assert fixed is not None
-    assert same(task._plan_table(state), state.paths)  # put back after the repair
+    assert same(task._rebaser.plan_table(state), state.paths)  # put back after the repair
     merged = task.apply(state, {0: fixed})  # the plan moves on: block 0's paths change
     assert task.rebase(merged, 1, task.block_value(merged, 1)) is not None
-    assert same(task._plan_table(merged), merged.paths)
-    assert not same(task._plan_table(merged), state.paths)  # (the check can tell two plans apart)
+    assert same(task._rebaser.plan_table(merged), merged.paths)
+    assert not same(task._rebaser.plan_table(merged), state.paths)  # (the check can tell two plans apart)

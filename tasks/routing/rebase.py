@@ -1,0 +1,133 @@
+"""A stale proposal made current: what an agent wrote on an older plan, settled against the plan as it is.
+
+Agents work in parallel, so paths found on an older plan may cross paths that merged meanwhile. The
+coordinator keeps what it can of such an answer, cheapest first:
+
+1. ``drop_colliding``: the written robots whose new paths collide go back to their current paths (and
+   robots moved aside for them, where their current paths fit), no search at all. Most stale answers
+   at 16 agents collide in a few robots; the rest of what the agent found still improves the plan.
+2. ``Rebaser.repair``: LNS2's repair of the written robots against the rest of the plan, within a
+   time budget, when dropping leaves no gain.
+
+A robot the proposal leaves alone (null) keeps its current path and is part of the fixed plan in both.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping, Sequence
+
+from tasks.routing.grid import Grid
+from tasks.routing.occupancy import OccupancyIndex, Path, conflicts_among, cost
+from tasks.routing.repair import BlockSearch, repair
+from tasks.routing.reservations import Reservations
+from tasks.routing.state import RoutingState
+
+Proposed = tuple[Path | None, ...]
+
+
+def collides(index: OccupancyIndex, written: Mapping[int, Path]) -> bool:
+    """Whether the written paths collide with the plan indexed (their robots' current paths left out) or
+    with each other."""
+    return bool(index.cross_conflicts(written, set(written)) or conflicts_among(index.n, written))
+
+
+def drop_colliding(
+    index: OccupancyIndex, current: Sequence[Path], written: Mapping[int, Path]
+) -> dict[int, Path]:
+    """The written paths that fit the plan as it is, the others put back to ``current``.
+
+    A robot whose new path collides with the plan (or with a kept robot's new path) gets its current path
+    back, until nothing collides: a robot put back may be in the way of another's new path, so this runs
+    to a fixed point. Then a kept robot whose new path costs more than its current one (moved aside for a
+    robot now put back) gets its current path back where that path fits the kept ones. Costs the written
+    paths' length per pass, no search."""
+    kept = dict(written)
+    among = OccupancyIndex.build(index.n, kept)
+    while kept:
+        out = set(kept)
+        colliding = [
+            r
+            for r, p in kept.items()
+            if index.cross_conflicts({r: p}, out) or among.cross_conflicts({r: p}, {r})
+        ]
+        if not colliding:
+            break
+        for r in colliding:
+            among.remove(r, kept.pop(r))
+    for r in sorted(kept, key=lambda r: cost(current[r]) - cost(kept[r])):  # the dearest change first
+        if cost(kept[r]) <= cost(current[r]):
+            break
+        if not among.cross_conflicts({r: current[r]}, {r}):
+            among.remove(r, kept.pop(r))
+    return kept
+
+
+class Rebaser:
+    """Settles stale proposals against the current plan; keeps the plan's reservation table between calls
+    (moved path by path from one plan to the next) for the repair."""
+
+    def __init__(self, grid: Grid, starts: Sequence[int], goals: Sequence[int], max_len: int) -> None:
+        self.grid, self.starts, self.goals, self.max_len = grid, starts, goals, max_len
+        self._plan: tuple[tuple[Path, ...], Reservations] | None = None
+
+    def rebase(
+        self, state: RoutingState, robots: Sequence[int], value: Proposed, seconds: float, rng: random.Random
+    ) -> Proposed | None:
+        """``value`` (one entry per robot of ``robots``, null: keep) made to fit ``state``: None when nothing
+        of it collides (it did not improve for another reason), or neither dropping nor a repair within
+        ``seconds`` keeps a gain."""
+        written = {r: p for r, p in zip(robots, value, strict=True) if p is not None}
+        if not written or not collides(state.index, written):
+            return None
+        kept = drop_colliding(state.index, state.paths, written)
+        if kept and sum(cost(p) - cost(state.paths[r]) for r, p in kept.items()) < 0:
+            return tuple(kept.get(r) for r in robots)
+        repaired = self.repair(state, written, seconds, rng)
+        return None if repaired is None else tuple(repaired.get(r) for r in robots)
+
+    def repair(
+        self, state: RoutingState, written: Mapping[int, Path], seconds: float, rng: random.Random
+    ) -> dict[int, Path] | None:
+        """LNS2's repair of the written robots against every other path of ``state`` for up to ``seconds``:
+        their new paths, or None if some collision is left."""
+        robots = list(written)
+        others = self.plan_table(state)
+        for r in robots:  # the rest of the plan: its table without these robots' paths (put back below)
+            others.remove_path(state.paths[r])
+        try:
+            starts = [self.starts[r] for r in robots]
+            goals = [self.goals[r] for r in robots]
+            search = BlockSearch(self.grid, starts, goals, list(written.values()), others, self.max_len)
+            if search.collisions == 0:
+                return None
+            fixed = repair(
+                self.grid, starts, goals, search.paths, others, self.max_len,
+                deadline=time.perf_counter() + seconds, rng=rng, search=search,
+            )  # fmt: skip
+        finally:
+            for r in robots:
+                others.add_path(state.paths[r])
+        return None if fixed.collisions else dict(zip(robots, fixed.paths, strict=True))
+
+    def plan_table(self, state: RoutingState) -> Reservations:
+        """Every path of ``state`` as a reservation table with its array mirror, kept for the last plan and
+        moved to the next one path by path. Built from scratch it was most of a rebase (adding 300 paths to
+        the dicts, then their arrays: two thirds of the coordinator's time on stale answers at k = 300)."""
+        kept = self._plan
+        if kept is None or len(kept[0]) != len(state.paths):
+            table = Reservations(self.grid.n_cells)
+            for p in state.paths:
+                table.add_path(p)
+            table.arrays(self.grid.width)
+            self._plan = (state.paths, table)
+            return table
+        old, table = kept
+        if old is not state.paths:
+            for before, after in zip(old, state.paths, strict=True):
+                if before is not after and before != after:
+                    table.remove_path(before)
+                    table.add_path(after)
+            self._plan = (state.paths, table)
+        return table

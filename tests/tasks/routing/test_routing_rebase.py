@@ -1,0 +1,78 @@
+"""A stale proposal settled against the current plan (tasks/routing/rebase.py): what collides goes back,
+what still fits and gains is kept, without a search.
+
+Paths here are sequences of abstract cells (the occupancy index needs no grid): robot r is at
+``path[t]`` at time t and parks at its last cell.
+"""
+
+from __future__ import annotations
+
+from tasks.routing.occupancy import OccupancyIndex, Path, cost
+from tasks.routing.rebase import drop_colliding
+
+CELLS = 100
+
+
+def index_of(paths: list[Path]) -> OccupancyIndex:
+    return OccupancyIndex.build(CELLS, dict(enumerate(paths)))
+
+
+def test_a_colliding_robot_goes_back_and_so_does_one_moved_aside_for_it() -> None:
+    """Robot 0's new path crosses robot 2 (merged meanwhile); robot 1 had stepped aside for robot 0 (its
+    new path is dearer) and its current path fits again; robot 3's shortcut fits on its own and stays."""
+    current: list[Path] = [(1, 2, 3), (10, 11, 12), (70, 71, 72), (80, 81, 81, 82)]
+    written = {0: (1, 71, 3), 1: (10, 13, 14, 12), 3: (80, 81, 82)}
+    kept = drop_colliding(index_of(current), current, written)
+    assert kept == {3: (80, 81, 82)}
+    assert sum(cost(p) - cost(current[r]) for r, p in kept.items()) == -1
+
+
+def test_a_robot_moved_aside_stays_where_its_current_path_no_longer_fits() -> None:
+    """Robot 3's new path now runs through cell 11 at time 1, where robot 1's current path is: robot 1
+    keeps its detour (dearer, but putting it back would collide with what is kept)."""
+    current: list[Path] = [(1, 2, 3), (10, 11, 12), (70, 71, 72), (80, 81, 81, 82)]
+    written = {0: (1, 71, 3), 1: (10, 13, 14, 12), 3: (80, 11, 82)}
+    kept = drop_colliding(index_of(current), current, written)
+    assert kept == {1: (10, 13, 14, 12), 3: (80, 11, 82)}
+
+
+def test_dropping_runs_until_nothing_collides() -> None:
+    """Robot 0 goes back (its new path crosses robot 2); its current path then crosses robot 1's new
+    path at cell 2, time 1, so robot 1 goes back too, though its new path was cheaper."""
+    current: list[Path] = [(1, 2, 3), (40, 41, 42, 43, 44), (70, 71, 72)]
+    written = {0: (1, 71, 3), 1: (40, 2, 44)}
+    assert drop_colliding(index_of(current), current, written) == {}
+
+
+def test_nothing_colliding_is_kept_whole() -> None:
+    current: list[Path] = [(1, 2, 3), (10, 11, 12, 12)]
+    written = {0: (1, 3), 1: (10, 12)}
+    assert drop_colliding(index_of(current), current, written) == written
+
+
+def test_a_stale_answer_keeps_its_gain_without_the_robot_that_now_collides() -> None:
+    """End to end on an instance: the plan moved on (robot a now waits two steps at its start); a stale
+    answer gives a its old path back (2 less) and b a shortest path that crosses another robot. The
+    rebase answers a's path alone: b keeps its current path (null), and the plan improves by 2."""
+    from tasks.registry import create_task
+
+    params = {"map": "random-32-32-10", "robots": 40, "blocks": 2, "exact_limit": 0, "rebase_repair": 5.0}
+    task = create_task("routing", params)
+    start = task.initial_state()
+    assert start.conflicts == 0
+    mine, grid, inst = start.blocks[0], task.grid, task.inst
+
+    def shortest(r: int) -> Path:
+        return tuple(grid.shortest_path(inst.starts[r], inst.goals[r]))
+
+    waits = {r: (start.paths[r][0],) * 2 + start.paths[r] for r in mine}
+    a = next(r for r in mine if not start.index.cross_conflicts({r: waits[r]}, {r}))
+    b = next(r for r in mine if r != a and start.index.cross_conflicts({r: shortest(r)}, {r}))
+    head = task.apply(start, {0: tuple(waits[a] if r == a else None for r in mine)})
+    value = tuple(start.paths[a] if r == a else shortest(b) if r == b else None for r in mine)
+    assert task.evaluate_change(head, {0: value}) > task.objective(head)  # as it came: b collides
+
+    rebased = task.rebase(head, 0, value)
+    assert rebased is not None
+    assert {r: p for r, p in zip(mine, rebased, strict=True) if p is not None} == {a: start.paths[a]}
+    assert task.evaluate_change(head, {0: rebased}) == task.objective(head) - 2
