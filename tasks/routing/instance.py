@@ -90,7 +90,8 @@ class RoutingParams(BaseModel):
         ge=0.0,
         le=10.0,
         description="seconds the coordinator may spend re-planning, against the current plan, the robots of a"
-        " proposal that collide with paths merged after its base (0 = reject such a proposal)",
+        " proposal that collide with paths merged after its base, when putting them back to their current"
+        " paths keeps no gain (0 = no repair)",
     )
     exact_limit: float = Field(
         10.0,

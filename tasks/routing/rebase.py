@@ -77,14 +77,14 @@ class Rebaser:
     ) -> Proposed | None:
         """``value`` (one entry per robot of ``robots``, null: keep) made to fit ``state``: None when nothing
         of it collides (it did not improve for another reason), or neither dropping nor a repair within
-        ``seconds`` keeps a gain."""
+        ``seconds`` (0: none) keeps a gain."""
         written = {r: p for r, p in zip(robots, value, strict=True) if p is not None}
         if not written or not collides(state.index, written):
             return None
         kept = drop_colliding(state.index, state.paths, written)
         if kept and sum(cost(p) - cost(state.paths[r]) for r, p in kept.items()) < 0:
             return tuple(kept.get(r) for r in robots)
-        repaired = self.repair(state, written, seconds, rng)
+        repaired = self.repair(state, written, seconds, rng) if seconds > 0 else None
         return None if repaired is None else tuple(repaired.get(r) for r in robots)
 
     def repair(

@@ -272,10 +272,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
 
     def rebase(self, state: RoutingState, block: int, value: Proposed) -> Proposed | None:
         """A stale proposal settled against the current plan (rebase.py): its colliding robots put back to
-        their current paths, or failing a gain that way repaired for up to ``rebase_repair`` seconds; None
-        when nothing collides or nothing of it can be kept. ``rebase_repair`` = 0 turns both off."""
-        if self.p.rebase_repair <= 0:
-            return None
+        their current paths, or failing a gain that way repaired for up to ``rebase_repair`` seconds (0: no
+        repair); None when nothing collides or nothing of it can be kept."""
         rng = random.Random(self.p.seed + block)
         return self._rebaser.rebase(state, state.blocks[block], value, self.p.rebase_repair, rng)
 

@@ -7,6 +7,8 @@ Paths here are sequences of abstract cells (the occupancy index needs no grid): 
 
 from __future__ import annotations
 
+import pytest
+
 from tasks.routing.occupancy import OccupancyIndex, Path, cost
 from tasks.routing.rebase import drop_colliding
 
@@ -50,13 +52,21 @@ def test_nothing_colliding_is_kept_whole() -> None:
     assert drop_colliding(index_of(current), current, written) == written
 
 
-def test_a_stale_answer_keeps_its_gain_without_the_robot_that_now_collides() -> None:
+@pytest.mark.parametrize("repair_seconds", [5.0, 0.0])
+def test_a_stale_answer_keeps_its_gain_without_the_robot_that_now_collides(repair_seconds: float) -> None:
     """End to end on an instance: the plan moved on (robot a now waits two steps at its start); a stale
     answer gives a its old path back (2 less) and b a shortest path that crosses another robot. The
-    rebase answers a's path alone: b keeps its current path (null), and the plan improves by 2."""
+    rebase answers a's path alone: b keeps its current path (null), and the plan improves by 2. No repair
+    is needed for that, so a coordinator given no time for one (``rebase_repair`` 0) does the same."""
     from tasks.registry import create_task
 
-    params = {"map": "random-32-32-10", "robots": 40, "blocks": 2, "exact_limit": 0, "rebase_repair": 5.0}
+    params = {
+        "map": "random-32-32-10",
+        "robots": 40,
+        "blocks": 2,
+        "exact_limit": 0,
+        "rebase_repair": repair_seconds,
+    }
     task = create_task("routing", params)
     start = task.initial_state()
     assert start.conflicts == 0

@@ -401,7 +401,8 @@ def test_put_back_keeps_the_plan_collision_free_and_its_cost(
 def test_rebase_repairs_a_block_that_collides_with_the_rest_of_the_plan() -> None:
     """``RoutingTask.rebase`` (the coordinator's repair of a late proposal): the block's robots are
     re-planned against every other block's paths until none of them collides; it declines a block with
-    nothing to repair, and when its time is 0."""
+    nothing to repair, and, with no time for a repair, a block whose non-colliding robots gain nothing
+    (here they are on their shortest paths already, so putting the others back keeps no gain)."""
     from tasks.registry import create_task
 
     params = {"map": "random-32-32-10", "robots": 40, "blocks": 2, "exact_limit": 0, "initial": "shortest"}
@@ -419,8 +420,8 @@ def test_rebase_repairs_a_block_that_collides_with_the_rest_of_the_plan() -> Non
     assert task.validate(0, task.encode_value(fixed)) == fixed
     assert [(p[0], p[-1]) for p in fixed] == [(task.inst.starts[r], task.inst.goals[r]) for r in mine]
     assert task.rebase(state, 0, fixed) is None  # nothing collides: nothing to repair
-    off = create_task("routing", {**params, "rebase_repair": 0.0})
-    assert off.rebase(off.initial_state(), 0, value) is None
+    no_repair = create_task("routing", {**params, "rebase_repair": 0.0})
+    assert no_repair.rebase(no_repair.initial_state(), 0, value) is None
 
 
 def test_rebase_repairs_only_the_robots_the_proposal_writes() -> None:
