@@ -86,12 +86,12 @@ class RoutingParams(BaseModel):
         description="robots in a lease with lease_overlap (default: robots / blocks, at least robots / 5)",
     )
     rebase_repair: float = Field(
-        0.05,
+        0.0,
         ge=0.0,
         le=10.0,
         description="seconds the coordinator may spend re-planning, against the current plan, the robots of a"
         " proposal that collide with paths merged after its base, when putting them back to their current"
-        " paths keeps no gain (0 = no repair)",
+        " paths keeps no gain (0 = no repair, the default; BENCHMARKS.md, Team scaling)",
     )
     exact_limit: float = Field(
         10.0,
