@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from tasks.routing.occupancy import OccupancyIndex, Path
 from tasks.routing.regroup import Blocks
 
+Proposed = tuple[Path | None, ...]
+"""A block's value as proposed: one path per robot of the block in contract order, None where the robot keeps
+its path (with overlapping leases another agent may have moved it since: a full path would move it back)."""
+
 
 @dataclass(frozen=True)
 class RoutingState:

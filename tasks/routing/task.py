@@ -38,14 +38,10 @@ from tasks.routing.rebase import Rebaser
 from tasks.routing.regroup import Blocks, holding_up, regroup_by_weight
 from tasks.routing.repair import prioritized, repair
 from tasks.routing.reservations import Reservations
-from tasks.routing.state import RoutingState
+from tasks.routing.state import Proposed, RoutingState
 
 LEASE_SHARE_BLOCKS = 5
 """An overlapping lease holds at least 1/5 of the robots (``RoutingTask.lease_robots``)."""
-
-Proposed = tuple[Path | None, ...]
-"""A block's value as proposed: one path per robot of the block in contract order, None where the robot keeps
-its path (with overlapping leases another agent may have moved it since: a full path would move it back)."""
 
 INITIAL_REPAIR_PATIENCE = 1000
 """The first plan's repair stops after this many steps without fewer collisions: on a map with no
