@@ -107,6 +107,9 @@ class Reference:
     """Seconds the solver was given."""
     proven: bool | None = None
     """Whether the value is proven: an optimum proven optimal, or a bound proven valid."""
+    seconds: float | None = None
+    """Seconds ``reference()`` took, set by the coordinator, not the kind (``timed_reference``): the task's
+    clock leaves them out, so a slow reference takes nothing of the team's time limit."""
 
     def provenance(self) -> dict[str, Any]:
         """The fields above that are set (the run report's ``objective.reference_provenance``)."""
@@ -117,6 +120,7 @@ class Reference:
             "seed": self.seed,
             "time_limit": self.time_limit,
             "proven": self.proven,
+            "seconds": self.seconds,
         }
         return {k: v for k, v in fields.items() if v is not None}
 

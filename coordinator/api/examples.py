@@ -23,7 +23,11 @@ REPORT_EXAMPLE: dict[str, Any] = {
         "final": -29.0588,
         "reference": -29.0588,
         "reference_kind": "optimum",
-        "reference_provenance": {"method": "closed form -b^T A^-1 b / 2 (dense solve)", "proven": True},
+        "reference_provenance": {
+            "method": "closed form -b^T A^-1 b / 2 (dense solve)",
+            "proven": True,
+            "seconds": 0.001,
+        },
         "relative_gap": 6.6e-11,
     },
     "feasible": True,

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import networkx as nx
@@ -38,7 +38,7 @@ from coordinator.engine.selection import (
 )
 from tasks import capabilities
 from tasks.base import InvalidProposal as TaskInvalidProposal
-from tasks.base import Task
+from tasks.base import Reference, Task
 
 log = logging.getLogger("blockopt.engine")
 
@@ -108,12 +108,23 @@ class _Meter:
             self.seconds += time.perf_counter() - t0
 
 
+def timed_reference(task: Task[Any], clock: Callable[[], float] = time.monotonic) -> Reference:
+    """The kind's reference with the seconds it took on ``clock`` (``Reference.seconds``, in its provenance):
+    the time a task's clock leaves out (``runtime/tasks.py`` ``begin``)."""
+    started = clock()
+    reference = task.reference()
+    return replace(reference, seconds=round(max(0.0, clock() - started), 3))
+
+
 class RoundEngine:
-    def __init__(self, task: Task[Any], settings: EngineSettings | None = None) -> None:
+    def __init__(
+        self, task: Task[Any], settings: EngineSettings | None = None, reference: Reference | None = None
+    ) -> None:
+        """``reference``: the kind's, already computed (``timed_reference``); None: ask the kind."""
         self.task = task
         self.settings = settings or EngineSettings()
         self.tolerance = self.settings.relative_tolerance * task.scale()
-        self.reference = task.reference()
+        self.reference = reference if reference is not None else task.reference()
         self.a_priori = capabilities.a_priori(
             task,
         )

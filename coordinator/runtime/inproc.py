@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from coordinator.engine.contract import contract_envelope
 from coordinator.engine.forecast import StopWhen
 from coordinator.engine.records import Proposal, Snapshot, Usage
-from coordinator.engine.rounds import EngineSettings, RoundEngine, RoundOutcome
+from coordinator.engine.rounds import EngineSettings, RoundEngine, RoundOutcome, timed_reference
 from coordinator.reports.ledger import RunLedger, StopRule
 from coordinator.reports.stopping import stalled_reason
 from coordinator.status import TaskStatus
@@ -74,7 +74,7 @@ def run_inproc(
     engine_settings: EngineSettings,
     on_round: Callable[[RoundOutcome, RunLedger], None] | None = None,
 ) -> RunResult:
-    engine = RoundEngine(task, engine_settings)
+    engine = RoundEngine(task, engine_settings, timed_reference(task))  # the ledger's clock starts after it
     snap = engine.initial_snapshot()
     ledger = RunLedger(
         engine.reference,

@@ -4,12 +4,15 @@ A kind's reference (a CP-SAT solve), first plan or instance load may take second
 service's event loop it stalled every request of every task (a plugin's 30 s reference made ``/healthz``
 answer in 7 s). ``prepare`` runs in a thread; meanwhile the service keeps a ``Preparation`` for the task,
 so its view says ``preparing`` and its joins and leases are told to retry; a preparation that raised leaves
-the task ``failed`` with the reason.
+the task ``failed`` with the reason. The reference is timed (``Reference.seconds``): the task's clock leaves
+its seconds out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +21,7 @@ from pydantic import BaseModel
 from coordinator import errors
 from coordinator.engine import adaptive
 from coordinator.engine.records import Snapshot
-from coordinator.engine.rounds import EngineSettings, RoundEngine
+from coordinator.engine.rounds import EngineSettings, RoundEngine, timed_reference
 from coordinator.runtime.wire import CreateTask, TaskView
 from coordinator.status import TaskStatus
 from coordinator.store.base import Budgets, RegroupAfter, TaskSpec
@@ -46,9 +49,11 @@ def prepare(
     selection: adaptive.SelectionSettings,
     knobs: BaseModel,
     engine_settings: EngineSettings,
+    clock: Callable[[], float] = time.time,
 ) -> Prepared:
     """Build the task and everything it needs before its first lease (blocking: call it in a thread).
 
+    The engine's reference carries the seconds it took on ``clock`` (the service's: ``Reference.seconds``).
     Raises ``errors.InvalidRequest`` naming the field for parameters the kind refuses."""
     try:
         task = create_task(kind, params)
@@ -63,7 +68,7 @@ def prepare(
         )
     except ValueError as exc:
         raise errors.InvalidRequest(str(exc), field="selection.generators") from None
-    engine = RoundEngine(task, engine_settings)  # the kind's reference() runs here
+    engine = RoundEngine(task, engine_settings, timed_reference(task, clock))
     snap = engine.initial_snapshot()
     return Prepared(
         task, engine, snap, capabilities.dump_state(task, snap.state), arms, task.lag_rounds(knobs)

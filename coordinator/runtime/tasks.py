@@ -57,10 +57,13 @@ class TaskBook:
         ``prepare_wait`` seconds: ``running`` when the kind was that quick, else ``preparing``.
 
         The task's clock (``created_at``: its seconds budget, elapsed time, stall seconds) starts when the
-        request arrives, so the first plan, which a kind may take seconds to make, counts against the
-        time limit as a solver's initial solution counts against its own. A request the kind refuses
-        within the wait is answered 400 and leaves nothing behind; a kind that raises anything else, or
-        refuses later, leaves the task ``failed`` with the reason."""
+        request arrives, less the seconds the kind's reference took: the first plan, which a kind may take
+        seconds to make, counts against the time limit as a solver's initial solution counts against its
+        own; the reference, a yardstick for reports and forecasts and no part of the search, does not (a
+        10 s CP-SAT reference left a 10 s run no time). Its seconds are in the reference's provenance
+        (``seconds``); ``created_at`` is the request's time plus them. A request the kind
+        refuses within the wait is answered 400 and leaves nothing behind; a kind that raises anything
+        else, or refuses later, leaves the task ``failed`` with the reason."""
         return (await self._start(req))[0]
 
     async def _start(self, req: CreateTask) -> tuple[TaskCreated, asyncio.Task[TaskSpec]]:
@@ -131,7 +134,9 @@ class TaskBook:
             merge_policy=req.merge_policy, screen_exact_checks=self.ctx.settings.screen_exact_checks
         )
         try:
-            ready = await asyncio.to_thread(prepare, req.kind, req.params, req.selection, knobs, settings)
+            ready = await asyncio.to_thread(
+                prepare, req.kind, req.params, req.selection, knobs, settings, self.ctx.clock
+            )
             budgets = req.budgets
             if budgets.rounds is None:
                 budgets = budgets.model_copy(update={"rounds": self.ctx.settings.default_max_rounds})
@@ -143,7 +148,7 @@ class TaskBook:
                 budgets=budgets,
                 join_hash=join_hash,
                 read_hash=read_hash,
-                created_at=requested,
+                created_at=requested + (ready.engine.reference.seconds or 0.0),
             )
             await self.ctx.store.create_task(spec, head_of(ready.snapshot, ready.state_json, version=0))
         except BaseException as exc:

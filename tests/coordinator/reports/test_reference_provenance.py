@@ -95,3 +95,4 @@ def test_the_in_process_report_records_it_too(tmp_path: Any) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())
     assert report["objective"]["reference_provenance"]["method"].startswith("closed form")
+    assert report["objective"]["reference_provenance"]["seconds"] >= 0  # before the run's clock started
