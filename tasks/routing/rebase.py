@@ -18,50 +18,58 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from tasks.routing.grid import Grid
-from tasks.routing.occupancy import OccupancyIndex, Path, conflicts_among, cost
+from tasks.routing.occupancy import OccupancyIndex, Path, cost
 from tasks.routing.repair import BlockSearch, repair
 from tasks.routing.reservations import Reservations
 from tasks.routing.state import Proposed, RoutingState
 
 
-def collides(index: OccupancyIndex, written: Mapping[int, Path]) -> bool:
-    """Whether the written paths collide with the plan indexed (their robots' current paths left out) or
-    with each other."""
-    return bool(index.cross_conflicts(written, set(written)) or conflicts_among(index.n, written))
-
-
 def drop_colliding(
     index: OccupancyIndex, current: Sequence[Path], written: Mapping[int, Path]
 ) -> dict[int, Path]:
-    """The written paths that fit the plan as it is, the others put back to ``current``.
+    """The written paths that fit the plan as it is, the others put back to ``current`` (``settle``)."""
+    return settle(index, current, written)[0]
+
+
+def settle(
+    index: OccupancyIndex, current: Sequence[Path], written: Mapping[int, Path]
+) -> tuple[dict[int, Path], bool]:
+    """(the written paths that fit the plan as it is, whether any collided at all).
 
     A robot whose new path collides with the plan (or with a kept robot's new path) gets its current path
     back, until nothing collides: a robot put back may be in the way of another's new path, so this runs
-    to a fixed point. Then a kept robot whose new path costs more than its current one (moved aside for a
-    robot now put back) gets its current path back where that path fits the kept ones. Costs the written
-    paths' length per pass, no search."""
+    to a fixed point. After the first pass only the robots whose new paths share a cell with a path just
+    put back are checked again (any conflict shares a cell; putting back never makes the kept paths collide
+    among themselves). Then a kept robot whose new path costs more than its current one (moved aside for a
+    robot now put back) gets its current path back where that path fits the kept ones. No search."""
     kept = dict(written)
     among = OccupancyIndex.build(index.n, kept)
+    suspects: Iterable[int] = list(kept)
+    collided = False
     while kept:
         out = set(kept)
         colliding = [
             r
-            for r, p in kept.items()
-            if index.cross_conflicts({r: p}, out) or among.cross_conflicts({r: p}, {r})
+            for r in suspects
+            if index.cross_conflicts({r: kept[r]}, out) or among.cross_conflicts({r: kept[r]}, {r})
         ]
         if not colliding:
             break
+        collided = True
+        back: set[int] = set()
         for r in colliding:
             among.remove(r, kept.pop(r))
+            back.update(current[r])
+        suspects = [r for r, p in kept.items() if not back.isdisjoint(p)]
     for r in sorted(kept, key=lambda r: cost(current[r]) - cost(kept[r])):  # the dearest change first
         if cost(kept[r]) <= cost(current[r]):
             break
         if not among.cross_conflicts({r: current[r]}, {r}):
             among.remove(r, kept.pop(r))
-    return kept
+    return kept, collided
 
 
 class Rebaser:
@@ -79,9 +87,11 @@ class Rebaser:
         of it collides (it did not improve for another reason), or neither dropping nor a repair within
         ``seconds`` (0: none) keeps a gain."""
         written = {r: p for r, p in zip(robots, value, strict=True) if p is not None}
-        if not written or not collides(state.index, written):
+        if not written:
             return None
-        kept = drop_colliding(state.index, state.paths, written)
+        kept, collided = settle(state.index, state.paths, written)
+        if not collided:
+            return None
         if kept and sum(cost(p) - cost(state.paths[r]) for r, p in kept.items()) < 0:
             return tuple(kept.get(r) for r in robots)
         repaired = self.repair(state, written, seconds, rng) if seconds > 0 else None

@@ -177,3 +177,23 @@ def test_a_copied_index_and_its_source_change_independently(seed: int, count: in
             built.vert, built.edge, built.visits, built.park,
         )  # fmt: skip
         assert index.total_conflicts() == full_conflicts(grid.n_cells, plan)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6))
+def test_a_scored_value_applied_to_another_plan_is_counted_on_that_plan(seed: int) -> None:
+    """``apply`` reuses the conflicts ``evaluate_change`` just counted only for the very state and values
+    it counted them on: the same value applied after the plan moved (a stale answer merged as it came) is
+    counted afresh, and every total agrees with scoring the paths from scratch."""
+    rng = random.Random(seed)
+    task = _task(24, 4)
+    head = task.initial_state()
+    blocks = rng.sample(range(task.n_blocks), 2)
+    values = {b: tuple(_random_walk_path(task, r, rng) for r in head.blocks[b]) for b in blocks}
+    first, second = ({b: values[b]} for b in blocks)
+    scored = task.evaluate_change(head, first)
+    moved = task.apply(head, second)  # the plan moves on before the first value is applied
+    for state, change in ((head, first), (moved, first), (moved, second)):
+        after = task.apply(state, change)
+        assert task.objective(after) == task.full_objective(after.paths)
+    assert task.objective(task.apply(head, first)) == scored

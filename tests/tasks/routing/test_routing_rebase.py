@@ -8,8 +8,10 @@ Paths here are sequences of abstract cells (the occupancy index needs no grid): 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tasks.routing.occupancy import OccupancyIndex, Path, cost
+from tasks.routing.occupancy import OccupancyIndex, Path, conflicts_among, cost
 from tasks.routing.rebase import drop_colliding
 
 CELLS = 100
@@ -50,6 +52,58 @@ def test_nothing_colliding_is_kept_whole() -> None:
     current: list[Path] = [(1, 2, 3), (10, 11, 12, 12)]
     written = {0: (1, 3), 1: (10, 12)}
     assert drop_colliding(index_of(current), current, written) == written
+
+
+def full_recheck(index: OccupancyIndex, current: list[Path], written: dict[int, Path]) -> dict[int, Path]:
+    """What ``drop_colliding`` must equal: every kept robot checked again on every pass."""
+    kept = dict(written)
+    among = OccupancyIndex.build(index.n, kept)
+    while kept:
+        out = set(kept)
+        colliding = [
+            r
+            for r, p in kept.items()
+            if index.cross_conflicts({r: p}, out) or among.cross_conflicts({r: p}, {r})
+        ]
+        if not colliding:
+            break
+        for r in colliding:
+            among.remove(r, kept.pop(r))
+    for r in sorted(kept, key=lambda r: cost(current[r]) - cost(kept[r])):
+        if cost(kept[r]) <= cost(current[r]):
+            break
+        if not among.cross_conflicts({r: current[r]}, {r}):
+            among.remove(r, kept.pop(r))
+    return kept
+
+
+@st.composite
+def crowded_plans(draw: st.DrawFn) -> tuple[list[Path], dict[int, Path]]:
+    """A plan of robots on 12 cells (so paths cross often) and new paths for some of them, with the
+    robots' own starts and distinct goals (the index parks one robot per goal cell)."""
+    n = draw(st.integers(2, 7))
+    ends = draw(st.lists(st.integers(0, 11), min_size=n, max_size=n, unique=True))
+    middle = st.lists(st.integers(0, 11), max_size=5)
+    current = [(e + 12, *draw(middle), e) for e in ends]  # each start its own cell too
+    chosen = draw(st.sets(st.integers(0, n - 1), min_size=1))
+    written = {r: (current[r][0], *draw(middle), current[r][-1]) for r in sorted(chosen)}
+    return current, written
+
+
+@settings(max_examples=300, deadline=None)
+@given(crowded_plans())
+def test_dropping_checks_again_only_what_a_put_back_path_touches_and_keeps_the_same(
+    plan: tuple[list[Path], dict[int, Path]],
+) -> None:
+    """After the first pass only robots sharing a cell with a path just put back are checked again: the
+    result equals checking every kept robot on every pass, and what is kept collides with nothing."""
+    current, written = plan
+    index = OccupancyIndex.build(24, dict(enumerate(current)))
+    kept = drop_colliding(index, current, written)
+    assert kept == full_recheck(index, current, written)
+    merged = dict(enumerate(current)) | kept
+    if conflicts_among(24, dict(enumerate(current))) == 0:
+        assert conflicts_among(24, merged) == 0
 
 
 @pytest.mark.parametrize("repair_seconds", [5.0, 0.0])
