@@ -83,8 +83,7 @@ class RoutingParams(BaseModel):
         None,
         ge=1,
         le=2000,
-        description="robots in a lease with lease_overlap (default: a team's leases choose between the whole"
-        " plan and robots / blocks, at least robots / 5, by what each size merged of late)",
+        description="robots in a lease with lease_overlap (default: robots / blocks, at least robots / 5)",
     )
     rebase_repair: float = Field(
         0.0,

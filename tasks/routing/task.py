@@ -22,7 +22,6 @@ from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.destroy import delays
 from tasks.routing.instance import Instance, RoutingParams, build_instance
 from tasks.routing.lease import form_overlapping_lease, form_routing_lease
-from tasks.routing.lease_sizes import LeaseSizes
 from tasks.routing.lns import RoutingProposer
 from tasks.routing.neighbourhoods import NAMES, form_routing_blocks
 from tasks.routing.occupancy import (
@@ -118,7 +117,6 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         """(state, changes, their change in conflicts) of the last ``evaluate_change``: the engine applies
         the value it just scored, and counting its conflicts again was a tenth of a commit's CPU."""
         self._rebaser = Rebaser(self.grid, self.inst.starts, self.inst.goals, self.inst.max_len)
-        self._lease_sizes = self._adaptive_lease_sizes()
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
         """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
 
@@ -248,10 +246,6 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             index.add(r, p)
             paths[r] = p
         d_soc = sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
-        if self._lease_sizes is not None:  # (apply is the engine's commit: what merged pays its lease's size)
-            gain = -(d_soc + self.weight * d_conf) / len(changes)
-            for b in changes:
-                self._lease_sizes.credit(b, gain)
         return RoutingState(tuple(paths), index, state.soc + d_soc, state.conflicts + d_conf, state.blocks)
 
     def block_value(self, state: RoutingState, block: int) -> tuple[Path, ...]:
@@ -324,22 +318,13 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
 
     @property
     def lease_robots(self) -> int:
-        """Robots in a block's share of an overlapping lease: a block's share of the robots, but at least a
-        fifth of them (``lease_robots`` when given). With leases that may overlap, a team's size no longer
-        sets how many robots each may hold, and bigger leases found more (k = 300, 8 agents at 30 s: 7,191 /
-        7,202 with exclusive leases of 33 robots, 7,170 / 7,128 with overlapping ones of 33, 7,133 / 7,133
-        with 60; docs/notes/2026-12-05-overlapping-leases.md)."""
+        """Robots in an overlapping lease: a block's share of the robots, but at least a fifth of them. With
+        leases that may overlap, a team's size no longer sets how many robots each may hold, and bigger
+        leases found more (k = 300, 8 agents at 30 s: 7,191 / 7,202 with exclusive leases of 33 robots,
+        7,170 / 7,128 with overlapping ones of 33, 7,133 / 7,133 with 60;
+        docs/notes/2026-12-05-overlapping-leases.md)."""
         n = self.inst.n_robots
         return self.p.lease_robots or max(1, round(n / min(self.n_blocks, LEASE_SHARE_BLOCKS)))
-
-    def _adaptive_lease_sizes(self) -> LeaseSizes | None:
-        """A team's overlapping leases choose between the whole plan and a block's share (``lease_sizes``),
-        unless ``lease_robots`` fixes the size; one agent's one block holds every robot anyway."""
-        p, n = self.p, self.inst.n_robots
-        if not (p.neighbourhood_leases and p.lease_overlap) or p.lease_robots or self.n_blocks < 2:
-            return None
-        share = self.lease_robots
-        return LeaseSizes((n, share)) if share < n else None
 
     @property
     def neighbourhood_leases(self) -> bool:
@@ -351,13 +336,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         if not self.p.neighbourhood_leases:
             return None
         if self.p.lease_overlap:
-            sizes = self._lease_sizes
-            k = (
-                self.lease_robots
-                if sizes is None
-                else sizes.choose(block, random.Random(attempt * 7919 + block))
-            )
-            return form_overlapping_lease(self, state, block, k, attempt)
+            return form_overlapping_lease(self, state, block, self.lease_robots, attempt)
         return form_routing_lease(self, state, block, held, attempt)
 
     def regroup(
