@@ -85,6 +85,11 @@ class RoutingParams(BaseModel):
         le=2000,
         description="robots in a lease with lease_overlap (default: robots / blocks, at least robots / 5)",
     )
+    opening: bool = Field(
+        True,
+        description="with lease_overlap and a team: every lease holds the whole plan and asks for an answer"
+        " within 0.1 s while at least a fifth of recent leases merge, then leases a block's share",
+    )
     rebase_repair: float = Field(
         0.0,
         ge=0.0,

@@ -129,12 +129,15 @@ class RoutingProposer(Proposer):
     def _budget(self, contract: Mapping[str, Any], block: int) -> float:
         """A block where the last searches found nothing gets a longer search (up to 4x); a block whose
         robots changed since (regrouped, or formed anew by adaptive selection) is a new search space and
-        gets the base budget again."""
+        gets the base budget again. A contract's ``search_seconds`` caps it (routing's opening leases)."""
         members = tuple(int(r["id"]) for r in contract["data"]["robots"])
         if self._members.get(block) != members:
             self._members[block] = members
             self._misses.pop(block, None)
         budget = self.time_budget * 2 ** min(self._misses.get(block, 0), 2)
+        hint = contract["data"].get("search_seconds")  # the coordinator asks for an early answer
+        if hint is not None:
+            budget = min(budget, float(hint))
         left = (contract.get("budget") or {}).get("seconds")
         return budget if left is None else max(0.01, min(budget, float(left)))
 

@@ -33,6 +33,7 @@ from tasks.routing.occupancy import (
     cost,
     full_conflicts,
 )
+from tasks.routing.opening import OPENING_SECONDS, Opening
 from tasks.routing.prompt import RoutingPrompt
 from tasks.routing.rebase import Rebaser
 from tasks.routing.regroup import Blocks, holding_up, regroup_by_weight
@@ -117,6 +118,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         """(state, changes, their change in conflicts) of the last ``evaluate_change``: the engine applies
         the value it just scored, and counting its conflicts again was a tenth of a commit's CPU."""
         self._rebaser = Rebaser(self.grid, self.inst.starts, self.inst.goals, self.inst.max_len)
+        self._opening = self._team_opening()
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
         """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
 
@@ -246,6 +248,9 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             index.add(r, p)
             paths[r] = p
         d_soc = sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
+        if self._opening is not None:  # (apply is the engine's commit)
+            for b in changes:
+                self._opening.merged(b)
         return RoutingState(tuple(paths), index, state.soc + d_soc, state.conflicts + d_conf, state.blocks)
 
     def block_value(self, state: RoutingState, block: int) -> tuple[Path, ...]:
@@ -326,6 +331,14 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         n = self.inst.n_robots
         return self.p.lease_robots or max(1, round(n / min(self.n_blocks, LEASE_SHARE_BLOCKS)))
 
+    def _team_opening(self) -> Opening | None:
+        """A team's overlapping leases open with the whole plan (``opening.py``), unless ``lease_robots``
+        fixes their size; one agent's one block holds every robot anyway."""
+        p = self.p
+        if not (p.neighbourhood_leases and p.lease_overlap and p.opening) or p.lease_robots:
+            return None
+        return Opening() if self.n_blocks > 1 and self.lease_robots < self.inst.n_robots else None
+
     @property
     def neighbourhood_leases(self) -> bool:
         return self.p.neighbourhood_leases
@@ -336,7 +349,11 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         if not self.p.neighbourhood_leases:
             return None
         if self.p.lease_overlap:
-            return form_overlapping_lease(self, state, block, self.lease_robots, attempt)
+            opening = self._opening
+            if opening is not None:
+                opening.leased(block)
+            k = self.inst.n_robots if opening is not None and opening.open else self.lease_robots
+            return form_overlapping_lease(self, state, block, k, attempt)
         return form_routing_lease(self, state, block, held, attempt)
 
     def regroup(
@@ -364,9 +381,12 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         return form_routing_blocks(self, state, generator, size, attempt, keep)
 
     def contract(self, state: RoutingState, block: int) -> dict[str, Any]:
-        return build_contract(
+        out = build_contract(
             self.inst, state.paths, state.blocks[block], self.p.margin, self.weight, self._geometry
         )
+        if self._opening is not None and self._opening.open and len(state.blocks[block]) == len(state.paths):
+            out["search_seconds"] = OPENING_SECONDS  # an opening lease: answer soon (``opening.py``)
+        return out
 
     def validate(self, block: int, value: Any) -> Proposed:
         if not 0 <= block < self.n_blocks:
