@@ -30,11 +30,11 @@ from tasks.routing.state import Proposed, RoutingState
 def drop_colliding(
     index: OccupancyIndex, current: Sequence[Path], written: Mapping[int, Path]
 ) -> dict[int, Path]:
-    """The written paths that fit the plan as it is, the others put back to ``current`` (``settle``)."""
-    return settle(index, current, written)[0]
+    """The written paths that fit the plan as it is, the others put back (``keep_what_fits``)."""
+    return keep_what_fits(index, current, written)[0]
 
 
-def settle(
+def keep_what_fits(
     index: OccupancyIndex, current: Sequence[Path], written: Mapping[int, Path]
 ) -> tuple[dict[int, Path], bool]:
     """(the written paths that fit the plan as it is, whether any collided at all).
@@ -89,7 +89,7 @@ class Rebaser:
         written = {r: p for r, p in zip(robots, value, strict=True) if p is not None}
         if not written:
             return None
-        kept, collided = settle(state.index, state.paths, written)
+        kept, collided = keep_what_fits(state.index, state.paths, written)
         if not collided:
             return None
         if kept and sum(cost(p) - cost(state.paths[r]) for r, p in kept.items()) < 0:

@@ -107,8 +107,9 @@ def test_stored_blocks_may_overlap_only_where_leases_do() -> None:
 
 @pytest.mark.parametrize(("blocks", "size"), [(1, 40), (3, 13), (5, 8), (9, 8), (17, 8)])
 def test_an_overlapping_lease_holds_a_blocks_share_but_at_least_a_fifth(blocks: int, size: int) -> None:
-    """One agent (one block) sees every robot; a bigger team no longer shrinks each lease below a fifth."""
-    task = _task({**ROUTING, "lease_overlap": True, "blocks": blocks})
+    """One agent (one block) sees every robot; a bigger team no longer shrinks each lease below a fifth
+    (after its opening, which leases the whole plan: tests/tasks/routing/test_routing_opening.py)."""
+    task = _task({**ROUTING, "lease_overlap": True, "blocks": blocks, "opening": False})
     assert task.lease_robots == size
     state = task.form_lease(task.initial_state(), 0, frozenset(), 0)
     assert (state is None and size == 40) or (state is not None and len(state.blocks[0]) == size)
