@@ -83,7 +83,8 @@ class RoutingParams(BaseModel):
         None,
         ge=1,
         le=2000,
-        description="robots in a lease with lease_overlap (default: robots / blocks, at least robots / 5)",
+        description="robots in a lease with lease_overlap, no opening then (default: after a team's opening,"
+        " robots / blocks, at least robots / 5)",
     )
     opening: bool = Field(
         True,

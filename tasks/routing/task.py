@@ -116,7 +116,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         self._cells: tuple[tuple[Path, ...], list[list[int]]] | None = None
         self._last_change: tuple[RoutingState, list[tuple[int, Proposed]], int] | None = None
         """(state, changes, their change in conflicts) of the last ``evaluate_change``: the engine applies
-        the value it just scored, and counting its conflicts again was a tenth of a commit's CPU."""
+        the value it just scored, and ``apply`` need not count its conflicts a second time."""
         self._rebaser = Rebaser(self.grid, self.inst.starts, self.inst.goals, self.inst.max_len)
         self._opening = self._team_opening()
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}

@@ -1,0 +1,26 @@
+"""Stale answers (head paths, leased robots, value) of a 16-agent virtual replay, pickled.
+
+capture_rebases.py SECONDS OUT
+"""
+
+import pickle
+import sys
+
+from benchmarks.lib.virtual_team import ReplayConfig, replay
+from tasks.routing import rebase as rbmod
+
+cap = []
+orig = rbmod.Rebaser.rebase
+
+
+def rebase(self, state, robots, value, seconds, rng):
+    if len(cap) < 150:
+        cap.append((state.paths, tuple(robots), value))
+    return orig(self, state, robots, value, seconds, rng)
+
+
+rbmod.Rebaser.rebase = rebase
+params = {"blocks": 17, "map": "random-32-32-10", "robots": 300, "seed": 2}
+r = replay(ReplayConfig(kind="routing", params=params, agents=16, seconds=float(sys.argv[1]), seed=2))
+pickle.dump(cap, open(sys.argv[2], "wb"))
+print(len(cap))
