@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import deque
 
 WINDOW = 48
-"""Leases whose outcome counts (about 1.5 s of a 16-agent team at k = 300)."""
+"""Leases whose outcome counts (1 to 2 s of the opening of a 16-agent team at k = 300)."""
 
 CLOSE_SHARE = 0.2
 """The opening ends when fewer leases than this share of the window merged."""
