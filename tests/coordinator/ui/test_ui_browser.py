@@ -93,11 +93,11 @@ def test_task_page_follows_a_routing_run_live(
     assert rounds, "the run recorded no round"
     b.wait(lambda: chart_rounds(b) == sorted(rounds), 20, "one chart point per round")
     # the table takes new rows at most every TABLE_MS, so it may trail the chart by one flush
+    table_rounds = (
+        "return [...document.querySelectorAll('#rounds tbody tr')].map(r => Number(r.dataset.round));"
+    )
     b.wait(
-        lambda: (
-            b.js("return [...document.querySelectorAll('#rounds tbody tr')].map(r => Number(r.dataset.round));")
-            == sorted(rounds, reverse=True)[:ROWS_PER_PAGE]
-        ),
+        lambda: b.js(table_rounds) == sorted(rounds, reverse=True)[:ROWS_PER_PAGE],
         10,
         "the newest rounds in the table, newest first",
     )
