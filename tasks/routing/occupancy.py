@@ -84,19 +84,22 @@ class OccupancyIndex:
         return mine
 
     def add(self, robot: int, path: Path) -> None:
-        vert, edge, visits = self.vert, self.edge, self.visits
-        moves, steps = _keys(self.n, path)
+        """One pass over the path, with local lookups (``rebase.keep_what_fits`` indexes every path an
+        answer writes)."""
+        n, vert, edge, visits, owned = self.n, self.vert, self.edge, self.visits, self.owned
+        vert_get, edge_get, visits_get = vert.get, edge.get, visits.get
         alone = (robot,)
-        for k in moves:
-            here = vert.get(k)
+        tn = 0
+        c = path[0]
+        for t, b in enumerate(path[1:]):
+            k = tn + c
+            here = vert_get(k)
             vert[k] = alone if here is None else here + alone
-        for k in steps:
-            here = edge.get(k)
-            edge[k] = alone if here is None else here + alone
-        last = len(path) - 1
-        owned = self.owned
-        for t, c in zip(range(last), path, strict=False):
-            mine = visits.get(c)
+            if b != c:
+                k = k * n + b
+                here = edge_get(k)
+                edge[k] = alone if here is None else here + alone
+            mine = visits_get(c)
             if mine is None:
                 visits[c] = {robot: (t,)}
                 if owned is not None:
@@ -105,7 +108,9 @@ class OccupancyIndex:
                 if owned is not None and c not in owned:
                     mine = self._own(c)
                 mine[robot] = mine.get(robot, ()) + (t,)
-        self.park[path[last]] = (robot, last)
+            tn += n
+            c = b
+        self.park[c] = (robot, len(path) - 1)
 
     def remove(self, robot: int, path: Path) -> None:
         vert, edge, visits = self.vert, self.edge, self.visits
@@ -148,31 +153,44 @@ class OccupancyIndex:
     def cross_conflicts(self, paths: Mapping[int, Path], exclude: frozenset[int] | set[int]) -> int:
         """Conflicts between ``paths`` and the indexed robots not in ``exclude``.
 
-        Costs about the total length of ``paths`` (plus the visits to their goals).
+        Costs about the total length of ``paths`` (plus the visits to their goals). The coordinator's
+        hottest loop with a team (each stale answer's paths, robot by robot, in ``rebase.keep_what_fits``):
+        written with local lookups and no generators, it takes about half the time.
         """
-        n, vert, edge, park, visits = self.n, self.vert, self.edge, self.park, self.visits
+        return sum(self._cross_path(path, exclude) for path in paths.values())
+
+    def _cross_path(self, path: Path, exclude: frozenset[int] | set[int]) -> int:
+        n = self.n
+        vert_get, edge_get, park_get = self.vert.get, self.edge.get, self.park.get
         total = 0
-        for path in paths.values():
-            last = len(path) - 1
-            for t in range(last):
-                c = path[t]
-                k = t * n + c
-                occ = vert.get(k)
-                if occ:
-                    total += sum(1 for o in occ if o not in exclude)
-                pk = park.get(c)
-                if pk is not None and pk[1] <= t and pk[0] not in exclude:
-                    total += 1
-                b = path[t + 1]
-                if b != c:
-                    sw = edge.get((t * n + b) * n + c)
-                    if sw:
-                        total += sum(1 for o in sw if o not in exclude)
-            g = path[last]
-            for o, times in visits.get(g, _NONE).items():
-                if o not in exclude:
-                    total += sum(1 for t in times if t >= last)
+        tn = 0
+        c = path[0]
+        for b in path[1:]:
+            occ = vert_get(tn + c)
+            if occ:
+                total += _count_outside(occ, exclude)
+            pk = park_get(c)
+            if pk is not None and pk[1] <= tn // n and pk[0] not in exclude:
+                total += 1
+            if b != c:
+                sw = edge_get((tn + b) * n + c)
+                if sw:
+                    total += _count_outside(sw, exclude)
+            tn += n
+            c = b
+        last = len(path) - 1
+        for o, times in self.visits.get(c, _NONE).items():
+            if o not in exclude:
+                for t in times:
+                    if t >= last:
+                        total += 1
         return total
+
+
+def _count_outside(robots: tuple[int, ...], exclude: frozenset[int] | set[int]) -> int:
+    if len(robots) == 1:  # the common case: one robot there
+        return 0 if robots[0] in exclude else 1
+    return sum(1 for o in robots if o not in exclude)
 
 
 def _keys(n: int, path: Path) -> tuple[list[int], list[int]]:
@@ -198,10 +216,14 @@ def full_conflicts(n: int, paths: Mapping[int, Path]) -> int:
     return conflicts_among(n, paths)
 
 
-def change_in_conflicts(index: OccupancyIndex, old: Mapping[int, Path], new: Mapping[int, Path]) -> int:
-    """Conflicts after replacing ``old`` paths by ``new`` ones, minus before (same robots)."""
+def change_in_conflicts(
+    index: OccupancyIndex, old: Mapping[int, Path], new: Mapping[int, Path], before: int | None = None
+) -> int:
+    """Conflicts after replacing ``old`` paths by ``new`` ones, minus before (same robots); ``before``, the
+    old paths' conflicts, where the caller knows them (0 on a plan without any): half the count then."""
     robots = frozenset(new)
     n = index.n
     after = index.cross_conflicts(new, robots) + conflicts_among(n, new)
-    before = index.cross_conflicts(old, robots) + conflicts_among(n, old)
+    if before is None:
+        before = index.cross_conflicts(old, robots) + conflicts_among(n, old)
     return after - before

@@ -7,6 +7,8 @@ from pathlib import Path as FsPath
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blockopt.cli import main
 from coordinator.engine.contract import contract_envelope
@@ -131,6 +133,8 @@ def test_validate_rejects_bad_proposals_with_reasons() -> None:
         "goal": (first + [side], "illegal_move", "not at its goal"),
         "off map": (first + [[-1, gy]], "illegal_move", "off the map"),
         "shape": ([[sx, sy, 0]], "bad_shape", "pair of integers"),
+        "bool": ([[sx, sy], [True, sy]], "bad_shape", "pair of integers"),
+        "float": ([[float(sx), sy]], "bad_shape", "pair of integers"),
     }
     for name, (path, code, words) in bad_paths.items():
         with pytest.raises(InvalidProposal) as info:
@@ -440,3 +444,34 @@ def test_a_block_at_its_optimum_stops_after_stop_after_idle_steps(monkeypatch: p
         assert proposer.propose(contract_envelope(task, snap, 0)) is None
         made.append(len(steps))
     assert made == [5, 5, 5]
+
+
+STEPS = st.one_of(
+    st.lists(st.integers(-2, 9), min_size=2, max_size=2),
+    st.tuples(st.integers(-2, 9), st.integers(-2, 9)),
+    st.lists(st.one_of(st.booleans(), st.floats(0, 7), st.integers(0, 7)), min_size=1, max_size=3),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STEPS, min_size=1, max_size=8), st.booleans())
+def test_a_paths_quick_check_agrees_with_checking_each_rule(raw: list[Any], from_start: bool) -> None:
+    """``_path`` takes the common steps in a few exact tests and the rest rule by rule (``_step``): every
+    path, legal or not, gets what checking each rule at every step gives."""
+    task = routing({"map": "random-32-32-10", "robots": 6, "blocks": 2, "exact_limit": 0})
+    if from_start:  # a path that begins where a robot starts, so that some get far
+        raw = [list(task.grid.xy(task.inst.starts[0])), *raw]
+
+    def outcome(check: Any) -> Any:
+        try:
+            return check()
+        except InvalidProposal as exc:
+            return exc.code, exc.reason
+
+    def rule_by_rule() -> Any:
+        cells: list[int] = []
+        for t, xy in enumerate(raw):
+            cells.append(task._step("path 0", t, xy, cells))
+        return task._path(0, [list(task.grid.xy(c)) for c in cells])
+
+    assert outcome(lambda: task._path(0, raw)) == outcome(rule_by_rule)

@@ -13,6 +13,7 @@ from tasks.routing import RoutingTask
 from tasks.routing.contract import region_of
 from tasks.routing.lns import table_from_contract
 from tasks.routing.occupancy import Path
+from tasks.routing.rebase import drop_colliding
 from tasks.routing.reservations import Reservations
 from tests.routing_reference import mirror_matches
 from tests.tasks.routing.test_routing_reservations import _paths  # random walks with distinct goals
@@ -197,3 +198,29 @@ def test_a_scored_value_applied_to_another_plan_is_counted_on_that_plan(seed: in
         after = task.apply(state, change)
         assert task.objective(after) == task.full_objective(after.paths)
     assert task.objective(task.apply(head, first)) == scored
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), initial=st.sampled_from(["prioritized", "shortest"]))
+def test_a_rebased_answer_scores_what_a_count_from_scratch_gives(seed: int, initial: str) -> None:
+    """The engine scores a stale answer right after the rebase; on a plan without conflicts that score's
+    conflicts are not counted (what the rebase kept fits: none come, and none can go). On plans with
+    conflicts (``shortest``) and without, the score is the objective of the plan it makes, from scratch."""
+    rng = random.Random(seed)
+    params = {"map": "empty-16-16", "robots": 24, "blocks": 2, "exact_limit": 0, "initial": initial}
+    task = create_task("routing", params)
+    assert isinstance(task, RoutingTask)
+    head = task.initial_state()
+    mine, paths, grid = head.blocks[0], head.paths, task.grid
+    waits = {r: (paths[r][0],) * rng.randint(1, 3) + paths[r] for r in mine if rng.random() < 0.5}
+    if initial == "prioritized":  # another answer merged since this one's base (on a plan without conflicts,
+        waits = drop_colliding(head.index, paths, waits)  # one that added none)
+    moved = task.apply(head, {0: tuple(waits.get(r) for r in mine)})
+    assert (moved.conflicts == 0) == (initial == "prioritized")
+    shortest = {r: tuple(grid.shortest_path(task.inst.starts[r], task.inst.goals[r])) for r in mine}
+    stale = tuple(rng.choice([None, paths[r], shortest[r]]) for r in mine)  # back, or straight, or kept
+    fixed = task.rebase(moved, 0, stale)
+    if fixed is None:
+        return
+    scored = task.evaluate_change(moved, {0: fixed})
+    assert scored == task.full_objective(task.apply(moved, {0: fixed}).paths)
