@@ -18,6 +18,7 @@ capability             members                              without it
 ``Neighbourhoods``     ``neighbourhoods``, ``form_blocks``  "partition", plus "regroup" with Regrouping
 ``LeaseNeighbourhoods`` ``neighbourhood_leases``,            a lease's block is the partition's
                        ``form_lease``
+``ChangedBlocks``      ``changed_blocks``                   every block's value compared
 ``Rebasing``           ``rebase``                           a stale value is scored as it came
 ``Ownership``          ``block_elements``,                  a block holds ``("block", b)``, and every
                        ``written_elements``                 value writes exactly that
@@ -157,6 +158,16 @@ class LeaseNeighbourhoods(Protocol):
 
 
 @runtime_checkable
+class ChangedBlocks(Protocol):
+    def changed_blocks(self, before: Any, after: Any) -> list[int]:
+        """The blocks whose values differ between ``before`` and ``after`` (a state ``form_lease`` or
+        ``form_blocks`` made from it), ascending: each gets the new version, so a lease on its old members
+        answers stale. A kind that knows which blocks it re-formed says so at the cost of a look at its
+        block lists; without it every block's value is built twice and compared (0.4 ms a lease at 17
+        blocks of routing, 300 robots)."""
+
+
+@runtime_checkable
 class Rebasing(Protocol):
     def rebase(self, state: Any, block: int, value: Value) -> Value | None:
         """``value``, computed on an older version, adapted to ``state``; None to score it as it came.
@@ -216,6 +227,7 @@ CAPABILITIES: tuple[type, ...] = (
     Regrouping,
     Neighbourhoods,
     LeaseNeighbourhoods,
+    ChangedBlocks,
     Rebasing,
     Ownership,
     Persistence,
@@ -347,6 +359,12 @@ def form_lease(
     if not forms_leases(task):
         return None
     return cast(LeaseNeighbourhoods, task).form_lease(state, block, held, attempt)
+
+
+def changed_blocks(task: Task[Any, Any], before: Any, after: Any, n_blocks: int) -> list[int]:
+    if offers(task, ChangedBlocks):
+        return cast(ChangedBlocks, task).changed_blocks(before, after)
+    return [b for b in range(n_blocks) if task.block_value(after, b) != task.block_value(before, b)]
 
 
 def rebase(task: Task[Any, Any], state: Any, block: int, value: Value) -> Value | None:

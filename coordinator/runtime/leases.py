@@ -165,9 +165,7 @@ def lease_formed(built: BuiltTask, block: int, held: frozenset[int]) -> tuple[Sn
     if state is None:
         return None
     version = snap.version + 1
-    blocks = tuple(
-        version if task.block_value(state, b) != task.block_value(snap.state, b) else v
-        for b, v in enumerate(snap.block_versions)
-    )
+    changed = set(capabilities.changed_blocks(task, snap.state, state, len(snap.block_versions)))
+    blocks = tuple(version if b in changed else v for b, v in enumerate(snap.block_versions))
     new = Snapshot(version, snap.objective, blocks, state)
     return new, capabilities.dump_state(task, state)

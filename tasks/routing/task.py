@@ -257,6 +257,14 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def block_value(self, state: RoutingState, block: int) -> tuple[Path, ...]:
         return tuple(state.paths[r] for r in state.blocks[block])
 
+    def changed_blocks(self, before: RoutingState, after: RoutingState) -> list[int]:
+        """Forming leases and blocks moves robots between blocks and no path: on the same paths a block's
+        value changed exactly where its robots did (two robots never have one path: starts are distinct)."""
+        if before.paths is not after.paths:
+            values = self.block_value
+            return [b for b in range(len(after.blocks)) if values(after, b) != values(before, b)]
+        return [b for b, (x, y) in enumerate(zip(before.blocks, after.blocks, strict=True)) if x != y]
+
     def block_elements(self, state: RoutingState, block: int) -> frozenset[Hashable]:
         """The block's robots in ``state`` (a regrouping changes them)."""
         return frozenset(("robot", r) for r in state.blocks[block])

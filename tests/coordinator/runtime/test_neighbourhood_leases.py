@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,35 @@ def test_forming_a_lease_leaves_the_blocks_others_hold_as_they_are() -> None:
     assert not capabilities.forms_leases(
         QuadraticTask(QuadraticTask.Params())
     )  # the kind has no such capability
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    overlap=st.booleans(),
+    block=st.integers(0, 3),
+    held=st.frozensets(st.integers(0, 3), max_size=2),
+    attempt=st.integers(0, 1000),
+    moved=st.booleans(),
+)
+def test_the_blocks_a_lease_changed_are_those_whose_values_differ(
+    overlap: bool, block: int, held: frozenset[int], attempt: int, moved: bool
+) -> None:
+    """Routing's ``changed_blocks`` (it reads block lists, not values) names exactly the blocks whose values
+    the default comparison finds changed: each gets the new version, so a lease on one answers stale. With
+    ``moved``, a path changed too (the plan is another one) and the values are compared."""
+    task = create_task("routing", {**ROUTING, "lease_overlap": overlap})
+    before = task.initial_state()
+    after = task.form_lease(before, block, held - {block}, attempt)
+    if after is None:
+        return
+    if moved:
+        paths = list(after.paths)
+        paths[after.blocks[3][0]] = (*paths[after.blocks[3][0]], paths[after.blocks[3][0]][-1])
+        after = replace(after, paths=tuple(paths))
+    by_values = [b for b in range(task.n_blocks) if task.block_value(after, b) != task.block_value(before, b)]
+    assert task.changed_blocks(before, after) == by_values
+    assert capabilities.changed_blocks(task, before, after, task.n_blocks) == by_values
+    assert block in by_values
 
 
 def test_an_answer_for_a_block_whose_robots_changed_is_refused_with_its_shape() -> None:
