@@ -91,6 +91,7 @@ def walk_from(
     with ``eligible``, robots not in it are passed over; ``walks`` per phase at most (8 k by default)."""
     seen = set(chosen)
     dist = grid.distances(goal)
+    tiers, tier_of = grid.walk_options(goal), grid.walk_tier
     moves, vert, park, n, draw = grid.moves, index.vert, index.park, index.n, rng.random
     for spare in spares:
         for _ in range(8 * k if walks is None else walks):
@@ -101,11 +102,18 @@ def walk_from(
             budget = len(path) - 1 - t
             # walk while the goal stays reachable ``spare`` steps before the robot's current arrival (the
             # loop is the generator's whole cost, up to 16k walks: it reads the index inline, as
-            # ``occupants`` does, and draws with ``random()``, a tenth of ``choice``'s cost)
+            # ``occupants`` does, draws with ``random()``, a tenth of ``choice``'s cost, and takes the moves
+            # whose distance to the goal is at most ``reach`` from ``Grid.walk_tier``)
             while budget > spare and len(chosen) < k:
-                reach = budget - 1 - spare
-                options = [nb for nb in moves(c) if dist[nb] <= reach]
-                if not options:
+                slack = budget - 1 - spare - dist[c]
+                if slack > 0:
+                    options = moves(c)
+                elif slack >= -1:
+                    tier = tiers[c] or tier_of(goal, c)
+                    options = tier[slack + 1]
+                    if not options:
+                        break
+                else:
                     break
                 c = options[int(draw() * len(options))]
                 t += 1

@@ -13,6 +13,9 @@ import numpy as np
 
 UNREACHABLE = -1
 
+WalkTier = tuple[tuple[int, ...], tuple[int, ...]]
+"""A cell's moves that end closer to a goal, and those that end no farther (``Grid.walk_tier``)."""
+
 
 @dataclass(eq=False)
 class Grid:
@@ -28,6 +31,7 @@ class Grid:
     _dist: dict[int, list[int]] = field(default_factory=dict, repr=False)
     _dist_arrays: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _intersections: list[int] | None = field(default=None, repr=False)
+    _walks: dict[int, list[WalkTier | None]] = field(default_factory=dict, repr=False)
     step_array: np.ndarray = field(default_factory=lambda: np.empty((0, 4), np.int64), repr=False)
     """``_steps`` as a [cell, 4] array padded with -1, for the compiled SIPP."""
 
@@ -105,6 +109,27 @@ class Grid:
                     queue.append(n)
         self._dist[goal] = dist
         return dist
+
+    def walk_options(self, goal: int) -> list[WalkTier | None]:
+        """Per cell, ``walk_tier(goal, cell)`` once asked (None before): kept for every goal walked to, one
+        list of cells each, as ``distances`` keeps its own."""
+        got = self._walks.get(goal)
+        if got is None:
+            got = self._walks[goal] = [None] * self.n_cells
+        return got
+
+    def walk_tier(self, goal: int, cell: int) -> WalkTier:
+        """The moves from ``cell`` (in ``moves`` order, the wait first) that end one step closer to ``goal``,
+        and those that end no farther. A neighbour's distance is the cell's plus or minus one, so a walk that
+        must keep ``goal`` within ``reach`` steps (``destroy.walk_from``) may take every move when reach is
+        past the cell's distance, the no-farther ones at it, the closer ones one below, and none further
+        down: one lookup a step, where testing each neighbour's distance was a fifth of a lease's cost."""
+        dist = self.distances(goal)
+        d = dist[cell]
+        moves = self._moves[cell]
+        tier = (tuple(m for m in moves if dist[m] == d - 1), tuple(m for m in moves if dist[m] <= d))
+        self.walk_options(goal)[cell] = tier
+        return tier
 
     def distance_array(self, goal: int) -> np.ndarray:
         """``distances(goal)`` as an int64 array (cached per goal), for the compiled SIPP."""

@@ -126,3 +126,27 @@ def test_wheel_rewards_gain_and_decays_losers() -> None:
     assert wheel.weights["b"] == wheel.floor
     picks = [wheel.choose(random.Random(i)) for i in range(200)]
     assert picks.count("a") > 150
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), blocked=st.floats(0.0, 0.35))
+def test_a_walks_options_are_the_moves_that_keep_the_goal_within_reach(seed: int, blocked: float) -> None:
+    """``Grid.walk_options`` against the rule it stands for: from a cell that can reach the goal, the moves
+    (in ``moves`` order) whose distance to the goal is at most ``reach``, for every reach."""
+    rng = random.Random(seed)
+    rows = ["".join("@" if rng.random() < blocked else "." for _ in range(9)) for _ in range(7)]
+    grid = Grid.from_rows(rows)
+    free = [c for c in range(grid.n_cells) if grid.free[c]]
+    if not free:
+        return
+    goal = rng.choice(free)
+    dist = grid.distances(goal)
+    for c in free:
+        if dist[c] < 0:
+            continue  # a walk never stands where the goal cannot be reached
+        closer, level = grid.walk_tier(goal, c)
+        assert grid.walk_options(goal)[c] == (closer, level)  # kept
+        for reach in range(-2, dist[c] + 3):
+            slack = reach - dist[c]
+            quick = grid.moves(c) if slack > 0 else level if slack == 0 else closer if slack == -1 else ()
+            assert quick == tuple(m for m in grid.moves(c) if dist[m] <= reach), (c, reach)
