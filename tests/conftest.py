@@ -62,7 +62,15 @@ class Coordinator:
         return c
 
     def join(self, task: dict[str, Any], name: str = "t") -> tuple[httpx.Client, dict[str, Any]]:
-        r = self.client(task["join_token"]).post(f"/v1/tasks/{task['id']}/agents", json={"name": name})
+        """Join as an agent does: while the task is being prepared (a sqlplan task on a fresh cache generates
+        TPC-H first), wait ``retry_after`` and ask again (``test_preparing.py`` checks the 429 itself)."""
+        client, deadline = self.client(task["join_token"]), time.monotonic() + 120
+        while True:
+            r = client.post(f"/v1/tasks/{task['id']}/agents", json={"name": name})
+            preparing = r.status_code == 429 and r.json()["error"]["code"] == "task_preparing"
+            if not preparing or time.monotonic() > deadline:
+                break
+            time.sleep(float(r.json()["error"]["retry_after"]))
         assert r.status_code == 201, r.text
         joined = r.json()
         return self.client(joined["token"]), joined

@@ -65,6 +65,7 @@ from coordinator.runtime.datapaths import dirs_for
 from coordinator.runtime.metrics import ServiceMetrics
 from coordinator.runtime.service import CoordinatorService
 from coordinator.runtime.wire import CreateTask, JoinRequest, ProposalIn
+from coordinator.runtime.wire_json import dump_json
 from coordinator.settings import ServiceSettings
 from coordinator.store.base import TERMINAL, AbandonedLease, AgentRecord
 from coordinator.store.memory import MemoryStore
@@ -400,13 +401,13 @@ class Replay:
 
     async def _grant_json(self, agent: Agent) -> str:
         grant = await self.service.lease(self.task_id, agent.record)
-        return grant.model_dump_json()
+        return dump_json(grant)
 
     async def _on_submit(self, agent: Agent, at: float, body: str) -> None:
         async def call() -> tuple[str, dict[str, Any]]:
             proposal = ProposalIn.model_validate_json(body)
             view, _ = await self.service.submit(self.task_id, agent.record, proposal, 0.0, next_lease=True)
-            out = view.model_dump_json()
+            out = dump_json(view)
             verdict = view.verdict
             head = None
             if verdict is not None and verdict.status == "accepted":

@@ -27,6 +27,7 @@ from coordinator import errors
 from coordinator.api.http_errors import error_response, internal_error
 from coordinator.runtime.service import CoordinatorService
 from coordinator.runtime.wire import ProposalIn
+from coordinator.runtime.wire_json import dump_json
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -63,7 +64,7 @@ def _query(raw: bytes) -> tuple[float, bool] | None:
 
 async def _send_model(send: Send, model: BaseModel, status: int) -> None:
     """What ``api/responses.model_response`` sends, without building a Response object."""
-    body = model.model_dump_json().encode()
+    body = dump_json(model).encode()
     headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json")]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -10,8 +10,12 @@ name could not keep its paths off the walls (the heuristic knows the grid).
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Mapping
 from typing import Any
 
+from tasks.base import RenderedContract
 from tasks.routing.grid import Grid
 from tasks.routing.instance import Instance
 from tasks.routing.occupancy import Path
@@ -37,12 +41,12 @@ def region_of(
     )
 
 
-Geometry = tuple[Path, list[list[int]], tuple[int, int, int, int]]
-"""A path, its cells as [x, y] pairs and its bounding box (x0, y0, x1, y1)."""
+Geometry = tuple[Path, list[list[int]], tuple[int, int, int, int], str]
+"""A path, its cells as [x, y] pairs, its bounding box (x0, y0, x1, y1) and the pairs' JSON text."""
 
 
 class GeometryCache:
-    """Per robot, its path's [x, y] cells and bounding box, recomputed only when the path changes.
+    """Per robot, its path's [x, y] cells, bounding box and JSON text, recomputed only when the path changes.
 
     Between two contracts only the merged blocks' paths change (the plan's other path tuples are the
     same objects), so a contract costs the changed paths plus one lookup per other robot instead of a
@@ -52,7 +56,7 @@ class GeometryCache:
     def __init__(self, width: int) -> None:
         self.width = width
         self.entries: dict[int, Geometry] = {}
-        self._obstacles: dict[tuple[int, int, int, int], list[list[int]]] = {}
+        self._obstacles: dict[tuple[int, int, int, int], tuple[list[list[int]], str]] = {}
 
     def get(self, robot: int, path: Path) -> Geometry:
         got = self.entries.get(robot)
@@ -62,7 +66,7 @@ class GeometryCache:
         xy = [[c % w, c // w] for c in path]
         xs = [x for x, _ in xy]
         ys = [y for _, y in xy]
-        got = self.entries[robot] = (path, xy, (min(xs), min(ys), max(xs), max(ys)))
+        got = self.entries[robot] = (path, xy, (min(xs), min(ys), max(xs), max(ys)), _dumps(xy))
         return got
 
     def region(
@@ -79,13 +83,15 @@ class GeometryCache:
             min(grid.height - 1, max(b[3] for b in boxes) + margin),
         )
 
-    def obstacles(self, grid: Grid, region: tuple[int, int, int, int]) -> list[list[int]]:
-        """The region's blocked cells as [x, y] pairs, kept per region (most leases' region is the map)."""
+    def obstacles(self, grid: Grid, region: tuple[int, int, int, int]) -> tuple[list[list[int]], str]:
+        """The region's blocked cells as [x, y] pairs, and their JSON text, kept per region (most leases'
+        region is the map)."""
         got = self._obstacles.get(region)
         if got is None:
             x0, y0, x1, y1 = region
             w = grid.width
-            got = [[x, y] for y in range(y0, y1 + 1) for x in range(x0, x1 + 1) if not grid.free[y * w + x]]
+            cells = [[x, y] for y in range(y0, y1 + 1) for x in range(x0, x1 + 1) if not grid.free[y * w + x]]
+            got = (cells, _dumps(cells))
             if len(self._obstacles) >= 64:
                 self._obstacles.clear()
             self._obstacles[region] = got
@@ -129,30 +135,38 @@ def build_contract(
     margin: int,
     weight: int,
     cache: GeometryCache | None = None,
-) -> dict[str, Any]:
+    extra: Mapping[str, Any] | None = None,
+) -> RenderedContract:
+    """The contract of ``robots`` (plus ``extra``'s keys), with its JSON text made of the paths' kept texts:
+    only the runs cut at the region or window are rendered anew."""
     grid = inst.grid
-    w = grid.width
-    cache = cache if cache is not None else GeometryCache(w)
+    cache = cache if cache is not None else GeometryCache(grid.width)
     mine = set(robots)
     x0, y0, x1, y1 = cache.region(inst, robots, paths, margin)
     window = max(len(paths[r]) for r in robots) + 2 * margin + 8
     goals = {inst.goals[r] for r in robots}
 
     moves: list[list[Any]] = []
+    texts: list[str] = []
     size = total = 0
     for o, path in enumerate(paths):
         if o in mine:
             continue
         total += len(path)
-        _, xy, (bx0, by0, bx1, by1) = cache.get(o, path)
+        _, xy, (bx0, by0, bx1, by1), text = cache.get(o, path)
         if bx1 < x0 or bx0 > x1 or by1 < y0 or by0 > y1:
             continue  # never in the region
         if x0 <= bx0 and bx1 <= x1 and y0 <= by0 and by1 <= y1 and len(path) - 1 <= window:
             moves.append([o, 0, xy, 1])  # wholly inside: one run, ending on arrival
+            texts.append(f"[{o},0,{text},1]")
             size += len(xy)
             continue
+        first = len(moves)
         size += _clip(o, path, xy, (x0, y0, x1, y1), window, goals, moves)
-    return {
+        texts.extend(_dumps(m) for m in moves[first:])
+    mine_xy = [cache.get(r, paths[r]) for r in robots]
+    obstacles, obstacles_text = cache.obstacles(grid, (x0, y0, x1, y1))
+    data: dict[str, Any] = {
         "kind": "routing",
         "map": grid.name,
         "width": grid.width,
@@ -160,16 +174,11 @@ def build_contract(
         "conflict_weight": weight,
         "max_len": inst.max_len,
         "robots": [
-            {
-                "id": r,
-                "start": list(grid.xy(inst.starts[r])),
-                "goal": list(grid.xy(inst.goals[r])),
-                "path": cache.get(r, paths[r])[1],
-            }
-            for r in robots
+            {"id": r, "start": list(grid.xy(inst.starts[r])), "goal": list(grid.xy(inst.goals[r])), "path": g[1]}
+            for r, g in zip(robots, mine_xy, strict=True)
         ],
         "region": [x0, y0, x1, y1],
-        "obstacles": cache.obstacles(grid, (x0, y0, x1, y1)),
+        "obstacles": obstacles,
         "window": [0, window],
         "reservations": {
             "moves": moves,
@@ -180,4 +189,25 @@ def build_contract(
         "surrogate": "minimize sum of arrival times + conflict_weight x (conflicts inside the block + with reservations)",
         "value_format": "one path per robot, in the order of 'robots': [[x, y] at t = 0, 1, ...], ending at the goal;"
         " null keeps the robot's current path",
+        **(extra or {}),
     }
+    kept = {
+        "robots": "[" + ",".join(
+            f'{{"id":{e["id"]},"start":{_dumps(e["start"])},"goal":{_dumps(e["goal"])},"path":{g[3]}}}'
+            for e, g in zip(data["robots"], mine_xy, strict=True)
+        ) + "]",
+        "obstacles": obstacles_text,
+        "reservations": '{"moves":[' + ",".join(texts) + "]," + _dumps(
+            {k: v for k, v in data["reservations"].items() if k != "moves"}
+        )[1:],
+    }
+    return RenderedContract(data, _render(data, kept))
+
+
+def _render(data: Mapping[str, Any], kept: Mapping[str, str]) -> str:
+    """``data``'s JSON text, with the values of ``kept``'s keys taken from it as they are."""
+    return "{" + ",".join(f"{_dumps(k)}:{kept.get(k) or _dumps(v)}" for k, v in data.items()) + "}"
+
+
+_dumps = functools.partial(json.dumps, separators=(",", ":"), ensure_ascii=False)
+"""Compact JSON, as pydantic writes it."""

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks import capabilities
-from tasks.base import InvalidProposal, Reference, Task
+from tasks.base import InvalidProposal, Reference, RenderedContract, Task
 from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.destroy import delays
 from tasks.routing.instance import Instance, RoutingParams, build_instance
@@ -394,13 +394,14 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     ) -> RoutingState | None:
         return form_routing_blocks(self, state, generator, size, attempt, keep)
 
-    def contract(self, state: RoutingState, block: int) -> dict[str, Any]:
-        out = build_contract(
-            self.inst, state.paths, state.blocks[block], self.p.margin, self.weight, self._geometry
-        )
-        if self._opening is not None and self._opening.open and len(state.blocks[block]) == len(state.paths):
-            out["search_seconds"] = OPENING_SECONDS  # an opening lease: answer soon (``opening.py``)
-        return out
+    def contract(self, state: RoutingState, block: int) -> RenderedContract:
+        robots = state.blocks[block]
+        opening = self._opening is not None and self._opening.open and len(robots) == len(state.paths)
+        return build_contract(
+            self.inst, state.paths, robots, self.p.margin, self.weight, self._geometry,
+            # an opening lease: answer soon (``opening.py``)
+            extra={"search_seconds": OPENING_SECONDS} if opening else None,
+        )  # fmt: skip
 
     def validate(self, block: int, value: Any) -> Proposed:
         if not 0 <= block < self.n_blocks:

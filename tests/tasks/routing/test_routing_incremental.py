@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -83,7 +84,9 @@ def test_incremental_contract_and_table_match_a_fresh_build(seed: int, margin: i
     proposer = task.make_proposer(task.ProposerParams(), seed=0)
     for _ in range(5):
         block = rng.randrange(task.n_blocks)
-        data = task.contract(state, block)
+        rendered = task.contract(state, block)
+        data = json.loads(rendered.json)  # what an agent receives: the kind's own text (``RenderedContract``)
+        assert data == rendered
         assert data["reservations"]["moves"] == _naive_moves(task, state.paths, block)
         kept = proposer._table(block, data)  # the agent's table, updated in place from its last contract
         assert _same_table(kept, table_from_contract(task.grid, data))
