@@ -160,11 +160,8 @@ class LeaseNeighbourhoods(Protocol):
 @runtime_checkable
 class ChangedBlocks(Protocol):
     def changed_blocks(self, before: Any, after: Any) -> list[int]:
-        """The blocks whose values differ between ``before`` and ``after`` (a state ``form_lease`` or
-        ``form_blocks`` made from it), ascending: each gets the new version, so a lease on its old members
-        answers stale. A kind that knows which blocks it re-formed says so at the cost of a look at its
-        block lists; without it every block's value is built twice and compared (0.4 ms a lease at 17
-        blocks of routing, 300 robots)."""
+        """The blocks whose values differ between ``before`` and ``after = form_lease(before, ...)``,
+        ascending (each gets the new version). Without it, every block's value is built twice and compared."""
 
 
 @runtime_checkable

@@ -1,10 +1,10 @@
 """A response body's JSON, with a lease's contract data sent as the kind rendered it.
 
 A kind may return its contract data as a ``RenderedContract``: a dict that carries its own JSON text, made
-from pieces the kind keeps between leases. Serializing the dict again cost routing 1.8 ms of a 6.5 ms lease
-at 300 robots (docs/notes/2026-12-05-lease-costs.md), so the grant's JSON is written around that text: the
-grant with ``data`` null, then the text in its place. Every body that may hold a grant (a lease, and a
-proposal's view with its ``next_lease``) is written here.
+from pieces the kind keeps between leases. Serializing the dict again was a third of the coordinator's
+share of a lease with a 63 KB contract (docs/notes/2026-12-05-lease-costs.md), so the grant's JSON is
+written around that text: the grant with ``data`` null, then the text in its place. Every body that may
+hold a grant (a lease, and a proposal's view with its ``next_lease``) is written here.
 """
 
 from __future__ import annotations

@@ -72,8 +72,8 @@ class GeometryCache:
     def region(
         self, inst: Instance, robots: tuple[int, ...], paths: tuple[Path, ...], margin: int
     ) -> tuple[int, int, int, int]:
-        """``region_of`` from the paths' boxes: a lease of 60 robots read every cell of their paths, 0.8 ms of
-        each lease's 7 at 16 agents (docs/notes/2026-12-05-lease-costs.md)."""
+        """``region_of`` from the paths' boxes: reading every cell of a 60-robot lease's paths took 0.8 ms a
+        lease under the profiler (docs/notes/2026-12-05-lease-costs.md)."""
         boxes = [self.get(r, paths[r])[2] for r in robots]
         grid = inst.grid
         return (

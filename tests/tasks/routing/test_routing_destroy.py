@@ -131,7 +131,7 @@ def test_wheel_rewards_gain_and_decays_losers() -> None:
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), blocked=st.floats(0.0, 0.35))
 def test_a_walks_options_are_the_moves_that_keep_the_goal_within_reach(seed: int, blocked: float) -> None:
-    """``Grid.walk_options`` against the rule it stands for: from a cell that can reach the goal, the moves
+    """``Grid.walk_tier`` against the rule it stands for: from a cell that can reach the goal, the moves
     (in ``moves`` order) whose distance to the goal is at most ``reach``, for every reach."""
     rng = random.Random(seed)
     rows = ["".join("@" if rng.random() < blocked else "." for _ in range(9)) for _ in range(7)]
