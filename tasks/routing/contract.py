@@ -56,6 +56,7 @@ class GeometryCache:
     def __init__(self, width: int) -> None:
         self.width = width
         self.entries: dict[int, Geometry] = {}
+        self._heads: dict[int, str] = {}
         self._obstacles: dict[tuple[int, int, int, int], tuple[list[list[int]], str]] = {}
 
     def get(self, robot: int, path: Path) -> Geometry:
@@ -67,6 +68,16 @@ class GeometryCache:
         xs = [x for x, _ in xy]
         ys = [y for _, y in xy]
         got = self.entries[robot] = (path, xy, (min(xs), min(ys), max(xs), max(ys)), _dumps(xy))
+        return got
+
+    def robot_head(self, inst: Instance, robot: int) -> str:
+        """The constant start of a robot's entry in a contract's text, up to its path: writing its start and
+        goal with ``json.dumps`` was 60 % of a whole-plan contract (300 robots, 2.7 ms)."""
+        got = self._heads.get(robot)
+        if got is None:
+            xy = inst.grid.xy
+            start, goal = _dumps(list(xy(inst.starts[robot]))), _dumps(list(xy(inst.goals[robot])))
+            got = self._heads[robot] = f'{{"id":{robot},"start":{start},"goal":{goal},"path":'
         return got
 
     def region(
@@ -193,8 +204,7 @@ def build_contract(
     }
     kept = {
         "robots": "[" + ",".join(
-            f'{{"id":{e["id"]},"start":{_dumps(e["start"])},"goal":{_dumps(e["goal"])},"path":{g[3]}}}'
-            for e, g in zip(data["robots"], mine_xy, strict=True)
+            f"{cache.robot_head(inst, r)}{g[3]}}}" for r, g in zip(robots, mine_xy, strict=True)
         ) + "]",
         "obstacles": obstacles_text,
         "reservations": '{"moves":[' + ",".join(texts) + "]," + _dumps(
