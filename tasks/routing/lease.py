@@ -44,26 +44,12 @@ other agents' robots meets nobody eligible, and 8 k walks from it cost up to hal
 
 
 def lease_members(
-    task: TaskForLeases,
-    state: RoutingState,
-    pool: set[int],
-    k: int,
-    rng: random.Random,
-    avoid: set[int] | None = None,
-    seeds: list[int] | None = None,
+    task: TaskForLeases, state: RoutingState, pool: set[int], k: int, rng: random.Random
 ) -> list[int]:
     """``k`` robots of ``pool``: delayed ones drawn by their delay, each with the robots of ``pool`` met on
-    walks along its way; the rest (when too few are delayed) drawn uniformly from ``pool``. With ``avoid``
-    (``searched.SearchedSeeds``), delayed robots in it are not drawn, and it is emptied when no other is
-    delayed; ``seeds`` gets the robots drawn."""
+    walks along its way; the rest (when too few are delayed) drawn uniformly from ``pool``."""
     delay = task.delays(state)
     delayed = [r for r in pool if delay[r] > 0]
-    if avoid:
-        fresh = [r for r in delayed if r not in avoid]
-        if not fresh:
-            avoid.clear()
-        else:
-            delayed = fresh
     chosen: list[int] = []
     taken: set[int] = set()
     inst, grid = task.inst, task.grid
@@ -71,8 +57,6 @@ def lease_members(
         if len(chosen) >= k or not delayed:
             break
         start = rng.choices(delayed, weights=[delay[r] for r in delayed])[0]
-        if seeds is not None:
-            seeds.append(start)
         grown = walk_from(
             grid, state.paths[start], inst.goals[start], [start], k - len(chosen), rng, state.index,
             eligible=pool - taken, walks=WALKS,
@@ -104,25 +88,19 @@ def spread(blocks: Blocks, block: int, members: Sequence[int], free: Sequence[in
 
 
 def form_overlapping_lease(
-    task: TaskForLeases,
-    state: RoutingState,
-    block: int,
-    k: int,
-    attempt: int,
-    avoid: set[int] | None = None,
-    seeds: list[int] | None = None,
+    task: TaskForLeases, state: RoutingState, block: int, k: int, attempt: int
 ) -> RoutingState | None:
     """``state`` with ``block`` holding ``k`` robots drawn from the whole plan, robots that other agents hold
     included (DROP-LNS: each worker destroys a neighbourhood anywhere in the plan); the other blocks keep
     theirs, so a robot may be in several leases. Which of two answers that changed one robot wins is settled
     when they arrive: each writes only the robots it changed and merges only if it improves the plan as it is
-    then. ``avoid`` and ``seeds``: ``lease_members``'. None when the block already holds those robots."""
+    then. None when the block already holds those robots."""
     n = len(state.paths)
     if k >= n:  # every robot (one agent): drawing them by walks kept its coordinator 8 % busy, 4 % without
         members = tuple(range(n))
     else:
         rng = random.Random(attempt * 1_000_003 + block)
-        members = tuple(sorted(lease_members(task, state, set(range(n)), k, rng, avoid, seeds)))
+        members = tuple(sorted(lease_members(task, state, set(range(n)), k, rng)))
     if members == state.blocks[block]:
         return None
     blocks = list(state.blocks)

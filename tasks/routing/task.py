@@ -39,7 +39,6 @@ from tasks.routing.rebase import Rebaser
 from tasks.routing.regroup import Blocks, holding_up, regroup_by_weight
 from tasks.routing.repair import prioritized, repair
 from tasks.routing.reservations import Reservations
-from tasks.routing.searched import SearchedSeeds
 from tasks.routing.state import Proposed, RoutingState
 
 LEASE_SHARE_BLOCKS = 5
@@ -120,8 +119,6 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         the value it just scored, and ``apply`` need not count its conflicts a second time."""
         self._rebaser = Rebaser(self.grid, self.inst.starts, self.inst.goals, self.inst.max_len)
         self._opening = self._team_opening()
-        self._searched = SearchedSeeds()
-        """Seeds of leases that found nothing, not drawn again until every delayed robot was (``searched.py``)."""
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
         """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
 
@@ -252,9 +249,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             index.add(r, p)
             paths[r] = p
         d_soc = sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
-        for b in changes:  # (apply is the engine's commit)
-            self._searched.merged(b)
-        if self._opening is not None:
+        if self._opening is not None:  # (apply is the engine's commit)
             for b in changes:
                 self._opening.merged(b)
         return RoutingState(tuple(paths), index, state.soc + d_soc, state.conflicts + d_conf, state.blocks)
@@ -372,11 +367,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             if opening is not None:
                 opening.leased(block)
             k = self.inst.n_robots if opening is not None and opening.open else self.lease_robots
-            searched, seeds = self._searched, list[int]()
-            searched.leased(block)
-            formed = form_overlapping_lease(self, state, block, k, attempt, searched.avoid, seeds)
-            searched.seeded(block, seeds)
-            return formed
+            return form_overlapping_lease(self, state, block, k, attempt)
         return form_routing_lease(self, state, block, held, attempt)
 
     def regroup(
