@@ -528,6 +528,9 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     setup_logging(args.log_level)
     worker = Worker(_worker_config(args))
+    from coordinator.runtime import heap
+
+    heap.settle()  # an agent process's own heap, as the coordinator's (docs/notes/2026-12-06-heap.md)
     _stop_on_signals(lambda: interrupt(worker))
     stats = worker.run()
     return 0 if stats.ended in ("task_finished", "budget_exceeded", "stopped") else 1
@@ -539,6 +542,9 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if args.agents < 1 or args.processes < 1:
         raise UsageError("--agents and --processes must be at least 1")
     setup_logging(args.log_level)
+    from coordinator.runtime import heap
+
+    heap.settle()  # the fleet's process (with several processes, each child settles its own)
     return run_fleet(
         _worker_config(args),
         args.agents,

@@ -24,6 +24,7 @@ from coordinator.engine.rounds import EngineSettings, RoundOutcome
 from coordinator.reports.anytime import time_to_target
 from coordinator.reports.ledger import Report, RunLedger, build_report, history_fields, relative_gap
 from coordinator.reports.plots import PlotAxis, convergence_plot
+from coordinator.runtime import heap
 from coordinator.runtime.datapaths import dirs_for
 from coordinator.runtime.inproc import RunResult, RunSettings, run_inproc
 from coordinator.settings import ServiceSettings
@@ -284,6 +285,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
         **getattr(args, "store_settings", {"store": "memory"}),
     )
     app = create_app(settings, make_store(settings), CollectorRegistry())
+    heap.settle()  # this process is the coordinator's, as `blockopt serve`'s is
     with (
         EmbeddedServer(app) as server,
         httpx.Client(

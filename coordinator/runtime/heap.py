@@ -1,4 +1,5 @@
-"""The garbage collector in a long-running server process (called once a server process has started)."""
+"""The garbage collector in a long-running process: the coordinator's server and every agent process call
+``settle`` once started."""
 
 from __future__ import annotations
 
