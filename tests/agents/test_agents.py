@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from agents.fleet import shares
 from agents.http import Api, ApiError, GaveUp
 from agents.proposers import ThinkingProposer, UnknownProposer, make_proposer, register_proposer
-from agents.worker import Worker, WorkerConfig
+from agents.worker import Worker, WorkerConfig, WorkerStats
 from coordinator.api.embedded import EmbeddedServer, bind
 from tasks.base import Draft, Proposer, Task
 from tasks.registry import create_task
@@ -177,3 +177,26 @@ def test_worker_survives_unreachable_coordinator() -> None:
     stats = Worker(WorkerConfig(url, "t-x", "j", max_retries=1)).run()
     assert stats.ended == "unreachable"
     _ = httpx  # keep the import honest for type checkers
+
+
+@pytest.mark.parametrize("command", ["agent", "fleet"])
+def test_an_agent_process_settles_its_heap_before_it_works(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent's searches allocate fast: with Python's collector defaults a 16-agent replay spent a fifth
+    of its CPU in full collections (docs/notes/2026-12-06-heap.md). The process settles first, as the
+    coordinator's does."""
+    import agents.fleet
+    import agents.worker
+    from blockopt import cli
+    from coordinator.runtime import heap
+
+    order: list[str] = []
+    monkeypatch.setattr(heap, "settle", lambda: order.append("settled"))
+    monkeypatch.setattr(
+        agents.worker.Worker, "run", lambda self: order.append("worked") or WorkerStats(ended="stopped")
+    )
+    monkeypatch.setattr(agents.fleet, "run_fleet", lambda *a: order.append("worked") or 0)
+    monkeypatch.setenv("BLOCKOPT_JOIN_TOKEN", "j")
+    assert cli.main([command, "--coordinator", "http://127.0.0.1:9", "--task", "t"]) == 0
+    assert order == ["settled", "worked"]
