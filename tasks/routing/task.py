@@ -62,6 +62,13 @@ class RoutingProposerParams(BaseModel):
         description="LNS steps in a row without a lower sum of costs after which a collision-free block's"
         " proposal ends before its budget (0: always the whole budget)",
     )
+    answer_after: int = Field(
+        10,
+        ge=0,
+        le=1_000_000,
+        description="LNS steps in a row without a lower sum of costs after which a proposal that has gained"
+        " answers (0: only stop_after and the budget end it); an answer sent sooner merges on a fresher plan",
+    )
     patience: int = Field(
         3,
         ge=0,
@@ -608,5 +615,6 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             neighbourhood=k.neighbourhood,
             max_len=self.inst.max_len,
             stop_after=k.stop_after,
+            answer_after=k.answer_after,
             seed=seed,
         )

@@ -446,6 +446,33 @@ def test_a_block_at_its_optimum_stops_after_stop_after_idle_steps(monkeypatch: p
     assert made == [5, 5, 5]
 
 
+def test_a_proposal_that_gained_answers_answer_after_idle_steps_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once a search has gained, ``answer_after`` steps in a row without a lower sum of costs end it, long
+    before its budget and ``stop_after``: in a team a sooner answer merges on a fresher plan."""
+    from tasks.routing import repair
+
+    task = routing({"map": "random-32-32-10", "robots": 60, "blocks": 1, "exact_limit": 0})
+    state = task.initial_state()
+    assert state.conflicts == 0 and state.soc > task.lower_bound()  # something to find
+    costs: list[int] = []
+    original = repair.BlockSearch.try_group
+
+    def counted(self: repair.BlockSearch, group: list[int], deadline: float | None) -> tuple[bool, int, int]:
+        out = original(self, group, deadline)
+        costs.append(self.soc)
+        return out
+
+    monkeypatch.setattr(repair.BlockSearch, "try_group", counted)
+    snap = Snapshot(0, task.objective(state), (0,), state)
+    proposer = task.make_proposer(task.ProposerParams(time_budget=30.0, stop_after=0, answer_after=6), seed=1)
+    draft = proposer.propose(contract_envelope(task, snap, 0))
+    assert draft is not None and draft.predicted_improvement > 0
+    last_gain = max(i for i in range(len(costs)) if costs[i] < ([state.soc] + costs)[i])
+    assert len(costs) - 1 - last_gain == 6  # six steps without a gain after the last one, then the answer
+
+
 STEPS = st.one_of(
     st.lists(st.integers(-2, 9), min_size=2, max_size=2),
     st.tuples(st.integers(-2, 9), st.integers(-2, 9)),
