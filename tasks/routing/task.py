@@ -66,8 +66,9 @@ class RoutingProposerParams(BaseModel):
         10,
         ge=0,
         le=1_000_000,
-        description="LNS steps in a row without a lower sum of costs after which a proposal that has gained"
-        " answers (0: only stop_after and the budget end it); an answer sent sooner merges on a fresher plan",
+        description="LNS steps in a row without a lower sum of costs after which a team's proposal that has"
+        " gained answers (0: only stop_after and the budget end it); an answer sent sooner merges on a fresher"
+        " plan",
     )
     patience: int = Field(
         3,
@@ -404,11 +405,14 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def contract(self, state: RoutingState, block: int) -> RenderedContract:
         robots = state.blocks[block]
         opening = self._opening is not None and self._opening.open and len(robots) == len(state.paths)
+        extra: dict[str, Any] = {}
+        if opening:
+            extra["search_seconds"] = OPENING_SECONDS  # an opening lease: answer soon (``opening.py``)
+        if self.n_blocks > 1:
+            extra["answer_on_gain"] = True  # others merge meanwhile (``RoutingProposer.answer_after``)
         return build_contract(
-            self.inst, state.paths, robots, self.p.margin, self.weight, self._geometry,
-            # an opening lease: answer soon (``opening.py``)
-            extra={"search_seconds": OPENING_SECONDS} if opening else None,
-        )  # fmt: skip
+            self.inst, state.paths, robots, self.p.margin, self.weight, self._geometry, extra=extra or None
+        )
 
     def validate(self, block: int, value: Any) -> Proposed:
         if not 0 <= block < self.n_blocks:

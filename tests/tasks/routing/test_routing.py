@@ -446,14 +446,16 @@ def test_a_block_at_its_optimum_stops_after_stop_after_idle_steps(monkeypatch: p
     assert made == [5, 5, 5]
 
 
-def test_a_proposal_that_gained_answers_answer_after_idle_steps_later(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(("blocks", "idle_at_the_end"), [(2, 6), (1, 100)])
+def test_a_teams_proposal_that_gained_answers_answer_after_idle_steps_later(
+    blocks: int, idle_at_the_end: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Once a search has gained, ``answer_after`` steps in a row without a lower sum of costs end it, long
-    before its budget and ``stop_after``: in a team a sooner answer merges on a fresher plan."""
+    """In a team (its contract says ``answer_on_gain``), once a search has gained, ``answer_after`` steps in a
+    row without a lower sum of costs end it, long before its budget: a sooner answer merges on a fresher
+    plan. One agent's one block searches on to ``stop_after``: it has nobody to make room for."""
     from tasks.routing import repair
 
-    task = routing({"map": "random-32-32-10", "robots": 60, "blocks": 1, "exact_limit": 0})
+    task = routing({"map": "random-32-32-10", "robots": 100, "blocks": blocks, "exact_limit": 0})
     state = task.initial_state()
     assert state.conflicts == 0 and state.soc > task.lower_bound()  # something to find
     costs: list[int] = []
@@ -465,12 +467,13 @@ def test_a_proposal_that_gained_answers_answer_after_idle_steps_later(
         return out
 
     monkeypatch.setattr(repair.BlockSearch, "try_group", counted)
-    snap = Snapshot(0, task.objective(state), (0,), state)
-    proposer = task.make_proposer(task.ProposerParams(time_budget=30.0, stop_after=0, answer_after=6), seed=1)
-    draft = proposer.propose(contract_envelope(task, snap, 0))
+    snap = Snapshot(0, task.objective(state), (0,) * blocks, state)
+    knobs = task.ProposerParams(time_budget=30.0, stop_after=100, answer_after=6)
+    draft = task.make_proposer(knobs, seed=1).propose(contract_envelope(task, snap, 0))
     assert draft is not None and draft.predicted_improvement > 0
-    last_gain = max(i for i in range(len(costs)) if costs[i] < ([state.soc] + costs)[i])
-    assert len(costs) - 1 - last_gain == 6  # six steps without a gain after the last one, then the answer
+    before = [sum(len(state.paths[r]) - 1 for r in state.blocks[0]), *costs]  # the block before the steps
+    last_gain = max(i for i in range(len(costs)) if costs[i] < before[i])
+    assert len(costs) - 1 - last_gain == idle_at_the_end
 
 
 STEPS = st.one_of(
