@@ -530,7 +530,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     worker = Worker(_worker_config(args))
     from coordinator.runtime import heap
 
-    heap.settle()  # an agent process's own heap, as the coordinator's (docs/notes/2026-12-06-heap.md)
+    heap.settle()  # an agent process's own heap (docs/notes/2026-12-06-heap-and-early-answers.md)
     _stop_on_signals(lambda: interrupt(worker))
     stats = worker.run()
     return 0 if stats.ended in ("task_finished", "budget_exceeded", "stopped") else 1

@@ -184,8 +184,8 @@ def test_an_agent_process_settles_its_heap_before_it_works(
     command: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An agent's searches allocate fast: with Python's collector defaults a 16-agent replay spent a fifth
-    of its CPU in full collections (docs/notes/2026-12-06-heap.md). The process settles first, as the
-    coordinator's does."""
+    of its CPU in full collections (docs/notes/2026-12-06-heap-and-early-answers.md). The process settles
+    first, as the coordinator's does."""
     import agents.fleet
     import agents.worker
     from blockopt import cli
