@@ -8,9 +8,10 @@ import json
 import sys
 import time
 
+from lab import routing_config
+
 from benchmarks.lib import virtual_team as vt
 from tasks.routing import lns, repair
-from tasks.routing.task import RoutingTask
 
 agents, seed, secs = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 rows: list[tuple[float, int, float, float, float, float, int | None]] = []
@@ -56,15 +57,7 @@ def timed_propose(self: vt.Replay, agent: vt.Agent, grant_json: str, ready: floa
 lns.RoutingProposer._table = timed_table  # type: ignore[method-assign]
 repair.BlockSearch.__init__ = timed_setup  # type: ignore[method-assign]
 vt.Replay._propose = timed_propose  # type: ignore[method-assign]
-params = {
-    "blocks": RoutingTask.team_defaults(agents, "async")["blocks"],
-    "map": "random-32-32-10",
-    "robots": 300,
-    "seed": seed,
-}
-asyncio.run(
-    vt.Replay(vt.ReplayConfig(kind="routing", params=params, agents=agents, seconds=secs, seed=seed)).run()
-)
+asyncio.run(vt.Replay(routing_config(agents, seed, secs)).run())
 for lo in range(int(secs)):
     for whole in (True, False):
         sel = [r for r in rows if lo <= r[0] < lo + 1 and (r[1] == 300) == whole]

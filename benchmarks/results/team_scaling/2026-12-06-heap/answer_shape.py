@@ -8,8 +8,9 @@ import json
 import statistics
 import sys
 
+from lab import routing_config
+
 from benchmarks.lib import virtual_team as vt
-from tasks.routing.task import RoutingTask
 
 agents, seed, secs = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 rows: list[tuple[float, int, int, int, float]] = []
@@ -49,15 +50,7 @@ def traced(self: vt.Replay, agent: vt.Agent, grant_json: str, ready: float) -> N
 
 
 vt.Replay._propose = traced  # type: ignore[method-assign]
-params = {
-    "blocks": RoutingTask.team_defaults(agents, "async")["blocks"],
-    "map": "random-32-32-10",
-    "robots": 300,
-    "seed": seed,
-}
-asyncio.run(
-    vt.Replay(vt.ReplayConfig(kind="routing", params=params, agents=agents, seconds=secs, seed=seed)).run()
-)
+asyncio.run(vt.Replay(routing_config(agents, seed, secs)).run())
 for lo in range(int(secs)):
     sel = [r for r in rows if lo <= r[0] < lo + 1]
     if sel:

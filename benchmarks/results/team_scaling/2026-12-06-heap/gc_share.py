@@ -9,8 +9,9 @@ import gc
 import sys
 import time
 
+from lab import routing_config
+
 from benchmarks.lib import virtual_team as vt
-from tasks.routing.task import RoutingTask
 
 agents, seed, secs = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 spent = {0: [0, 0.0], 1: [0, 0.0], 2: [0, 0.0]}
@@ -26,13 +27,7 @@ def on_gc(phase: str, info: dict) -> None:
         row[1] += time.thread_time() - started[0]
 
 
-params = {
-    "blocks": RoutingTask.team_defaults(agents, "async")["blocks"],
-    "map": "random-32-32-10",
-    "robots": 300,
-    "seed": seed,
-}
-replay = vt.Replay(vt.ReplayConfig(kind="routing", params=params, agents=agents, seconds=secs, seed=seed))
+replay = vt.Replay(routing_config(agents, seed, secs))
 gc.callbacks.append(on_gc)
 t0 = time.thread_time()
 result = asyncio.run(replay.run())

@@ -8,10 +8,11 @@ import asyncio
 import statistics
 import sys
 
+from lab import routing_config
+
 from benchmarks.lib import virtual_team as vt
 from tasks.routing import rebase
 from tasks.routing.occupancy import cost
-from tasks.routing.task import RoutingTask
 
 agents, seed, secs = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 rows: list[tuple[float, int, int, int, int, int]] = []
@@ -36,13 +37,7 @@ async def on_submit(self: vt.Replay, agent: vt.Agent, at: float, body: str) -> N
 
 rebase.Rebaser.rebase = traced  # type: ignore[method-assign]
 vt.Replay._on_submit = on_submit  # type: ignore[method-assign]
-params = {
-    "blocks": RoutingTask.team_defaults(agents, "async")["blocks"],
-    "map": "random-32-32-10",
-    "robots": 300,
-    "seed": seed,
-}
-replay = vt.Replay(vt.ReplayConfig(kind="routing", params=params, agents=agents, seconds=secs, seed=seed))
+replay = vt.Replay(routing_config(agents, seed, secs))
 asyncio.run(replay.run())
 print(f"N={agents} seed={seed} {secs} s: verdicts {replay.verdicts}")
 for lo, hi in ((0, 5), (5, 10), (10, 15), (15, secs)):

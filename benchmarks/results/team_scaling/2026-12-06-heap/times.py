@@ -4,16 +4,7 @@ costs and its seed's Q.   python3 THIS RAW.json..."""
 import json
 import sys
 
-Q = {1: 7152, 2: 7127, 3: 7118}  # BENCHMARKS "Team scaling": one agent at 120 s, median of 3 runs per seed
-
-
-def to(curve: list, q: float) -> float | None:
-    return next((round(x, 1) for x, y in curve if y <= q), None)
-
-
-def at(curve: list, t: float) -> float | None:
-    return next((y for x, y in reversed(curve) if x <= t), None)
-
+from lab import Q, at, to
 
 for path in sys.argv[1:]:
     for run in json.load(open(path))["runs"]:

@@ -15,15 +15,7 @@ import multiprocessing
 import os
 import sys
 
-Q = {1: 7152, 2: 7127, 3: 7118}  # one agent's SOC at 120 s (BENCHMARKS, "Team scaling")
-
-
-def at(commits, t):
-    return next((y for x, y in reversed(commits) if x <= t), None)
-
-
-def to(commits, q):
-    return next((round(x, 1) for x, y in commits if y <= q), None)
+from lab import Q, at, routing_config, to
 
 
 def scale_coordinator(vt, scale):
@@ -90,7 +82,6 @@ def exclusive_opening():
 def one(args):
     agents, secs, seed = args
     from benchmarks.lib import virtual_team as vt
-    from tasks.routing.task import RoutingTask
 
     scale_coordinator(vt, float(os.environ.get("SCALE", "1")))
     if os.environ.get("DRAWN"):
@@ -101,13 +92,7 @@ def one(args):
         import tasks.routing.task as routing_task
 
         routing_task.OPENING_SECONDS = float(os.environ["OPENING"])
-    params = {
-        "blocks": RoutingTask.team_defaults(agents, "async")["blocks"],
-        "map": "random-32-32-10",
-        "robots": 300,
-        "seed": seed,
-    }
-    r = vt.replay(vt.ReplayConfig(kind="routing", params=params, agents=agents, seconds=secs, seed=seed))
+    r = vt.replay(routing_config(agents, seed, secs))
     return seed, r.commits, r.summary()["busy_fraction"], r.accepted, r.proposals, r.abandoned
 
 
