@@ -63,6 +63,7 @@ class ThinkingProposer(Proposer):
     def __init__(self, inner: Proposer, delay_s: float) -> None:
         self.inner = inner
         self.delay_s = delay_s
+        self.retry_pause = inner.retry_pause
 
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         time.sleep(self.delay_s)

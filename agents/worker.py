@@ -213,8 +213,8 @@ class Worker:
                 self.abandon(lease, seconds)
             else:
                 self.release()
-            if draft is None:
-                self._wait(0.05)
+            if draft is None and self.proposer.retry_pause > 0:
+                self._wait(self.proposer.retry_pause)
             return not self.stop.is_set()
         body = {
             "id": uuid.uuid4().hex,

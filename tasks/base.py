@@ -166,6 +166,10 @@ class Proposer(abc.ABC):
     the model; they never see the whole state, only the contract.
     """
 
+    retry_pause: float = 0.05
+    """Seconds a worker waits, after a call that found nothing, before it leases again: a search that is the
+    same on the same contract would find nothing again until the plan has moved. A randomized search sets 0."""
+
     @abc.abstractmethod
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         """Return a draft for ``contract["block"]``, or None when no improvement is found."""

@@ -87,6 +87,7 @@ class SimulatedLLMProposer(Proposer):
         float_digits: int | None = 8,
     ) -> None:
         self.inner = inner
+        self.retry_pause = inner.retry_pause
         self.rates = rates or ServingRates()
         self.effort = effort
         self.sleep = sleep

@@ -5,11 +5,12 @@ at a time and book each call's CPU time on the core that would have run it. The 
 simulation):
 
 - Agent i is a core with its own clock. It runs the worker's loop (``agents/worker.py``): lease, propose,
-  submit (the verdict brings the next lease), or abandon (then wait 0.05 s) when the proposer finds
-  nothing; ``no_block_available`` waits ``retry_after``. Each proposer call runs for real (the kind's own
-  proposer, ``agents.proposers.make_proposer``, seeded as ``agents/fleet.py`` seeds worker i); its thread
-  CPU time advances agent i's clock. Its time budget follows that CPU time too: ``time.perf_counter`` reads
-  ``time.thread_time`` during a replay, so a 0.5 s budget buys what 0.5 s of a dedicated core buys.
+  submit (the verdict brings the next lease), or abandon (then wait the proposer's ``retry_pause``) when
+  the proposer finds nothing; ``no_block_available`` waits ``retry_after``. Each proposer call runs for
+  real (the kind's own proposer, ``agents.proposers.make_proposer``, seeded as ``agents/fleet.py`` seeds
+  worker i); its thread CPU time advances agent i's clock. Its time budget follows that CPU time too:
+  ``time.perf_counter`` reads ``time.thread_time`` during a replay, so a 0.5 s budget buys what 0.5 s of a
+  dedicated core buys.
 - The coordinator is one core, a single FIFO server: the real ``CoordinatorService`` over a ``MemoryStore``,
   its lease/submit/release/tick methods called directly (no HTTP). A request that reaches it at time a
   starts at max(a, coordinator free) (``ServerCore``); its process CPU time (scoring, merge, regroup, the
@@ -455,7 +456,7 @@ class Replay:
         self.abandoned += 1
         if isinstance(result, errors.BlockoptError) and not self._end(agent, result):
             return
-        self.queue.push(end + 0.05, "lease", agent.index)
+        self.queue.push(end + agent.proposer.retry_pause, "lease", agent.index)
 
     async def _on_renew(self, agent: Agent, at: float, lease_id: str) -> None:
         await self.serve(at, "renew", lambda: self.service.renew(self.task_id, agent.record, lease_id))

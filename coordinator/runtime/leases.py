@@ -148,10 +148,10 @@ class Leases:
 
     async def abandon(self, task_id: str, agent: AgentRecord, lease_id: str, record: AbandonedLease) -> bool:
         """Record what a lease that found nothing cost and release it; False when the record was already
-        there (a retried report). The agent leases its next block after a pause (``agents/worker.py``): a
-        lease formed at once, on the plan its last search found nothing in, was often as barren (with 8
-        agents, abandoned leases took 60 % of the agents' CPU against 46 % with the pause;
-        docs/notes/2026-12-05-team-scaling-costs.md)."""
+        there (a retried report). The agent leases its next block after its proposer's ``retry_pause``
+        (``agents/worker.py``): a search that is the same on the same contract would find nothing again (with
+        8 agents on fixed blocks, abandoned leases took 60 % of the agents' CPU against 46 % with a 0.05 s
+        pause; docs/notes/2026-12-05-team-scaling-costs.md); a randomized one leases again at once."""
         created = await self.ctx.store.record_abandoned(task_id, record)  # on a finished task too: spent
         await self.release(task_id, agent, lease_id)
         return created

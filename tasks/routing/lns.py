@@ -41,6 +41,10 @@ def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
 
 
 class RoutingProposer(Proposer):
+    retry_pause = 0.0
+    """Its next search draws other neighbourhoods: one agent waiting 0.05 s after each of its searches that
+    found nothing was idle a quarter of its run (docs/notes/2026-12-06-the-late-phase.md)."""
+
     def __init__(
         self,
         grid: Grid,

@@ -200,3 +200,33 @@ def test_an_agent_process_settles_its_heap_before_it_works(
     monkeypatch.setenv("BLOCKOPT_JOIN_TOKEN", "j")
     assert cli.main([command, "--coordinator", "http://127.0.0.1:9", "--task", "t"]) == 0
     assert order == ["settled", "worked"]
+
+
+class _FindsNothing(Proposer):
+    def __init__(self, retry_pause: float) -> None:
+        self.retry_pause = retry_pause
+
+    def propose(self, contract: Any) -> Draft | None:
+        return None
+
+
+@pytest.mark.parametrize("retry_pause", [0.0, 0.0123])
+def test_after_a_search_that_found_nothing_the_worker_waits_its_proposers_retry_pause(
+    retry_pause: float, coordinator: Coordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A randomized search leases again at once: one routing agent that waited 0.05 s after each search
+    that found nothing was idle a quarter of its run (docs/notes/2026-12-06-the-late-phase.md). A search
+    that is the same on the same contract waits for the plan to move."""
+    name = f"finds-nothing-{retry_pause}"
+    register_proposer(name)(lambda task, knobs, seed, options: _FindsNothing(retry_pause))
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2}, mode="async")
+    worker = Worker(WorkerConfig(coordinator.url, task["id"], task["join_token"], proposer=name))
+    events: list[Any] = []
+    abandon = worker.abandon
+    monkeypatch.setattr(worker, "abandon", lambda *a: events.append("abandon") or abandon(*a))
+    monkeypatch.setattr(worker, "_wait", lambda seconds, default=0.2: events.append(seconds))
+    worker.join()
+    for _ in range(4):
+        assert worker.step()
+    assert worker.stats.abandoned == 4
+    assert events == (["abandon"] * 4 if retry_pause == 0 else ["abandon", retry_pause] * 4)
