@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
+from blockopt.budgets import DEFAULT_MAX_ROUNDS
 from blockopt.logs import setup_logging
 from blockopt.service_flags import add_settings_options
 from coordinator.settings import weak_token_reason
@@ -191,7 +192,12 @@ def build_parser(with_kinds: bool = True) -> argparse.ArgumentParser:
             f"{MAX_DEFAULT_AGENTS}; else 4)",
         )
         kp.add_argument("--merge", choices=["independent", "checked"], default="checked")
-        kp.add_argument("--max-rounds", type=int, default=500)
+        kp.add_argument(
+            "--max-rounds",
+            type=int,
+            default=None,
+            help=f"rounds budget (default: {DEFAULT_MAX_ROUNDS}; none with --time-limit, which ends the run)",
+        )
         kp.add_argument("--time-limit", type=float, default=None, help="wall seconds")
         kp.add_argument("--window", type=int, default=3, help="rounds used to predict the envelope")
         kp.add_argument(
@@ -354,7 +360,7 @@ DEFAULT_TEAM = 4
 def _check_run_options(args: argparse.Namespace) -> None:
     if args.agents < 1:
         raise UsageError("--agents must be at least 1")
-    if args.max_rounds < 1:
+    if args.max_rounds is not None and args.max_rounds < 1:
         raise UsageError("--max-rounds must be at least 1")
     if args.time_limit is not None and args.time_limit <= 0:
         raise UsageError("--time-limit must be positive")

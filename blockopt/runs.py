@@ -17,6 +17,7 @@ from pydantic import BaseModel, SecretStr
 
 from agents.fleet import spawn, terminate
 from agents.worker import WorkerConfig
+from blockopt.budgets import rounds_budget, run_budgets
 from coordinator.api.embedded import EmbeddedServer
 from coordinator.api.main import create_app
 from coordinator.engine.forecast import StopWhen
@@ -179,7 +180,7 @@ def write_outputs(
 def execute_run(task: Task[Any], knobs: BaseModel, args: argparse.Namespace) -> Report:
     settings = RunSettings(
         agents=args.agents,
-        max_rounds=args.max_rounds,
+        max_rounds=rounds_budget(args.max_rounds, args.time_limit),
         time_limit=args.time_limit,
         seed=task.run_seed(),
         envelope_window=args.window,
@@ -292,9 +293,7 @@ def execute_service_run(task: Task[Any], knobs: BaseModel, args: argparse.Namesp
             base_url=server.url, headers={"Authorization": f"Bearer {admin}"}, timeout=60.0
         ) as client,
     ):
-        budgets: dict[str, Any] = {"rounds": args.max_rounds}
-        if args.time_limit is not None:
-            budgets["seconds"] = args.time_limit
+        budgets = run_budgets(args.max_rounds, args.time_limit)
         r = client.post(
             "/v1/tasks",
             json={

@@ -111,7 +111,9 @@ class ServiceSettings(BaseModel):
     max_body_bytes: int = Field(1 << 20, gt=0, description="request bodies above this get 413")
     rate_per_agent: float = Field(50.0, gt=0, description="sustained requests per second per agent")
     rate_burst: float = Field(100.0, gt=0, description="token-bucket burst per agent")
-    default_max_rounds: int = Field(1000, ge=1, description="rounds budget of a task that sets none")
+    default_max_rounds: int = Field(
+        1000, ge=1, description="rounds budget of a task that sets neither rounds nor seconds"
+    )
     max_wait: float = Field(10.0, ge=0, description="upper bound on long-poll waits (?wait=)")
     metrics_max_tasks: int = Field(50, ge=1, description="tasks exported with per-task labels")
     metrics_max_agents: int = Field(100, ge=1, description="agents exported by name; the rest as 'other'")

@@ -65,6 +65,7 @@ from prometheus_client import CollectorRegistry
 
 from agents.llm.simulated import SimulatedLLMProposer
 from agents.proposers import make_proposer
+from blockopt.budgets import run_budgets
 from coordinator import errors
 from coordinator.engine.records import Usage
 from coordinator.runtime import heap
@@ -478,7 +479,7 @@ class Replay:
                 "params": c.params,
                 "merge_policy": "checked",
                 "mode": "async",
-                "budgets": {"rounds": 500, "seconds": c.seconds},
+                "budgets": run_budgets(None, c.seconds),  # as `blockopt run --time-limit` asks
                 "proposer": {"name": c.proposer, "knobs": self.knobs},
                 "stop": {"stall_seconds": c.seconds},
             }

@@ -6,6 +6,7 @@ the service path sends the same proposals over HTTP instead.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import uuid
@@ -28,7 +29,8 @@ from tasks.base import Draft, Proposer, Task
 @dataclass(frozen=True)
 class RunSettings:
     agents: int = 1
-    max_rounds: int = 500
+    max_rounds: int | None = 500
+    """None: rounds until the time limit or the stop rule ends the run."""
     time_limit: float | None = None
     seed: int = 0
     stop: StopRule = StopRule()
@@ -97,13 +99,14 @@ def run_inproc(
     )
     status, reason = TaskStatus.BUDGET_EXHAUSTED, "rounds or time budget spent"
     agent_seconds = 0.0  # every proposer call's seconds, a declined one's too
-    for round_index in range(settings.max_rounds):
+    for round_index in range(settings.max_rounds) if settings.max_rounds is not None else itertools.count():
         if settings.time_limit is not None and ledger.wall_s >= settings.time_limit:
             break
         remaining = None if settings.time_limit is None else settings.time_limit - ledger.wall_s
         proposals = []
         for agent, block in enumerate(blocks_for_round(task.n_blocks, settings.agents, round_index)):
-            budget = {"rounds": settings.max_rounds - round_index, "seconds": remaining}
+            rounds_left = None if settings.max_rounds is None else settings.max_rounds - round_index
+            budget = {"rounds": rounds_left, "seconds": remaining}
             contract = contract_envelope(task, snap, block, budget)
             t0 = time.perf_counter()
             draft = proposers[agent].propose(contract)

@@ -138,7 +138,9 @@ class TaskBook:
                 prepare, req.kind, req.params, req.selection, knobs, settings, self.ctx.clock
             )
             budgets = req.budgets
-            if budgets.rounds is None:
+            # a task with a time budget ends by it: one agent closes a round at every search, and 500 of them
+            # ended a 120 s routing run at 66-113 s (docs/notes/2026-12-06-the-late-phase.md)
+            if budgets.rounds is None and budgets.seconds is None:
                 budgets = budgets.model_copy(update={"rounds": self.ctx.settings.default_max_rounds})
             spec = spec_of(
                 task_id,

@@ -418,6 +418,16 @@ def test_the_time_limit_counts_the_first_plan(
     assert grant["contract"]["budget"]["seconds"] <= 8.5
 
 
+def test_a_task_with_a_time_budget_gets_no_default_rounds_budget(coordinator: Coordinator) -> None:
+    """The service's ``default_max_rounds`` bounds a task that sets no budget at all; a time budget ends a
+    task by itself (a 120 s routing run of one agent closed 500 rounds in 66-113 s)."""
+    timed = coordinator.create_task(params={"blocks": 2, "dim": 2}, budgets={"seconds": 30})
+    unbounded = coordinator.create_task(params={"blocks": 2, "dim": 2})
+    view = coordinator.admin.get(f"/v1/tasks/{timed['id']}").json()
+    assert view["budgets"]["rounds"] is None and view["budgets"]["seconds"] == 30
+    assert coordinator.admin.get(f"/v1/tasks/{unbounded['id']}").json()["budgets"]["rounds"] is not None
+
+
 def test_rounds_budget(coordinator: Coordinator) -> None:
     task = coordinator.create_task(params={"blocks": 2, "dim": 2, "coupling": 0.9}, budgets={"rounds": 1})
     tid = task["id"]

@@ -6,7 +6,8 @@ would spend it, on one core).
 Run from a checkout: PYTHONPATH=. .venv/bin/python THIS SEED START CPU_SECONDS SHAPE...
 START: a sum of costs (one agent's leases bring the first plan there) or a file of stall_state.py's.
 SHAPE: whole (one agent's lease: every robot, no early answer), share (a team's late lease: a fifth of the
-robots drawn by delay, answered once gained), share-full (the same robots, searched to the budget)."""
+robots drawn by delay, answered once gained), share-full (the same robots, searched to the budget),
+whole-K (every robot, K robots re-planned per LNS step instead of 8)."""
 
 import json
 import os
@@ -67,10 +68,11 @@ out = {}
 for shape in shapes:
     task = new_task()
     state = task.state_of(start.paths, start.blocks)
-    proposer = task.make_proposer(task.ProposerParams(), seed + 100)
+    size = int(shape.split("-")[1]) if shape.startswith("whole-") else 8
+    proposer = task.make_proposer(task.ProposerParams(neighbourhood=size), seed + 100)
     rng = random.Random(seed)
     n = len(state.paths)
-    k = n if shape == "whole" else task.lease_robots
+    k = n if shape.startswith("whole") else task.lease_robots
     t0 = time.thread_time()
     curve, leases, gained = [(0.0, task.objective(state))], 0, 0
     while time.thread_time() - t0 < cpu_limit:
