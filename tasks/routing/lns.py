@@ -42,8 +42,8 @@ def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
 
 class RoutingProposer(Proposer):
     retry_pause = 0.0
-    """Its next search draws other neighbourhoods: one agent waiting 0.05 s after each of its searches that
-    found nothing was idle a quarter of its run (docs/notes/2026-12-06-the-late-phase.md)."""
+    """Its next search draws other neighbourhoods. One agent that waited 0.05 s after each search that found
+    nothing spent a fifth of its run in those waits (docs/notes/2026-12-06-the-late-phase.md)."""
 
     def __init__(
         self,

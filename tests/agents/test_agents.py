@@ -215,8 +215,8 @@ def test_after_a_search_that_found_nothing_the_worker_waits_its_proposers_retry_
     retry_pause: float, coordinator: Coordinator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A randomized search leases again at once: one routing agent that waited 0.05 s after each search
-    that found nothing was idle a quarter of its run (docs/notes/2026-12-06-the-late-phase.md). A search
-    that is the same on the same contract waits for the plan to move."""
+    that found nothing spent a fifth of its run in those waits (docs/notes/2026-12-06-the-late-phase.md).
+    A search that is the same on the same contract waits for the plan to move."""
     name = f"finds-nothing-{retry_pause}"
     register_proposer(name)(lambda task, knobs, seed, options: _FindsNothing(retry_pause))
     task = coordinator.create_task(params={"blocks": 2, "dim": 2}, mode="async")
