@@ -155,7 +155,9 @@ class Worker:
         The report is how a round of agents that all found nothing closes and
         counts as stalled (so the task converges, or regroups its blocks), and
         tokens spent on an answer that never validated are still spent: the
-        coordinator counts them in the task's usage and budgets.
+        coordinator counts them in the task's usage and budgets. A proposer that
+        leases again at once (``retry_pause`` 0) gets its next lease in the
+        same request, as a verdict brings it.
         """
         spent = getattr(self.proposer, "last_usage", None)
         outcome = getattr(self.proposer, "last_outcome", None)
@@ -177,11 +179,19 @@ class Worker:
             "reason": (getattr(outcome, "reason", None) or "")[:2000] or None if failed else None,
         }
         lease_id, self.lease_id = self.lease_id, None
+        again = not self.stop.is_set() and self.proposer is not None and self.proposer.retry_pause <= 0
         try:
-            self.api.call(
-                "POST", f"{self._base}/leases/{lease_id}/abandon", json=body, retry=not self.stop.is_set()
+            r = self.api.call(
+                "POST",
+                f"{self._base}/leases/{lease_id}/abandon",
+                json=body,
+                params={"next_lease": "true"} if again else None,
+                retry=not self.stop.is_set(),
             )
             self.stats.abandoned += 1
+            grant = r.json().get("next_lease") if again else None
+            if grant:  # held from now on: released on stop like any lease
+                self.next_lease, self.lease_id = grant, grant["lease_id"]
         except (ApiError, GaveUp) as exc:
             log.warning("%s: abandoned lease not reported (%s); releasing it", self.config.name, exc)
             self.lease_id = lease_id

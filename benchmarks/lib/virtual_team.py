@@ -5,8 +5,9 @@ at a time and book each call's CPU time on the core that would have run it. The 
 simulation):
 
 - Agent i is a core with its own clock. It runs the worker's loop (``agents/worker.py``): lease, propose,
-  submit (the verdict brings the next lease), or abandon (then wait the proposer's ``retry_pause``) when
-  the proposer finds nothing; ``no_block_available`` waits ``retry_after``. Each proposer call runs for
+  submit (the verdict brings the next lease), or abandon when the proposer finds nothing (a proposer whose
+  ``retry_pause`` is 0 gets its next lease in the same request; another waits it out and leases);
+  ``no_block_available`` waits ``retry_after``. Each proposer call runs for
   real (the kind's own proposer, ``agents.proposers.make_proposer``, seeded as ``agents/fleet.py`` seeds
   worker i); its thread CPU time advances agent i's clock. Its time budget follows that CPU time too:
   ``time.perf_counter`` reads ``time.thread_time`` during a replay, so a 0.5 s budget buys what 0.5 s of a
@@ -439,7 +440,9 @@ class Replay:
             self.queue.push(end, "lease", agent.index)
 
     async def _on_abandon(self, agent: Agent, at: float, lease: dict[str, Any], took: float) -> None:
-        async def call() -> None:  # what POST .../abandon does (coordinator/api/routes/trajectories.py)
+        again = agent.proposer.retry_pause <= 0  # the worker asks for its next lease in the same request
+
+        async def call() -> str | None:  # what POST .../abandon does (coordinator/api/routes/trajectories.py)
             spent = getattr(agent.proposer, "last_usage", None)  # tokens of a call that found nothing
             usage = Usage() if spent is None else Usage.model_validate(spent.as_dict() | {"seconds": took})
             record = AbandonedLease(
@@ -452,12 +455,17 @@ class Replay:
                 at=self.clock(),
             )
             await self.service.abandon(self.task_id, agent.record, lease["lease_id"], record)
+            grant = await self.service.next_lease(self.task_id, agent.record) if again else None
+            return None if grant is None else dump_json(grant)
 
         end, result = await self.serve(at, "abandon", call)
         self.abandoned += 1
         if isinstance(result, errors.BlockoptError) and not self._end(agent, result):
             return
-        self.queue.push(end + agent.proposer.retry_pause, "lease", agent.index)
+        if isinstance(result, str):
+            self._propose(agent, result, end)
+        else:
+            self.queue.push(end + agent.proposer.retry_pause, "lease", agent.index)
 
     async def _on_renew(self, agent: Agent, at: float, lease_id: str) -> None:
         await self.serve(at, "renew", lambda: self.service.renew(self.task_id, agent.record, lease_id))

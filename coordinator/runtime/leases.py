@@ -89,6 +89,15 @@ class Leases:
             contract=contract,
         )
 
+    async def next_lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant | None:
+        """The agent's next lease, folded into the reply to its last call (a verdict, an abandoned lease):
+        one request per search instead of two. Any reason not to lease (no free block, the task ended, a
+        budget spent) leaves it out; the agent's own ``POST /leases`` then reports that reason."""
+        try:
+            return await self.lease(task_id, agent)
+        except errors.BlockoptError:
+            return None
+
     async def _form(self, spec: TaskSpec, lease: Lease, built: BuiltTask) -> BuiltTask:
         """The leased block formed anew from the current head (``LeaseNeighbourhoods``), committed as a new
         version with the same objective; the blocks other agents hold, or whose answers wait in the queue,
@@ -151,7 +160,8 @@ class Leases:
         there (a retried report). The agent leases its next block after its proposer's ``retry_pause``
         (``agents/worker.py``): a search that is the same on the same contract would find nothing again (with
         8 agents on fixed blocks, abandoned leases took 60 % of the agents' CPU against 46 % with a 0.05 s
-        pause; docs/notes/2026-12-05-team-scaling-costs.md); a randomized one leases again at once."""
+        pause; docs/notes/2026-12-05-team-scaling-costs.md); a randomized one asks for its next lease in the
+        same request (``next_lease``)."""
         created = await self.ctx.store.record_abandoned(task_id, record)  # on a finished task too: spent
         await self.release(task_id, agent, lease_id)
         return created

@@ -78,14 +78,10 @@ class Proposals:
             await self.rounds.maybe_close(task_id)
 
     async def with_next_lease(self, task_id: str, agent: AgentRecord, view: ProposalView) -> ProposalView:
-        """The view with the agent's next lease folded in: the lease round trip of a steady agent loop
-        disappears (1 request per proposal instead of 2-3). Any reason not to lease (no free block, task
-        ended, budget spent) leaves it out; the agent's own ``POST /leases`` then reports that reason."""
-        try:
-            grant = await self.leases.lease(task_id, agent)
-        except errors.BlockoptError:
-            return view
-        return view.model_copy(update={"next_lease": grant})
+        """The view with the agent's next lease folded in (``Leases.next_lease``): the lease round trip of a
+        steady agent loop disappears (1 request per proposal instead of 2-3)."""
+        grant = await self.leases.next_lease(task_id, agent)
+        return view if grant is None else view.model_copy(update={"next_lease": grant})
 
     async def proposal(
         self,

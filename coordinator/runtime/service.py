@@ -225,6 +225,9 @@ class CoordinatorService:
     async def abandon(self, task_id: str, agent: AgentRecord, lease_id: str, record: AbandonedLease) -> bool:
         return await self.leases.abandon(task_id, agent, lease_id, record)
 
+    async def next_lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant | None:
+        return await self.leases.next_lease(task_id, agent)
+
     async def submit(
         self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, next_lease: bool = False
     ) -> tuple[ProposalView, bool]:

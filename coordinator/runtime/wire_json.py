@@ -4,14 +4,15 @@ A kind may return its contract data as a ``RenderedContract``: a dict that carri
 from pieces the kind keeps between leases. Serializing the dict again was a third of the coordinator's
 share of a lease with a 63 KB contract (docs/notes/2026-12-05-lease-costs.md), so the grant's JSON is
 written around that text: the grant with ``data`` null, then the text in its place. Every body that may
-hold a grant (a lease, and a proposal's view with its ``next_lease``) is written here.
+hold a grant (a lease, a proposal's view or an abandoned lease's receipt with its ``next_lease``) is
+written here.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from coordinator.runtime.wire import LeaseGrant, ProposalView
+from coordinator.runtime.wire import LeaseGrant
 from tasks.base import RenderedContract
 
 
@@ -19,8 +20,8 @@ def dump_json(model: BaseModel) -> str:
     """``model.model_dump_json()``: the same JSON value, with a lease's rendered contract data spliced in."""
     if isinstance(model, LeaseGrant):
         return _grant_json(model)
-    if isinstance(model, ProposalView) and model.next_lease is not None:
-        grant = model.next_lease
+    grant = getattr(model, "next_lease", None)
+    if isinstance(grant, LeaseGrant):
         if isinstance(grant.contract.get("data"), RenderedContract):
             head = model.model_copy(update={"next_lease": None}).model_dump_json()
             return _splice(head, '"next_lease":null}', '"next_lease":' + _grant_json(grant) + "}") or (

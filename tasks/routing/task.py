@@ -44,6 +44,11 @@ from tasks.routing.state import Proposed, RoutingState
 LEASE_SHARE_BLOCKS = 5
 """An overlapping lease holds at least 1/5 of the robots (``RoutingTask.lease_robots``)."""
 
+TEAM_STOP_AFTER = 300
+"""An async team's ``stop_after`` (``RoutingTask.team_defaults``): side by side with 100 (random-32-32-10,
+k = 300, seeds 1-3), the coordinator 36 % busy against 53 % at 16 agents and 18 % against 26 % at 8, and
+one agent's 120 s plan reached in 6 of 6 runs against 4 of 6 (docs/notes/2026-12-06-fewer-returns.md)."""
+
 INITIAL_REPAIR_PATIENCE = 1000
 """The first plan's repair stops after this many steps without fewer collisions: on a map with no
 collision-free plan it would hold ``initial_repair`` seconds (30 by default) for nothing. On the dense
@@ -104,8 +109,13 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         work, and an empty round regroups only the blocks nobody holds: the spare block is what the block
         an agent just gave up on is regrouped with (2 agents with 3 blocks beat 2 with 4 at 300 robots).
         One agent has nobody to make room for: one block lets it see every robot (6 of 9 seeded runs at
-        least as good as with 2 blocks; docs/notes/2026-12-03-lns-walk.md, "One agent, one block")."""
-        return {"blocks": agents + 1 if mode == "async" and agents > 1 else agents}
+        least as good as with 2 blocks; docs/notes/2026-12-03-lns-walk.md, "One agent, one block").
+
+        An async team's searches go on to ``TEAM_STOP_AFTER`` steps without a gain: a search that found
+        nothing costs a lease and its report at the coordinator, and at 16 agents those took half its core."""
+        if mode == "async" and agents > 1:
+            return {"blocks": agents + 1, "stop_after": TEAM_STOP_AFTER}
+        return {"blocks": agents}
 
     def run_seed(self) -> int:
         return self.p.seed

@@ -222,11 +222,22 @@ def test_after_a_search_that_found_nothing_the_worker_waits_its_proposers_retry_
     task = coordinator.create_task(params={"blocks": 2, "dim": 2}, mode="async")
     worker = Worker(WorkerConfig(coordinator.url, task["id"], task["join_token"], proposer=name))
     events: list[Any] = []
-    abandon = worker.abandon
+    abandon, call = worker.abandon, worker.api.call
     monkeypatch.setattr(worker, "abandon", lambda *a: events.append("abandon") or abandon(*a))
     monkeypatch.setattr(worker, "_wait", lambda seconds, default=0.2: events.append(seconds))
+    leased: list[str] = []  # POST /leases requests
+    monkeypatch.setattr(
+        worker.api,
+        "call",
+        lambda method, path, **kw: (
+            (method == "POST" and path.endswith("/leases") and leased.append(path))
+            or call(method, path, **kw)
+        ),
+    )
     worker.join()
     for _ in range(4):
         assert worker.step()
-    assert worker.stats.abandoned == 4
+    assert worker.stats.abandoned == 4 and worker.stats.leases == 4
     assert events == (["abandon"] * 4 if retry_pause == 0 else ["abandon", retry_pause] * 4)
+    # leasing again at once, it asks for the next lease with its report: one request per search
+    assert len(leased) == (1 if retry_pause == 0 else 4)

@@ -216,6 +216,7 @@ def test_a_preset_and_the_team_defaults_come_from_the_kind(tmp_path: Path) -> No
     )
     assert bad.returncode == 2 and "invalid choice: 'nope'" in bad.stderr
     assert kind_class("routing").team_defaults(5) == {"blocks": 5}
-    assert kind_class("routing").team_defaults(2, "async") == {"blocks": 3}  # a spare block to regroup with
+    team = kind_class("routing").team_defaults(2, "async")
+    assert team == {"blocks": 3, "stop_after": 300}  # a spare block to regroup with; longer searches
     assert kind_class("routing").team_defaults(1, "async") == {"blocks": 1}  # one agent sees every robot
     assert kind_class("quadratic").team_defaults(5) == {}

@@ -7,7 +7,9 @@ usage. Failures are the interesting lines, so leases that ended without a
 proposal are reported too: ``POST /v1/tasks/{id}/leases/{lease_id}/abandon``
 records what such a lease cost (its tokens count in the task's usage and
 budgets, an LLM that spent them and then failed still spent them) and
-releases the lease. The lines themselves are built in ``reports/trajectories.py``.
+releases the lease; with ``?next_lease=true`` its reply carries the agent's
+next lease, as a verdict does. The lines themselves are built in
+``reports/trajectories.py``.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Literal
 
-from fastapi import APIRouter
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Query
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.api.deps import AgentDep, ServiceDep, StoreDep
+from coordinator.api.responses import model_response
 from coordinator.engine.records import Usage
 from coordinator.json_integers import WholeNumbers
 from coordinator.reports.trajectories import abandoned_line, proposal_line
+from coordinator.runtime.wire import LeaseGrant
 from coordinator.store.base import AbandonedLease
 
 MEDIA_TYPE = "application/x-ndjson"
@@ -69,10 +73,17 @@ class AbandonIn(WholeNumbers):
 
 
 class AbandonOut(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"id": "d00d01", "recorded": True}]})
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"id": "d00d01", "recorded": True, "next_lease": None}]}
+    )
     id: str
     recorded: bool
     """False when this id was already recorded (a retried report)."""
+    next_lease: LeaseGrant | None = Field(
+        None,
+        description="with ?next_lease=true: the agent's next lease, so an agent whose search found nothing "
+        "leases again in the same request (null: lease with POST /leases, which says why)",
+    )
 
 
 router = APIRouter(tags=["trajectories"])
@@ -80,13 +91,19 @@ router = APIRouter(tags=["trajectories"])
 
 @router.post(
     "/v1/tasks/{task_id}/leases/{lease_id}/abandon",
-    response_model=AbandonOut,
+    response_model=None,
     tags=["agents"],
     summary="End a lease without a proposal, reporting what it cost (counted in usage and budgets)",
+    responses={200: {"model": AbandonOut, "description": "the report's receipt (and the next lease)"}},
 )
 async def abandon(
-    task_id: str, lease_id: str, body: AbandonIn, me: AgentDep, service: ServiceDep
-) -> AbandonOut:
+    task_id: str,
+    lease_id: str,
+    body: AbandonIn,
+    me: AgentDep,
+    service: ServiceDep,
+    next_lease: bool = Query(False, description="also lease the agent's next block (in ``next_lease``)"),
+) -> Response:
     record = AbandonedLease(
         id=body.id or uuid.uuid4().hex,
         agent=me.id,
@@ -99,7 +116,8 @@ async def abandon(
         at=service.clock(),
     )
     created = await service.abandon(task_id, me, lease_id, record)
-    return AbandonOut(id=record.id, recorded=created)
+    grant = await service.next_lease(task_id, me) if next_lease else None
+    return model_response(AbandonOut(id=record.id, recorded=created, next_lease=grant))
 
 
 @router.get(

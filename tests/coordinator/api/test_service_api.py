@@ -171,6 +171,37 @@ def test_next_lease_comes_with_the_verdict(coordinator: Coordinator) -> None:
     assert sub.json()["next_lease"] is not None and sub.json()["next_lease"]["agent_id"] == j1["agent_id"]
 
 
+def test_an_abandoned_lease_brings_the_next_lease_when_asked(coordinator: Coordinator) -> None:
+    """``POST .../abandon?next_lease=true``: an agent whose search found nothing leases again in the same
+    request, a real lease it holds; without the flag, or with no block free, ``next_lease`` is null."""
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2}, mode="async")
+    tid = task["id"]
+    a1, j1 = coordinator.join(task, "one")
+    a2, _ = coordinator.join(task, "two")
+
+    def abandon(agent: httpx.Client, grant: dict[str, Any], **params: str) -> dict[str, Any]:
+        body = {"block": grant["block"], "base_version": grant["version"], "outcome": "declined"}
+        r = agent.post(f"/v1/tasks/{tid}/leases/{grant['lease_id']}/abandon", json=body, params=params)
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    g1 = lease(a1, tid)
+    plain = abandon(a1, g1)
+    assert plain["recorded"] is True and plain["next_lease"] is None  # opt-in: old clients see null
+    g1 = lease(a1, tid)
+    got = abandon(a1, g1, next_lease="true")
+    n1 = got["next_lease"]
+    assert n1 is not None and n1["agent_id"] == j1["agent_id"] and n1["lease_id"] != g1["lease_id"]
+    assert n1["contract"]["block"] == n1["block"]
+    held = lease(a2, tid)  # the other block: a1's next lease is held, not just shown
+    assert held["block"] != n1["block"]
+    assert propose(a1, tid, n1, wait=0).status_code in (200, 202)  # and it is a real lease
+    assert coordinator.admin.post(f"/v1/tasks/{tid}/stop").status_code == 200
+    ended = abandon(a2, held, next_lease="true")  # still recorded: the search was spent
+    assert ended["recorded"] is True and ended["next_lease"] is None
+    error_of(a2.post(f"/v1/tasks/{tid}/leases"), 409, "task_finished")  # POST /leases says why
+
+
 def test_events_stream_rounds_then_status(coordinator: Coordinator) -> None:
     task = coordinator.create_task(params={"blocks": 1, "dim": 2})
     tid = task["id"]
