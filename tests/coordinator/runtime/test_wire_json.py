@@ -1,11 +1,13 @@
 """A lease's JSON carries the kind's rendered contract text (``RenderedContract``) in place of its dict, in a
-lease and in a proposal's view with its next lease; anything else is written as pydantic writes it."""
+lease, in a proposal's view and in an abandoned lease's receipt with its next lease; anything else is
+written as pydantic writes it."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from coordinator.api.routes.trajectories import AbandonOut
 from coordinator.runtime.wire import LeaseGrant, ProposalView
 from coordinator.runtime.wire_json import dump_json
 from tasks.base import RenderedContract
@@ -37,6 +39,8 @@ def test_the_kinds_text_is_what_is_sent() -> None:
     assert sent["lease_id"] == "l1" and sent["contract"]["budget"] == {"seconds": 3.5}
     view = ProposalView(id="p1", agent_id="a1", block=1, base_version=7, status="pending", next_lease=grant)
     assert json.loads(dump_json(view))["next_lease"]["contract"]["data"] == {"a": 2}
+    receipt = json.loads(dump_json(AbandonOut(id="r1", recorded=True, next_lease=grant)))
+    assert receipt["recorded"] is True and receipt["next_lease"]["contract"]["data"] == {"a": 2}
 
 
 def test_a_plain_contract_or_an_unknown_key_order_is_written_whole() -> None:
