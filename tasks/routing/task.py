@@ -46,8 +46,8 @@ LEASE_SHARE_BLOCKS = 5
 
 TEAM_STOP_AFTER = 300
 """An async team's ``stop_after`` (``RoutingTask.team_defaults``): side by side with 100 (random-32-32-10,
-k = 300, seeds 1-3), the coordinator 36 % busy against 53 % at 16 agents and 18 % against 26 % at 8, and
-one agent's 120 s plan reached in 6 of 6 runs against 4 of 6 (docs/notes/2026-12-06-fewer-returns.md)."""
+k = 300, seeds 1-3), the coordinator 35-36 % busy against 52-54 % at 16 agents and 17-19 % against 25-27 % at
+8, the heads no worse: within the spread of one tree's runs (docs/notes/2026-12-06-fewer-returns.md)."""
 
 INITIAL_REPAIR_PATIENCE = 1000
 """The first plan's repair stops after this many steps without fewer collisions: on a map with no
