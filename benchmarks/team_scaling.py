@@ -53,6 +53,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import httpx
 
+from benchmarks.lib.routing import check, make_task
 from benchmarks.lib.virtual_team import ReplayConfig, replay
 from tasks.registry import kind_class
 
@@ -216,8 +217,10 @@ def virtual_run(args: argparse.Namespace, agents: int, seed: int) -> dict[str, A
         ReplayConfig(
             kind="routing", params=params, agents=agents, seconds=horizon(args, agents), seed=seed,
             agent_start=args.agent_start, knobs=knobs, proposer=args.proposer, proposer_options=options,
+            stop_at=args.stop_at.get(seed),
         )
     )  # fmt: skip
+    plan = check(make_task(args.map, args.scen, args.robots, 2), r.solution["paths"])
     rejected = {k: v for k, v in r.verdicts.items() if k != "accepted"}
     return {
         "mode": "virtual",
@@ -231,6 +234,8 @@ def virtual_run(args: argparse.Namespace, agents: int, seed: int) -> dict[str, A
         "windows": r.curve,
         "status": r.status,
         "final": r.curve[-1][1],
+        # the head's plan through our independent validator (``tasks/routing/validator.py``)
+        "plan": {"valid": plan.valid, "sum_of_costs": plan.soc, "conflicts": plan.conflicts},
         "proposals": r.proposals,
         "accepted": r.accepted,
         "rejected_by_reason": rejected,
@@ -562,13 +567,23 @@ def param(text: str) -> tuple[str, Any]:
     return name, int(number) if number.is_integer() else number
 
 
+def whole_to_number(text: str, form: str) -> tuple[int, float]:
+    """``N=X``: a whole number, a number."""
+    try:
+        n, x = text.split("=")
+        return int(n), float(x)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {form}, got '{text}'") from None
+
+
 def time_of(text: str) -> tuple[int, float]:
     """``N=SECONDS`` of ``--time-of``."""
-    try:
-        n, seconds = text.split("=")
-        return int(n), float(seconds)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected N=SECONDS, got '{text}'") from None
+    return whole_to_number(text, "N=SECONDS")
+
+
+def stop_at(text: str) -> tuple[int, float]:
+    """``SEED=OBJECTIVE`` of ``--stop-at``."""
+    return whole_to_number(text, "SEED=OBJECTIVE")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -590,6 +605,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
          " stop_after, answer_after, neighbourhood)"),
         ("--param", param, "NAME=VALUE", "virtual: a task parameter for every run; VALUE may be a multiple"
          " of the team, e.g. blocks=2N"),
+        ("--stop-at", stop_at, "SEED=OBJECTIVE", "virtual: a run of SEED ends once its head is at or below"
+         " OBJECTIVE (the head never rises: that value holds at any later time)"),
     )  # fmt: skip
     for flag, read, metavar, text in pairs:  # repeatable NAME=VALUE options, read by their own parser
         p.add_argument(flag, type=read, nargs="+", default=[], metavar=metavar, help=text)
@@ -621,6 +638,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     args = p.parse_args(argv)
     args.time_of = dict(args.time_of)
+    args.stop_at = dict(args.stop_at)
     if args.target_time is None:
         args.target_time = args.time if args.mode != "table" else max(args.at)
     if args.mode == "table" and not args.files:

@@ -252,6 +252,9 @@ class ReplayConfig:
     """The agents' proposer: ``heuristic``, or ``simulated-llm`` (its latency on the agent's clock)."""
     proposer_options: dict[str, str] = field(default_factory=dict)
     """The proposer's options, as ``blockopt run --proposer-option`` gives them."""
+    stop_at: float | None = None
+    """End the replay once the head's objective is at or below this (status ``target_reached``): a
+    comparison against a known value needs no more, since the head never rises."""
 
 
 @dataclass
@@ -276,6 +279,8 @@ class ReplayResult:
     """(virtual seconds since creation, tokens spent by then) after every call that counted tokens."""
     agent_start: float
     status: str
+    solution: dict[str, Any]
+    """The kind's ``solution`` of the head at the end (routing: the paths), for an independent check."""
     calls: list[tuple[float, float, float, str]]
     handled: list[float]
     seconds: float
@@ -325,6 +330,8 @@ class Replay:
         self.abandoned = 0
         self.commits: list[tuple[float, float]] = []
         self.status = "running"
+        self.ended_at: float | None = None
+        """Virtual seconds since creation when the run reached ``stop_at``."""
 
     # -- the coordinator core ----------------------------------------------------
     async def serve(self, arrival: float, what: str, call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
@@ -433,6 +440,9 @@ class Replay:
         self.verdicts[info["code"]] = self.verdicts.get(info["code"], 0) + 1
         if info["head"] is not None:
             self.commits.append((end - self.created_at, info["head"]))
+            if self.config.stop_at is not None and info["head"] <= self.config.stop_at:
+                self.status = "target_reached"
+                self.ended_at = end - self.created_at
         view = json.loads(out)
         if view.get("next_lease"):
             self._propose(agent, json.dumps(view["next_lease"]), end)
@@ -573,9 +583,10 @@ class Replay:
             tokens=spent_by_time(self.agents, self.created_at),
             agent_start=start_up,
             status=self.status,
+            solution=(await self.service.solution(self.task_id))["solution"],
             calls=self.core.calls,
             handled=self.queue.handled,
-            seconds=self.config.seconds,
+            seconds=self.config.seconds if self.ended_at is None else self.ended_at,
         )
 
 

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks import team_scaling
+from benchmarks.lib.routing import check
 from benchmarks.lib.virtual_team import (
     Event,
     EventQueue,
@@ -24,6 +25,8 @@ from benchmarks.lib.virtual_team import (
     check_order,
     replay,
 )
+from tasks.registry import create_task
+from tasks.routing import RoutingTask
 
 TINY = {
     "map": "generated",
@@ -76,6 +79,37 @@ def test_tiny_replay_curve_never_rises_and_both_agents_worked(tiny_replay) -> No
     assert objectives == sorted(objectives, reverse=True)
     assert all(cpu > 0 for cpu in tiny_replay.agent_cpu) and len(tiny_replay.agent_cpu) == 2
     assert tiny_replay.proposals + tiny_replay.abandoned > 2
+
+
+def test_tiny_replay_ends_once_its_head_reaches_stop_at(tiny_replay) -> None:  # type: ignore[no-untyped-def]
+    reachable = tiny_replay.commits[0][1]  # the first merge's objective: any run of this seed gets there
+    stopped = replay(
+        ReplayConfig(
+            kind="routing", params=TINY, agents=2, seconds=3.0, seed=1, agent_start=0.1,
+            knobs={"time_budget": 0.05}, stop_at=reachable,
+        )
+    )  # fmt: skip
+    assert stopped.status == "target_reached"
+    assert stopped.commits[-1][1] <= reachable < min(o for _, o in stopped.commits[:-1] or [(0, 1e18)])
+    assert stopped.seconds == stopped.commits[-1][0] < 3.0
+    assert stopped.handled[-1] <= stopped.seconds
+    never = replay(
+        ReplayConfig(
+            kind="routing", params=TINY, agents=2, seconds=1.0, seed=1, agent_start=0.1,
+            knobs={"time_budget": 0.05}, stop_at=0.0,
+        )
+    )  # fmt: skip
+    assert never.status != "target_reached" and never.seconds == 1.0
+
+
+def test_the_replays_final_plan_passes_the_independent_validator(tiny_replay) -> None:  # type: ignore[no-untyped-def]
+    task = create_task("routing", TINY)
+    assert isinstance(task, RoutingTask)
+    plan = check(task, tiny_replay.solution["paths"])
+    assert plan.valid and plan.soc == tiny_replay.curve[-1][1]
+    broken = [list(p) for p in tiny_replay.solution["paths"]]
+    broken[1] = broken[0]  # two robots on one path: the check must say so
+    assert not check(task, broken).valid
 
 
 @pytest.fixture(scope="module")
@@ -179,6 +213,8 @@ def test_bad_command_line_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[s
     assert "beyond one agent's run (30 s)" in capsys.readouterr().err
     assert team_scaling.main(["virtual", "--time-of", "4:30"]) == 2
     assert "expected N=SECONDS, got '4:30'" in capsys.readouterr().err
+    assert team_scaling.main(["virtual", "--stop-at", "1:7000"]) == 2
+    assert "expected SEED=OBJECTIVE, got '1:7000'" in capsys.readouterr().err
     assert team_scaling.main(["virtual", "--knob", "stop_after"]) == 2
     assert "expected NAME=NUMBER" in capsys.readouterr().err
     assert team_scaling.main(["virtual", "--param", "blocks"]) == 2
