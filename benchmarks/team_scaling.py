@@ -227,13 +227,14 @@ def virtual_run(args: argparse.Namespace, agents: int, seed: int) -> dict[str, A
         "agents": agents,
         "seed": seed,
         "seconds": horizon(args, agents),
+        "ended_at": r.seconds,  # the horizon, or when the head reached --stop-at
         # the head after every accepted answer: a window closes seconds after its merges, and time-to-target
         # read at window closes would credit a team with its slowest window
         "curve": [r.curve[0], *r.commits],
         "curve_source": "commits, virtual seconds",
         "windows": r.curve,
         "status": r.status,
-        "final": r.curve[-1][1],
+        "final": r.commits[-1][1] if r.commits else r.curve[-1][1],  # a run may end between window closes
         # the head's plan through our independent validator (``tasks/routing/validator.py``)
         "plan": {"valid": plan.valid, "sum_of_costs": plan.soc, "conflicts": plan.conflicts},
         "proposals": r.proposals,
