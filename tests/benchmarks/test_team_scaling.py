@@ -58,7 +58,8 @@ def test_tiny_replay_handles_events_in_time_order(tiny_replay) -> None:  # type:
     handled = tiny_replay.handled
     assert len(handled) > 10
     assert handled == sorted(handled)
-    assert handled[-1] < 3.0  # nothing past the horizon
+    # nothing past the horizon: 3 s after the task's creation, which began within the create call
+    assert handled[-1] < 3.0 + tiny_replay.create_cpu
 
 
 def test_tiny_replay_runs_one_coordinator_call_at_a_time(tiny_replay) -> None:  # type: ignore[no-untyped-def]
