@@ -17,7 +17,8 @@ Two modes, one table:
 
 Q is one agent's objective at ``--target-time`` (per seed; with ``--one-agent-repeats``, the middle of
 several one-agent runs of the seed, which differ by tens at 300 robots); TN(Q) the first time N agents'
-curve is at or below it. ``--time-of N=SECONDS`` runs a team only as long as its goal needs. The table
+curve is at or below it. ``--time-of N=SECONDS`` runs a team only as long as its goal needs; ``--stop-at
+SEED=OBJECTIVE`` ends a run once its head is there (against a known plan, such as MAPF-LNS2's). The table
 shows, per N, the objective at ``--at`` times (one column per seed), TN(Q) and S(N) (``<b``: Q not reached,
 S below b), stale and not-improving answers, the coordinator's busy fraction and CPU per commit, the
 agents' busy fraction and the share of their CPU in leases that found nothing, then issue 31's goals.
