@@ -94,11 +94,12 @@ def real_run(args: argparse.Namespace, agents: int, seed: int, work: Path) -> di
     """One ``blockopt run`` of the product, its curve followed on its event stream."""
     token = secrets.token_urlsafe(32)
     tag = f"{args.map}-{args.scen}-k{args.robots}-a{agents}-s{seed}"
+    seconds = horizon(args, agents)
     report = work / f"{tag}.json"
     argv = [
         sys.executable, "-m", "blockopt", "run", "routing", "--map", args.map, "--scen", args.scen,
         "--robots", str(args.robots), "--seed", str(seed), "--mode", "async", "--agents", str(agents),
-        "--processes", str(agents), "--time-limit", str(args.time), "--stall-seconds", str(args.time),
+        "--processes", str(agents), "--time-limit", str(seconds), "--stall-seconds", str(seconds),
         "--report", str(report),
     ]  # fmt: skip
     load_before = os.getloadavg()
@@ -142,7 +143,11 @@ def real_run(args: argparse.Namespace, agents: int, seed: int, work: Path) -> di
     log.close()
     rep = json.loads(report.read_text())
     history = rep.get("history") or []
-    if history and all("t" in h for h in history):
+    points = (rep.get("anytime") or {}).get("points") or []
+    if points:  # the head after every merge, as the virtual curve is
+        curve = [(float(t), float(v)) for t, v in points]
+        source = "report anytime points"
+    elif history and all("t" in h for h in history):
         curve = [(0.0, float(rep["objective"]["initial"]))] + [
             (float(h["t"]), float(h["objective"])) for h in history
         ]
@@ -157,6 +162,7 @@ def real_run(args: argparse.Namespace, agents: int, seed: int, work: Path) -> di
         "mode": "real",
         "agents": agents,
         "seed": seed,
+        "seconds": seconds,
         "curve": curve,
         "curve_source": source,
         "status": rep["status"],
