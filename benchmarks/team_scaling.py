@@ -678,10 +678,10 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         work = Path(tempfile.mkdtemp(prefix="team-scaling-"))
         cells = [(seed, n) for seed in args.seeds for n in args.agents]
+        list(in_fresh_process(1, [(warm_up, args)]))  # numba's cache filled: no run compiles the kernels
         if args.mode == "real":
             done: Iterator[dict[str, Any]] = (real_run(args, n, seed, work) for seed, n in cells)
         else:
-            list(in_fresh_process(1, [(warm_up, args)]))
             done = in_fresh_process(args.jobs, [(virtual_run, args, n, seed) for seed, n in cells])
         for run in done:
             runs.append(run)
