@@ -1,0 +1,43 @@
+"""The side-by-side reports of run.sh, per configuration: status, seconds to the end, final objective.
+
+python3 summarize.py OUT > table.txt
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def main(folder: Path) -> None:
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for f in sorted(folder.glob("*.json")):
+        m = re.fullmatch(r"(old|new)-(.+)-s(\d+)\.json", f.name)
+        if m is None:
+            continue
+        r = json.loads(f.read_text())
+        final = r["objective"]["final"]
+        row = {"seed": int(m[3]), "status": r["status"], "wall_s": r["wall_s"], "final": final}
+        runs.setdefault((m[2], m[1]), []).append(row)
+    print("| run | tree | seeds | status | seconds (median, range) | final |")
+    print("|---|---|---|---|---|---|")
+    for name in sorted({n for n, _ in runs}):
+        for tree in ("old", "new"):
+            rows = sorted(runs.get((name, tree), []), key=lambda r: r["seed"])
+            if not rows:
+                continue
+            walls = [r["wall_s"] for r in rows]
+            statuses = ", ".join(sorted({r["status"] for r in rows}))
+            finals = " / ".join(f"{r['final']:.6g}" for r in rows)
+            print(
+                f"| {name} | {tree} | {len(rows)} | {statuses} | {statistics.median(walls):.2f}"
+                f" ({min(walls):.2f}-{max(walls):.2f}) | {finals} |"
+            )
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
