@@ -34,6 +34,7 @@ from benchmarks.lib.cli import Parser
 from coordinator.api.embedded import EmbeddedServer
 from coordinator.api.main import create_app
 from coordinator.settings import ServiceSettings
+from coordinator.status import TERMINAL
 from coordinator.store import MemoryStore
 
 
@@ -85,7 +86,7 @@ def solve_once(
         view: dict[str, Any] = {}
         while time.monotonic() - started < limit_s:
             view = client.get(f"/v1/tasks/{task['id']}").json()
-            if view["feasible"] or view["status"] != "running":
+            if view["feasible"] or view["status"] in TERMINAL:  # (not while "preparing")
                 break
             time.sleep(0.1)
         wall = time.monotonic() - started
