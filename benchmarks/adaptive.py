@@ -29,7 +29,6 @@ import random
 import secrets
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +39,10 @@ from pydantic import SecretStr
 from agents.fleet import spawn, terminate
 from agents.worker import WorkerConfig
 from benchmarks.lib.cli import Parser
+from benchmarks.lib.polling import wait_until_ended
 from coordinator.api.embedded import EmbeddedServer
 from coordinator.api.main import create_app
 from coordinator.settings import ServiceSettings
-from coordinator.status import TERMINAL
 from coordinator.store.memory import MemoryStore
 
 ARMS: dict[str, dict[str, Any]] = {
@@ -101,10 +100,7 @@ def run_one(arm: str, map_name: str, robots: int, seed: int, agents: int, limit:
         base = WorkerConfig(coordinator=server.url, task=tid, join_token=created["join_token"], seed=seed)
         children = spawn(base, agents, min(agents, os.cpu_count() or 2), log_level="warning")
         try:
-            # a task is "preparing" until its kind has its reference and first plan (sqlplan: the TPC-H
-            # database, generated on the first run), then "running": wait through both
-            while (view := client.get(f"/v1/tasks/{tid}").json())["status"] not in TERMINAL:
-                time.sleep(0.5)
+            view = wait_until_ended(client, tid)
         finally:
             terminate(children)
         report = client.get(f"/v1/tasks/{tid}/report").json()

@@ -46,10 +46,10 @@ from pydantic import SecretStr
 from agents.fleet import spawn, terminate
 from agents.worker import WorkerConfig
 from benchmarks.lib.cli import Parser, fail, write_json
+from benchmarks.lib.polling import wait_until_ended
 from coordinator.api.embedded import EmbeddedServer
 from coordinator.api.main import create_app
 from coordinator.settings import ServiceSettings
-from coordinator.status import TERMINAL
 from coordinator.store.memory import MemoryStore
 from tasks.sqlplan.evaluate import Evaluator
 from tasks.sqlplan.indexes import IndexSpec
@@ -101,10 +101,7 @@ def run_one(a: argparse.Namespace, policy: str, seed: int, budget: str) -> dict[
         base = WorkerConfig(coordinator=server.url, task=tid, join_token=created["join_token"], seed=seed)
         children = spawn(base, a.agents, a.processes or min(a.agents, os.cpu_count() or 2))
         try:
-            # a task is "preparing" until its kind has its reference and first plan (sqlplan: the TPC-H
-            # database, generated on the first run), then "running": wait through both
-            while (view := client.get(f"/v1/tasks/{tid}").json())["status"] not in TERMINAL:
-                time.sleep(0.5)
+            view = wait_until_ended(client, tid)
         finally:
             terminate(children)
         report = client.get(f"/v1/tasks/{tid}/report").json()
