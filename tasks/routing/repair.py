@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tasks.routing.astar import plan_path
@@ -342,25 +342,34 @@ class BlockSearch:
         paths changed for 4-26 that changed cost, and every changed path costs the coordinator's scoring and
         widens the footprint the team's merges must keep apart. The sum of costs stays, and a block with
         collisions is left as it is."""
+        return self.adopt(dict(enumerate(before)))
+
+    def adopt(self, wanted: Mapping[int, Path]) -> int:
+        """Give robot i the path ``wanted[i]`` where it costs what its path costs now and fits (no conflict
+        with anything else in ``full``); how many changed. The sum of costs stays and no collision comes in;
+        a block with collisions is left as it is.
+
+        ``put_back`` adopts the paths a proposal started from; ``RoutingProposer`` adopts the paths an
+        earlier search walked to, so that its walk along a plateau goes on where it stopped."""
         if self.collisions:
             return 0
         full, paths, index = self.full, self.paths, self.index
         count, moved = 0, True
-        while moved:  # a path put back may have been in the way of another's old one: until none moves
+        while moved:  # a path adopted may have been in the way of another's: until none moves
             moved = False
-            for i, old in enumerate(before):
+            for i, path in wanted.items():
                 now = paths[i]
-                if now is old or len(now) != len(old):
+                if now is path or len(now) != len(path):
                     continue
-                if now == old:  # re-planned onto the very same cells: the tables hold it already
-                    paths[i] = old
+                if now == path:  # the very same cells: the tables hold them already
+                    paths[i] = path
                     continue
                 full.remove_path(now)
-                if full.path_conflicts(old) == 0:
-                    full.add_path(old)
+                if full.path_conflicts(path) == 0:
+                    full.add_path(path)
                     index.remove(i, now)
-                    index.add(i, old)
-                    paths[i] = old
+                    index.add(i, path)
+                    paths[i] = path
                     count += 1
                     moved = True
                 else:

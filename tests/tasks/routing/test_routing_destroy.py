@@ -150,3 +150,26 @@ def test_a_walks_options_are_the_moves_that_keep_the_goal_within_reach(seed: int
             slack = reach - dist[c]
             quick = grid.moves(c) if slack > 0 else level if slack == 0 else closer if slack == -1 else ()
             assert quick == tuple(m for m in grid.moves(c) if dist[m] <= reach), (c, reach)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), robots=st.integers(1, 12), k=st.integers(1, 14))
+def test_the_spatial_group_is_the_k_routes_nearest_the_pivot(seed: int, robots: int, k: int) -> None:
+    """``RoutingProposer._spatial`` (read off the occupancy index ring by ring) gives what a pass over every
+    path gives: the routes nearest the pivot's mean cell, nearest first, ties by robot."""
+    from tasks.routing.lns import RoutingProposer
+    from tasks.routing.repair import BlockSearch
+    from tasks.routing.reservations import Reservations
+
+    grid, paths, starts, goals = _plan(seed, robots)
+    search = BlockSearch(grid, starts, goals, paths, Reservations(grid.n_cells), 60)
+    proposer = RoutingProposer(grid, time_budget=0.1, neighbourhood=k, max_len=60, seed=seed)
+    pivot = paths[random.Random(seed).randrange(len(paths))]  # the draw the proposer's rng makes first
+    w = grid.width
+    cx, cy = round(sum(c % w for c in pivot) / len(pivot)), round(sum(c // w for c in pivot) / len(pivot))
+
+    def distance(i: int) -> int:
+        return min(abs(c % w - cx) + abs(c // w - cy) for c in paths[i])
+
+    nearest = sorted(range(robots), key=lambda i: (distance(i), i))[:k]
+    assert proposer._spatial(search, k) == nearest
