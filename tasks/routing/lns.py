@@ -11,10 +11,9 @@ about 2,000 steps: 510-511 with fixed ties, LNS2's 507 with salted ones on 3 of 
 docs/notes/2026-12-03-salted-ties.md).
 Before it answers, a proposal gives robots back their old paths of equal cost where those still fit
 (``BlockSearch.put_back``), so that it changes the robots that had to move and not the plateau's walk.
-The walk itself is kept (``WalkMemory``): the next search that meets those robots on the paths they had
-starts from where the walk stopped, where the walked paths still fit. Dropping it at the end of each
-search held one agent and a team on a plateau that one loop keeping its walk leaves
-(docs/notes/2026-12-06-lns2-goal-and-warehouse.md, "The plateau is made by dropping the walk").
+A search that found nothing is kept, walk and all, and gone on with when the block's next contract is the
+same plan (one agent's, as nothing merged meanwhile): dropping the walk at the end of each search held one
+agent on a plateau that one loop keeping its walk leaves (docs/notes/2026-12-06-walks-kept.md).
 The surrogate is the block's sum of costs + W x (conflicts inside the block +
 conflicts with the reservation table); its decrease is the predicted
 improvement, so the coordinator measures the correction error δ honestly.
@@ -24,7 +23,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from tasks.base import Draft, Proposer
@@ -42,36 +41,6 @@ def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
     for _robot, t0, cells, arrives in table["moves"]:
         res.add_run(int(t0), [cell(x, y) for x, y in cells], bool(arrives))
     return res
-
-
-class WalkMemory:
-    """Where each robot's walk along a plateau stopped: robot id -> (the path the plan gave it, the path of
-    equal cost the search walked it to). Kept by one proposer across its searches; a walk is taken up
-    again only while the plan still gives the robot the path the walk started from."""
-
-    def __init__(self) -> None:
-        self._walks: dict[int, tuple[Path, Path]] = {}
-
-    def __len__(self) -> int:
-        return len(self._walks)
-
-    def walked(self, robots: Sequence[int], plan: Sequence[Path]) -> dict[int, Path]:
-        """Position in ``robots`` -> walked path, for the robots whose plan path is the one their walk left."""
-        out: dict[int, Path] = {}
-        for i, robot in enumerate(robots):
-            kept = self._walks.get(robot)
-            if kept is not None and kept[0] == plan[i]:
-                out[i] = kept[1]
-        return out
-
-    def remember(self, robots: Sequence[int], plan: Sequence[Path], walked: Sequence[Path]) -> None:
-        """Keep where the walk left each of ``robots`` that it moved at equal cost; forget the others (a robot
-        whose cost changed is in the answer: the plan takes its new path, or the answer was not sent)."""
-        for robot, before, now in zip(robots, plan, walked, strict=True):
-            if now != before and len(now) == len(before):
-                self._walks[robot] = (before, now)
-            else:
-                self._walks.pop(robot, None)
 
 
 class RoutingProposer(Proposer):
@@ -114,7 +83,6 @@ class RoutingProposer(Proposer):
         self.wheel = AdaptiveWeights([*GENERATORS, "spatial"])
         self._tabu: set[int] = set()
         self._tables: dict[int, tuple[dict[int, list[tuple[int, Any, bool]]], Reservations]] = {}
-        self.walks = WalkMemory()
         self._unanswered: dict[int, tuple[list[int], list[Path], BlockSearch]] = {}
         """Per block, the last search that found nothing, with the robots and paths its contract gave: when
         the next contract of the block is the same (one agent's, as nothing merged meanwhile), the search
@@ -238,7 +206,7 @@ class RoutingProposer(Proposer):
             resumed = sum(p != c for p, c in zip(search.paths, current, strict=True))
         else:
             search = BlockSearch(grid, starts, goals, current, external, self.max_len, rng=self.rng)
-            resumed = search.adopt(self.walks.walked(ids, current))  # same cost, no collision
+            resumed = 0
         initial = search.soc + weight * search.collisions
         iterations = replans = 0
         collisions: list[int] | None = None
@@ -269,10 +237,6 @@ class RoutingProposer(Proposer):
             if search.soc + weight * search.collisions < best_value:
                 idle = 0
             best_value = search.soc + weight * search.collisions
-        if search.collisions:
-            self.walks.remember(ids, current, current)
-        else:
-            self.walks.remember(ids, current, search.paths)
         if best_value >= initial:  # nothing to answer: no paths to put back (2-3 of such a call's 95-99 ms)
             self._misses[block] = self._misses.get(block, 0) + 1
             if not search.collisions:

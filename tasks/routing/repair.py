@@ -349,8 +349,7 @@ class BlockSearch:
         with anything else in ``full``); how many changed. The sum of costs stays and no collision comes in;
         a block with collisions is left as it is.
 
-        ``put_back`` adopts the paths a proposal started from; ``RoutingProposer`` adopts the paths an
-        earlier search walked to, so that its walk along a plateau goes on where it stopped."""
+        ``put_back`` adopts the paths a proposal started from."""
         if self.collisions:
             return 0
         full, paths, index = self.full, self.paths, self.index

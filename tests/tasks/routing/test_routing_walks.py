@@ -1,5 +1,6 @@
-"""A walk along a plateau of equal costs survives the search that made it (``WalkMemory``,
-``BlockSearch.adopt``): the next search of the same robots starts where the walk stopped, where it fits."""
+"""A walk along a plateau of equal costs survives a search that found nothing: the block's next search on the
+same contract goes on with it (``RoutingProposer._unanswered``); ``BlockSearch.adopt``, which ``put_back``
+is, takes only paths of equal cost that fit."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from coordinator.engine.contract import contract_envelope
 from coordinator.engine.rounds import RoundEngine
 from tasks.registry import create_task
 from tasks.routing.grid import Grid
-from tasks.routing.lns import WalkMemory
 from tasks.routing.occupancy import Path, full_conflicts
 from tasks.routing.repair import BlockSearch
 from tasks.routing.reservations import Reservations
@@ -37,17 +37,6 @@ def test_adopt_takes_a_path_of_equal_cost_that_fits_and_refuses_the_others() -> 
     assert search.adopt({0: down_then_right}) == 0 and search.paths[0] == stairs
 
 
-def test_walk_memory_gives_a_walk_back_only_on_the_path_it_left() -> None:
-    memory = WalkMemory()
-    a, a_walked, b, b_longer = (1, 2, 3), (1, 4, 3), (5, 6), (5, 5, 6)
-    memory.remember([10, 11], [a, b], [a_walked, b_longer])
-    assert len(memory) == 1  # robot 11's cost changed: its path is the answer's, not a walk
-    assert memory.walked([11, 10], [b, a]) == {1: a_walked}
-    assert memory.walked([10], [(1, 7, 3)]) == {}  # the plan moved robot 10 meanwhile
-    memory.remember([10], [a], [a])  # the walk came back to the plan's path
-    assert len(memory) == 0
-
-
 def _one_agent(stop_after: int) -> tuple[Any, dict[str, Any]]:
     params = {"map": "random-32-32-10", "robots": 60, "blocks": 1, "exact_limit": 0, "seed": 2}
     task = create_task("routing", params)
@@ -70,20 +59,15 @@ def _until_a_search_finds_nothing(proposer: Any, contract: dict[str, Any]) -> No
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
-    """How many searches ``RoutingProposer`` builds, and what each adopted."""
-    seen: dict[str, list[int]] = {"built": [], "adopted": []}
-    init, adopt = BlockSearch.__init__, BlockSearch.adopt
+    """How many searches ``RoutingProposer`` builds."""
+    seen: dict[str, list[int]] = {"built": []}
+    init = BlockSearch.__init__
 
     def built(self: BlockSearch, *args: Any, **kwargs: Any) -> None:
         seen["built"].append(1)
         init(self, *args, **kwargs)
 
-    def adopted(self: BlockSearch, wanted: Any) -> int:
-        seen["adopted"].append(adopt(self, wanted))
-        return seen["adopted"][-1]
-
     monkeypatch.setattr(BlockSearch, "__init__", built)
-    monkeypatch.setattr(BlockSearch, "adopt", adopted)
     return seen
 
 
@@ -95,29 +79,27 @@ def test_the_same_contract_again_goes_on_with_the_search_that_found_nothing(
     seen = _counting(monkeypatch)
     proposer, contract = _one_agent(stop_after=20)
     _until_a_search_finds_nothing(proposer, contract)
-    walked = len(proposer.walks)
-    assert walked > 0  # salted ties moved robots at equal cost
     built = len(seen["built"])
     _ids, plan, kept = proposer._unanswered[0]
-    assert sum(p != c for p, c in zip(kept.paths, plan, strict=True)) == walked  # it holds the walk
+    walked = list(kept.paths)
+    assert walked != plan  # salted ties moved robots at equal cost: the kept search holds the walk
+    proposer.stop_after = 1  # one step: the search that follows starts where the walk stopped
     proposer.propose(contract)
     assert len(seen["built"]) == built  # no new search: the kept one went on
 
 
-def test_a_walk_is_taken_up_again_where_the_plan_left_its_robots(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The plan changed elsewhere (another robot's run in the table): the next search is built anew and
-    starts from the paths the walk reached, all of them but those that only fit together (two robots that
-    swapped their ways: adopted one at a time, neither fits while the other is on its old path)."""
+def test_a_changed_contract_gets_a_new_search_from_its_own_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan changed elsewhere (another robot's run in the table): the kept search no longer fits it, so
+    the next search is built anew, from the contract's paths."""
     seen = _counting(monkeypatch)
     proposer, contract = _one_agent(stop_after=20)
     _until_a_search_finds_nothing(proposer, contract)
-    walked = len(proposer.walks)
-    assert walked > 0
     built = len(seen["built"])
     data = contract["data"]
     goals = {tuple(r["goal"]) for r in data["robots"]}
     far = next((x, y) for x in range(32) for y in range(32) if (x, y) not in goals and (x, y) != (0, 0))
     data["reservations"] = {**data["reservations"], "moves": [[999, data["max_len"] + 50, [list(far)], 0]]}
-    proposer.propose(contract)
+    proposer.stop_after = 1
+    draft = proposer.propose(contract)
     assert len(seen["built"]) == built + 1
-    assert walked * 0.8 <= seen["adopted"][-1] <= walked
+    assert draft is None or draft.info["resumed"] == 0
