@@ -83,11 +83,12 @@ class RoutingProposer(Proposer):
         self.wheel = AdaptiveWeights([*GENERATORS, "spatial"])
         self._tabu: set[int] = set()
         self._tables: dict[int, tuple[dict[int, list[tuple[int, Any, bool]]], Reservations]] = {}
-        self._unanswered: dict[int, tuple[list[int], list[Path], BlockSearch]] = {}
-        """Per block, the last search that found nothing, with the robots and paths its contract gave: when
-        the next contract of the block is the same (one agent's, as nothing merged meanwhile), the search
-        goes on from where it stopped: its walk whole, and without building it again (half of a search's
-        CPU at 300 robots with 100 steps)."""
+        self._unanswered: tuple[int, list[int], list[Path], BlockSearch] | None = None
+        """The last search, if it found nothing: its block, and the robots and paths its contract gave. When
+        the next contract is the same (one agent's, as nothing merged meanwhile), the search goes on from
+        where it stopped: its walk whole, and without building it again (half of a search's CPU at 300
+        robots with 100 steps). One slot, not one per block: a team agent's next lease is another block,
+        and each kept search holds a copy of the reservation table."""
 
     def _table(self, block: int, data: Mapping[str, Any]) -> tuple[Reservations, bool]:
         """The block's reservation table, kept between its contracts, and whether it changed since the last:
@@ -200,9 +201,9 @@ class RoutingProposer(Proposer):
         external, table_changed = self._table(block, data)
         t_table = time.perf_counter() - t_table
 
-        kept = self._unanswered.pop(block, None)
-        if kept is not None and not table_changed and kept[0] == ids and kept[1] == current:
-            search = kept[2]  # the same contract as the search that found nothing: go on where it stopped
+        kept, self._unanswered = self._unanswered, None
+        if kept is not None and not table_changed and kept[:3] == (block, ids, current):
+            search = kept[3]  # the same contract as the search that found nothing: go on where it stopped
             resumed = sum(p != c for p, c in zip(search.paths, current, strict=True))
         else:
             search = BlockSearch(grid, starts, goals, current, external, self.max_len, rng=self.rng)
@@ -240,7 +241,7 @@ class RoutingProposer(Proposer):
         if best_value >= initial:  # nothing to answer: no paths to put back (2-3 of such a call's 95-99 ms)
             self._misses[block] = self._misses.get(block, 0) + 1
             if not search.collisions:
-                self._unanswered[block] = (ids, current, search)
+                self._unanswered = (block, ids, current, search)
             return None
         self._misses[block] = 0
         put_back = search.put_back(current)

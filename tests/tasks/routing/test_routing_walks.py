@@ -80,7 +80,8 @@ def test_the_same_contract_again_goes_on_with_the_search_that_found_nothing(
     proposer, contract = _one_agent(stop_after=20)
     _until_a_search_finds_nothing(proposer, contract)
     built = len(seen["built"])
-    _ids, plan, kept = proposer._unanswered[0]
+    assert proposer._unanswered is not None
+    _block, _ids, plan, kept = proposer._unanswered
     walked = list(kept.paths)
     assert walked != plan  # salted ties moved robots at equal cost: the kept search holds the walk
     proposer.stop_after = 1  # one step: the search that follows starts where the walk stopped
