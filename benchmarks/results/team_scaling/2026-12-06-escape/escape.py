@@ -17,6 +17,7 @@ import sys
 import time
 
 import tasks.routing.repair as repair
+from benchmarks.team_scaling import value_at
 from tasks.registry import create_task
 from tasks.routing.repair import BlockSearch
 from tasks.routing.reservations import Reservations
@@ -64,7 +65,7 @@ while time.thread_time() - t0 < cpu_limit:
     elif search.soc > best + cap or (idle_limit and idle >= idle_limit):
         search, idle = fresh(best_paths), 0
         restarts += 1
-marks = [next((v for t, v in reversed(curve) if t <= m), start) for m in (5, 10, 20, 30, 60)]
+marks = [value_at(curve, m) for m in (5, 10, 20, 30, 60)]
 print(
     f"seed {seed} allow {allow} cap {cap} idle {idle_limit}: start {start}, best {best}"
     f" after {cpu_limit:g} s CPU,"
