@@ -11,9 +11,12 @@ about 2,000 steps: 510-511 with fixed ties, LNS2's 507 with salted ones on 3 of 
 docs/notes/2026-12-03-salted-ties.md).
 Before it answers, a proposal gives robots back their old paths of equal cost where those still fit
 (``BlockSearch.put_back``), so that it changes the robots that had to move and not the plateau's walk.
-A search that found nothing is kept, walk and all, and gone on with when the block's next contract is the
-same plan (one agent's, as nothing merged meanwhile): dropping the walk at the end of each search held one
-agent on a plateau that one loop keeping its walk leaves (docs/notes/2026-12-06-walks-kept.md).
+The search is kept after it answers or finds nothing, walk and all, and gone on with when the next contract
+holds the same robots against the same reservation table: what merged meanwhile (this search's own answer,
+or another agent's on the same robots) is taken into it, and only walked robots that then collide go back
+(``BlockSearch.follow``). Dropping the walk at the end of each search held one agent on a plateau that one
+loop keeping its walk leaves (docs/notes/2026-12-06-walks-kept.md); agents on whole-plan leases
+(``lease_robots`` = every robot) each keep one walk over the whole plan, as DROP-LNS's workers do.
 The surrogate is the block's sum of costs + W x (conflicts inside the block +
 conflicts with the reservation table); its decrease is the predicted
 improvement, so the coordinator measures the correction error δ honestly.
@@ -24,12 +27,12 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from tasks.base import Draft, Proposer
 from tasks.routing.destroy import GENERATORS, AdaptiveWeights
 from tasks.routing.grid import Grid
-from tasks.routing.occupancy import Path
+from tasks.routing.occupancy import Path, cost
 from tasks.routing.repair import BlockSearch, repair
 from tasks.routing.reservations import Reservations
 
@@ -41,6 +44,15 @@ def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
     for _robot, t0, cells, arrives in table["moves"]:
         res.add_run(int(t0), [cell(x, y) for x, y in cells], bool(arrives))
     return res
+
+
+class KeptSearch(NamedTuple):
+    """The last search and the contract it answered: its robots, the reservation table's moves, the paths."""
+
+    ids: list[int]
+    moves: Any
+    plan: list[Path]
+    search: BlockSearch
 
 
 class RoutingProposer(Proposer):
@@ -83,36 +95,31 @@ class RoutingProposer(Proposer):
         self.wheel = AdaptiveWeights([*GENERATORS, "spatial"])
         self._tabu: set[int] = set()
         self._tables: dict[int, tuple[dict[int, list[tuple[int, Any, bool]]], Reservations]] = {}
-        self._unanswered: tuple[int, list[int], list[Path], BlockSearch] | None = None
-        """The last search, if it found nothing: its block, and the robots and paths its contract gave. When
-        the next contract is the same (one agent's, as nothing merged meanwhile), the search goes on from
-        where it stopped: its walk whole, and without building it again (half of a search's CPU at 300
-        robots with 100 steps). One slot, not one per block: a team agent's next lease is another block,
-        and each kept search holds a copy of the reservation table."""
+        self._kept: KeptSearch | None = None
+        """The last search, unless it ended with collisions. When the next contract holds the same robots
+        against the same table, the search goes on from where it stopped, the contract's changes taken in:
+        its walk whole, and without building it again (half of a search's CPU at 300 robots with 100
+        steps). One slot, not one per block: each kept search holds a copy of the reservation table."""
 
-    def _table(self, block: int, data: Mapping[str, Any]) -> tuple[Reservations, bool]:
-        """The block's reservation table, kept between its contracts, and whether it changed since the last:
-        only the robots whose runs changed are taken out and put back (two contracts of one block repeat
-        most of the plan)."""
+    def _table(self, block: int, data: Mapping[str, Any]) -> Reservations:
+        """The block's reservation table, kept between its contracts: only the robots whose runs changed are
+        taken out and put back (two contracts of one block repeat most of the plan)."""
         runs: dict[int, list[tuple[int, Any, bool]]] = {}
         for robot, t0, cells, arrives in data["reservations"]["moves"]:
             runs.setdefault(int(robot), []).append((int(t0), cells, bool(arrives)))
-        changed = block not in self._tables
         old, table = self._tables.get(block) or ({}, Reservations(self.grid.n_cells))
         table.arrays(self.grid.width)  # kept in step from now on: each search copies it (18 ms to rebuild)
         cell = self.grid.cell
         for r, before in old.items():
             if runs.get(r) != before:
-                changed = True
                 for t0, cells, arrives in before:
                     table.remove_run(t0, [cell(x, y) for x, y in cells], arrives)
         for r, now in runs.items():
             if old.get(r) != now:
-                changed = True
                 for t0, cells, arrives in now:
                     table.add_run(t0, [cell(x, y) for x, y in cells], arrives)
         self._tables[block] = (runs, table)
-        return table, changed
+        return table
 
     def _neighbourhood(
         self, search: BlockSearch, conflicted: list[int], starts: list[int], goals: list[int]
@@ -185,6 +192,16 @@ class RoutingProposer(Proposer):
         left = (contract.get("budget") or {}).get("seconds")
         return budget if left is None else max(0.01, min(budget, float(left)))
 
+    def _follow(self, ids: list[int], moves: Any, current: list[Path]) -> tuple[BlockSearch | None, int, int]:
+        """The kept search brought to ``current`` (``BlockSearch.follow``), when the contract holds its
+        robots against its table; (the search or None, robots taken, walked robots put back)."""
+        kept, self._kept = self._kept, None
+        if kept is None or kept.ids != ids or kept.moves != moves:
+            return None, 0, 0
+        search = kept.search
+        taken, reverted = search.follow(kept.plan, current)
+        return (search, taken, reverted) if not search.collisions else (None, 0, 0)
+
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         started = time.perf_counter()
         data = contract["data"]
@@ -198,17 +215,15 @@ class RoutingProposer(Proposer):
         ids = [int(r["id"]) for r in robots]
         current = [tuple(grid.cell(x, y) for x, y in r["path"]) for r in robots]
         t_table = time.perf_counter()
-        external, table_changed = self._table(block, data)
+        external = self._table(block, data)
         t_table = time.perf_counter() - t_table
 
-        kept, self._unanswered = self._unanswered, None
-        if kept is not None and not table_changed and kept[:3] == (block, ids, current):
-            search = kept[3]  # the same contract as the search that found nothing: go on where it stopped
-            resumed = sum(p != c for p, c in zip(search.paths, current, strict=True))
-        else:
+        moves = data["reservations"]["moves"]
+        search, taken, reverted = self._follow(ids, moves, current)
+        if search is None:
             search = BlockSearch(grid, starts, goals, current, external, self.max_len, rng=self.rng)
-            resumed = 0
-        initial = search.soc + weight * search.collisions
+        resumed = sum(p is not c for p, c in zip(search.paths, current, strict=True))
+        initial = sum(cost(p) for p in current) + weight * search.collisions
         iterations = replans = 0
         collisions: list[int] | None = None
         if search.collisions:  # LNS2's repair first, until no collision is left or time is up
@@ -238,10 +253,10 @@ class RoutingProposer(Proposer):
             if search.soc + weight * search.collisions < best_value:
                 idle = 0
             best_value = search.soc + weight * search.collisions
+        if not search.collisions:
+            self._kept = KeptSearch(ids, moves, current, search)
         if best_value >= initial:  # nothing to answer: no paths to put back (2-3 of such a call's 95-99 ms)
             self._misses[block] = self._misses.get(block, 0) + 1
-            if not search.collisions:
-                self._unanswered = (block, ids, current, search)
             return None
         self._misses[block] = 0
         put_back = search.put_back(current)
@@ -262,6 +277,8 @@ class RoutingProposer(Proposer):
                 "table_seconds": t_table,
                 "put_back": put_back,
                 "resumed": resumed,
+                "taken": taken,
+                "reverted": reverted,
                 "destroy_weights": {k: round(v, 4) for k, v in self.wheel.weights.items()},
                 **({"collisions": collisions} if collisions is not None else {}),
             },

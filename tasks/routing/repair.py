@@ -375,6 +375,46 @@ class BlockSearch:
                     full.add_path(now)
         return count
 
+    def follow(self, before: Sequence[Path], now: Sequence[Path]) -> tuple[int, int]:
+        """Bring the search from the plan ``before`` to the plan ``now`` (others' merges, or this search's own
+        answer, merged): each robot whose path ``now`` changed takes it, and a robot this search walked
+        that then collides goes back to its path in ``now``, until nothing collides; (taken, put back).
+        The walk of every other robot stays. Reverting every walked robot gives ``now`` itself, so on a
+        collision-free ``now`` the search ends collision-free.
+
+        Paths equal to ``now``'s take its tuples: an answer leaves out the robots whose path ``is`` the
+        contract's."""
+        paths = self.paths
+        taken = {i: p for i, (b, p) in enumerate(zip(before, now, strict=True)) if p is not b and p != b}
+        self._replace({i: p for i, p in taken.items() if paths[i] != p})
+        reverted = 0
+        while self.collisions:
+            _graph, colliding = self.colliding()
+            back = {i: now[i] for i in colliding if paths[i] != now[i]}
+            if not back:
+                break  # ``now`` collides by itself: nothing of the walk is in the way
+            self._replace(back)
+            reverted += len(back)
+        for i, p in enumerate(now):
+            if paths[i] is not p and paths[i] == p:
+                paths[i] = p
+        return len(taken), reverted
+
+    def _replace(self, new: dict[int, Path]) -> None:
+        """Robot i takes the path ``new[i]``, whatever it costs or collides with (``follow``)."""
+        if not new:
+            return
+        paths, full = self.paths, self.full
+        old = {i: paths[i] for i in new}
+        for p in old.values():
+            full.remove_path(p)
+        for p in new.values():
+            full.add_path(p)
+        d_inside = change_in_conflicts(self.index, old, new)
+        ext = {i: self.external.path_conflicts(p) for i, p in new.items()}
+        soc = self.soc + sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
+        self._commit(old, new, ext, d_inside, soc)
+
     def _restore(self, old: dict[int, Path], new: dict[int, Path]) -> None:
         """Take a turned-down trial's paths out of ``full`` and put the group's old ones back (a robot
         re-planned onto its very cells is left in place: out and back in would be two passes for nothing)."""

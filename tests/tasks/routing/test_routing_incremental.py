@@ -82,16 +82,13 @@ def test_incremental_contract_and_table_match_a_fresh_build(seed: int, margin: i
     task.p.margin = margin
     state = task.initial_state()
     proposer = task.make_proposer(task.ProposerParams(), seed=0)
-    seen: dict[int, list[Any]] = {}
     for _ in range(5):
         block = rng.randrange(task.n_blocks)
         rendered = task.contract(state, block)
         data = json.loads(rendered.json)  # what an agent receives: the kind's own text (``RenderedContract``)
         assert data == rendered
         assert data["reservations"]["moves"] == _naive_moves(task, state.paths, block)
-        kept, changed = proposer._table(block, data)  # the agent's table, updated in place from its last one
-        assert changed == (sorted(map(str, data["reservations"]["moves"])) != seen.get(block))
-        seen[block] = sorted(map(str, data["reservations"]["moves"]))
+        kept = proposer._table(block, data)  # the agent's table, updated in place from its last contract
         assert _same_table(kept, table_from_contract(task.grid, data))
         assert mirror_matches(kept, task.grid.width)  # the compiled SIPP's view of it, kept in step too
         moved = rng.randrange(task.n_blocks)

@@ -1,6 +1,7 @@
-"""A walk along a plateau of equal costs survives a search that found nothing: the block's next search on the
-same contract goes on with it (``RoutingProposer._unanswered``); ``BlockSearch.adopt``, which ``put_back``
-is, takes only paths of equal cost that fit."""
+"""A walk along a plateau of equal costs survives the end of a search: the next search on a contract with the
+same robots and table goes on with it (``RoutingProposer._kept``), taking in what merged meanwhile
+(``BlockSearch.follow``); ``BlockSearch.adopt``, which ``put_back`` is, takes only paths of equal cost that
+fit."""
 
 from __future__ import annotations
 
@@ -80,8 +81,8 @@ def test_the_same_contract_again_goes_on_with_the_search_that_found_nothing(
     proposer, contract = _one_agent(stop_after=20)
     _until_a_search_finds_nothing(proposer, contract)
     built = len(seen["built"])
-    assert proposer._unanswered is not None
-    _block, _ids, plan, kept = proposer._unanswered
+    assert proposer._kept is not None
+    plan, kept = proposer._kept.plan, proposer._kept.search
     walked = list(kept.paths)
     assert walked != plan  # salted ties moved robots at equal cost: the kept search holds the walk
     proposer.stop_after = 1  # one step: the search that follows starts where the walk stopped
@@ -104,3 +105,55 @@ def test_a_changed_contract_gets_a_new_search_from_its_own_paths(monkeypatch: py
     draft = proposer.propose(contract)
     assert len(seen["built"]) == built + 1
     assert draft is None or draft.info["resumed"] == 0
+
+
+def test_follow_takes_what_merged_and_puts_back_only_the_walked_robots_in_its_way() -> None:
+    """Robot 0 walked to ``stairs`` and robot 2 to ``right_down``, both at equal cost; meanwhile another agent
+    merged a new path for robot 1 that crosses ``stairs`` (cell 10 at step 5) but not robot 0's plan path.
+    Following the merge, robot 1 takes its new path, robot 0 goes back to its plan path, robot 2 keeps its
+    walk."""
+    grid = Grid.from_rows(["......"] * 6)
+    starts, goals = [0, 16, 18], [35, 16, 33]
+    top_then_down, stairs = (0, 1, 2, 3, 4, 5, 11, 17, 23, 29, 35), (0, 1, 2, 3, 4, 10, 11, 17, 23, 29, 35)
+    down_right, right_down = (18, 24, 30, 31, 32, 33), (18, 19, 20, 21, 27, 33)
+    before: list[Path] = [top_then_down, (16,), down_right]
+    now: list[Path] = [top_then_down, (16, 16, 16, 16, 16, 10, 16), down_right]
+    assert full_conflicts(grid.n_cells, dict(enumerate(now))) == 0
+    assert full_conflicts(grid.n_cells, {0: stairs, 1: now[1], 2: right_down}) > 0  # the walk is in the way
+    search = BlockSearch(grid, starts, goals, before, Reservations(grid.n_cells), 40)
+    assert search.adopt({0: stairs, 2: right_down}) == 2
+    assert search.follow(before, now) == (1, 1)
+    assert search.paths == [top_then_down, now[1], right_down]
+    assert search.paths[0] is now[0] and search.paths[1] is now[1]  # an answer leaves these out
+    assert search.collisions == 0 and search.soc == 10 + 6 + 5
+    rebuilt = BlockSearch(grid, starts, goals, search.paths, Reservations(grid.n_cells), 40)
+    assert search.index.total_conflicts() == rebuilt.index.total_conflicts() == 0
+
+
+def test_a_merge_on_the_same_robots_is_followed_not_rebuilt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another agent on a whole-plan lease merged a change to one robot: the next contract holds the same
+    robots against the same (empty) table, so the kept search takes the change in and goes on; nothing is
+    built again, and the answer is measured from the contract's plan."""
+    seen = _counting(monkeypatch)
+    proposer, contract = _one_agent(stop_after=20)
+    _until_a_search_finds_nothing(proposer, contract)
+    built = len(seen["built"])
+    robots = contract["data"]["robots"]
+    other = proposer._kept.search  # type: ignore[union-attr]
+    grid = proposer.grid
+
+    def plan(paths: list[list[list[int]]]) -> dict[int, Path]:
+        return {i: tuple(grid.cell(x, y) for x, y in p) for i, p in enumerate(paths)}
+
+    paths = [r["path"] for r in robots]
+    for moved, path in enumerate(paths):  # a robot that can wait a step first without a collision
+        waits = [*paths[:moved], [path[0], *path], *paths[moved + 1 :]]
+        if len(path) > 3 and full_conflicts(grid.n_cells, plan(waits)) == 0:
+            break
+    robots[moved] = {**robots[moved], "path": waits[moved]}
+    proposer.stop_after = 1
+    draft = proposer.propose(contract)
+    assert len(seen["built"]) == built
+    assert proposer._kept is not None and proposer._kept.search is other
+    assert other.paths[moved] == tuple(grid.cell(x, y) for x, y in robots[moved]["path"]) or draft is not None
+    assert other.soc == sum(len(p) - 1 for p in other.paths) and other.collisions == 0
