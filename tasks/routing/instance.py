@@ -83,13 +83,15 @@ class RoutingParams(BaseModel):
         None,
         ge=1,
         le=2000,
-        description="robots in a lease with lease_overlap, no opening then (default: after a team's opening,"
-        " robots / blocks, at least robots / 5)",
+        description="robots in a lease with lease_overlap (default: every robot; each agent keeps one walk over"
+        " the whole plan and follows the others' merges); fewer than every robot: a team opens with whole-plan"
+        " leases while most leases merge (opening)",
     )
     opening: bool = Field(
         True,
-        description="with lease_overlap and a team: every lease holds the whole plan and asks for an answer"
-        " within 0.1 s while at least a fifth of recent leases merge, then leases a block's share",
+        description="with lease_overlap, a team and lease_robots below every robot: every lease holds the whole"
+        " plan and asks for an answer within 0.1 s while at least a fifth of recent leases merge, then leases"
+        " lease_robots",
     )
     rebase_repair: float = Field(
         0.0,

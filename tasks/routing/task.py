@@ -41,9 +41,6 @@ from tasks.routing.repair import prioritized, repair
 from tasks.routing.reservations import Reservations
 from tasks.routing.state import Proposed, RoutingState
 
-LEASE_SHARE_BLOCKS = 5
-"""An overlapping lease holds at least 1/5 of the robots (``RoutingTask.lease_robots``)."""
-
 TEAM_STOP_AFTER = 300
 """An async team's ``stop_after`` (``RoutingTask.team_defaults``): side by side with 100 (random-32-32-10,
 k = 300, seeds 1-3), the coordinator 35-36 % busy against 52-54 % at 16 agents and 17-19 % against 25-27 % at
@@ -355,19 +352,20 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
 
     @property
     def lease_robots(self) -> int:
-        """Robots in an overlapping lease: a block's share of the robots, but at least a fifth of them. With
-        leases that may overlap, a team's size no longer sets how many robots each may hold, and bigger
-        leases found more (k = 300, 8 agents at 30 s: 7,191 / 7,202 with exclusive leases of 33 robots,
-        7,170 / 7,128 with overlapping ones of 33, 7,133 / 7,133 with 60;
-        docs/notes/2026-12-05-overlapping-leases.md)."""
-        n = self.inst.n_robots
-        return self.p.lease_robots or max(1, round(n / min(self.n_blocks, LEASE_SHARE_BLOCKS)))
+        """Robots in an overlapping lease: every robot unless ``lease_robots`` says fewer. Each agent then
+        keeps one walk over the whole plan and follows what the others merge into it (``RoutingProposer``'s
+        kept search), as DROP-LNS's workers do; side by side at k = 300 (random-32-32-10, 30 s) that beat
+        leases of a fifth with an opening: 8 agents 7,044 / 7,072 against 7,074 / 7,084, 16 agents 7,031
+        against 7,054 (docs/notes/2026-12-06-whole-plan-walks.md). Leases of a fifth or a block's share
+        gained more than whole-plan leases only while each search was rebuilt and its walk dropped
+        (docs/notes/2026-12-05-lease-sizes.md)."""
+        return self.p.lease_robots or self.inst.n_robots
 
     def _team_opening(self) -> Opening | None:
-        """A team's overlapping leases open with the whole plan (``opening.py``), unless ``lease_robots``
-        fixes their size; one agent's one block holds every robot anyway."""
+        """Leases smaller than the plan open with the whole plan (``opening.py``); whole-plan leases (the
+        default) and one agent's one block hold every robot anyway."""
         p = self.p
-        if not (p.neighbourhood_leases and p.lease_overlap and p.opening) or p.lease_robots:
+        if not (p.neighbourhood_leases and p.lease_overlap and p.opening):
             return None
         return Opening() if self.n_blocks > 1 and self.lease_robots < self.inst.n_robots else None
 

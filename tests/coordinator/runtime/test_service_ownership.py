@@ -25,14 +25,15 @@ from tests.coordinator.api.test_service_api import error_of, lease, propose, sub
 
 NAMING_KINDS = {
     "jobshop": {"instance": "ft06", "blocks": 3, "exact_limit": 0},
-    # the kind's own example (24 robots in 6 blocks), its leases a block's share from the start: an opening
-    # lease holds every robot, and nothing is foreign to it
+    # the kind's own example (24 robots in 6 blocks), its leases a block's share from the start: a whole-plan
+    # lease (the default) or an opening one holds every robot, and nothing is foreign to it
     "routing": {
         "map": "random-32-32-10",
         "robots": 24,
         "blocks": 6,
         "exact_limit": 0,
         "initial": "shortest",
+        "lease_robots": 4,
         "opening": False,
     },
     "sqlplan": None,

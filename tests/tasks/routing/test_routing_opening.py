@@ -1,5 +1,5 @@
-"""A team's opening (tasks/routing/opening.py): whole-plan leases searched briefly while most leases merge,
-then a block's share for good."""
+"""A team's opening (tasks/routing/opening.py): with leases smaller than the plan, whole-plan leases searched
+briefly while most leases merge, then leases of ``lease_robots`` for good."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ def _team_task(**params: object) -> RoutingTask:
 
 def test_a_team_leases_the_whole_plan_with_a_short_search_then_its_share() -> None:
     """End to end on an instance: opening leases hold all 30 robots and their contracts ask for an answer
-    within OPENING_SECONDS; once leases stop merging, a lease holds its share (30 / 5) and no such ask."""
-    task = _team_task()
+    within OPENING_SECONDS; once leases stop merging, a lease holds ``lease_robots`` (6) and no such ask."""
+    task = _team_task(lease_robots=6)
     state = task.initial_state()
     formed = task.form_lease(state, 0, frozenset(), 0) or state
     assert len(formed.blocks[0]) == 30
@@ -69,6 +69,11 @@ def test_the_proposer_answers_within_the_contracts_search_seconds() -> None:
     assert proposer._budget(contract, 0) == 0.05
 
 
-@pytest.mark.parametrize("params", [{"lease_robots": 10}, {"opening": False}, {"blocks": 1}])
-def test_a_fixed_lease_size_no_opening_or_one_agent_has_no_opening(params: dict[str, object]) -> None:
+@pytest.mark.parametrize("params", [{}, {"lease_robots": 30}, {"opening": False}, {"blocks": 1}])
+def test_whole_plan_leases_no_opening_or_one_agent_has_no_opening(params: dict[str, object]) -> None:
+    """Leases of every robot (the default) have nothing to open with."""
     assert _team_task(**params)._opening is None
+
+
+def test_leases_smaller_than_the_plan_open_with_it() -> None:
+    assert _team_task(lease_robots=29)._opening is not None
