@@ -81,6 +81,12 @@ def value_at(curve: Curve, t: float) -> float:
     return best
 
 
+def at_marks(curve: Curve, marks: tuple[float, ...] = (5, 10, 20, 30, 60)) -> str:
+    """The curve's value at each mark, as ``at 5/10/20/30/60 s CPU [v5, v10, ...]``: how the lab scripts that
+    replay one proposer for a CPU budget end their line (benchmarks/results/team_scaling/2026-12-06-*)."""
+    return f"at {'/'.join(f'{m:g}' for m in marks)} s CPU {[value_at(curve, m) for m in marks]}"
+
+
 def time_to(curve: Curve, target: float) -> float | None:
     """The first time the curve is at or below ``target`` (None: never, within the run)."""
     for at, obj in curve:

@@ -17,7 +17,7 @@ import sys
 import time
 
 import tasks.routing.repair as repair
-from benchmarks.team_scaling import value_at
+from benchmarks.team_scaling import at_marks
 from tasks.registry import create_task
 from tasks.routing.repair import BlockSearch
 from tasks.routing.reservations import Reservations
@@ -65,10 +65,8 @@ while time.thread_time() - t0 < cpu_limit:
     elif search.soc > best + cap or (idle_limit and idle >= idle_limit):
         search, idle = fresh(best_paths), 0
         restarts += 1
-marks = [value_at(curve, m) for m in (5, 10, 20, 30, 60)]
 print(
     f"seed {seed} allow {allow} cap {cap} idle {idle_limit}: start {start}, best {best}"
-    f" after {cpu_limit:g} s CPU,"
-    f" {steps} steps, {restarts} returns to the best; best at 5/10/20/30/60 s CPU {marks}",
+    f" after {cpu_limit:g} s CPU, {steps} steps, {restarts} returns to the best; best {at_marks(curve)}",
     flush=True,
 )

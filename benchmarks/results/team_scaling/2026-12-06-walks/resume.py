@@ -10,7 +10,7 @@ import json
 import sys
 import time
 
-from benchmarks.team_scaling import value_at
+from benchmarks.team_scaling import at_marks
 from tasks.registry import create_task
 
 stall, seed, cpu_limit = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
@@ -37,10 +37,8 @@ while time.thread_time() - t0 < cpu_limit:
     state = task.state_of(tuple(p if v is None else tuple(cells(x, y) for x, y in v) for p, v in moved))
     assert state.conflicts == 0
     curve.append((round(time.thread_time() - t0, 2), state.soc))
-marks = [value_at(curve, m) for m in (5, 10, 20, 30, 60)]
 print(
     f"seed {seed} proposer seed {proposer_seed}: start {start}, end {state.soc} after {cpu_limit:g} s CPU,"
-    f" {searches} searches, {answers} answers ({resumed} paths resumed in them);"
-    f" at 5/10/20/30/60 s CPU {marks}",
+    f" {searches} searches, {answers} answers ({resumed} paths resumed in them); {at_marks(curve)}",
     flush=True,
 )
