@@ -9,7 +9,7 @@
     store     the Store interface, its backends and their contract
     engine    the pure core: rounds, arrivals, selection, convergence, forecast, interference, records
     base      errors (the error tree), status (the one TaskStatus), settings, json_integers (3.0 is an
-              integer in a request body)
+              integer in a request body), cancelling (stopping background tasks)
 
 The store sits under reports so that reports may read stored rows, and over engine because it keeps
 engine records; nothing below runtime knows about HTTP.

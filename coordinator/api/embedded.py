@@ -25,13 +25,24 @@ def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
 class EmbeddedServer:
     """uvicorn in a daemon thread on an already bound socket, so the port is known before it starts."""
 
+    GRACE = 2
+    """Seconds ``stop`` lets open responses finish before uvicorn cancels them. An event stream of a task
+    that is still open (a live page left open) never finishes by itself: without a bound, ``stop`` returned
+    with the server still running, and a daemon thread running an event loop while the interpreter exits
+    can crash it (a test session that passed ended in a segmentation fault)."""
+
     def __init__(
         self, app: FastAPI, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
     ) -> None:
         self.sock = bind(host, port)
         self.host, self.port = self.sock.getsockname()[:2]
         config = uvicorn.Config(
-            app, log_level=log_level, access_log=False, lifespan="on", timeout_keep_alive=30
+            app,
+            log_level=log_level,
+            access_log=False,
+            lifespan="on",
+            timeout_keep_alive=30,
+            timeout_graceful_shutdown=self.GRACE,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
@@ -52,9 +63,16 @@ class EmbeddedServer:
         return self.url
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Shut the server down and wait for its thread; RuntimeError if it is still running after
+        ``timeout`` seconds and a forced exit."""
         self.server.should_exit = True
-        self.thread.join(timeout)
+        self.thread.join(max(timeout, self.GRACE + 1.0))
+        if self.thread.is_alive():
+            self.server.force_exit = True
+            self.thread.join(timeout)
         self.sock.close()
+        if self.thread.is_alive():
+            raise RuntimeError(f"the embedded coordinator at {self.url} did not stop")
 
     def __enter__(self) -> EmbeddedServer:
         self.start()

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from coordinator import errors
+from coordinator.cancelling import stop_tasks
 from coordinator.runtime.context import ServiceContext
 
 log = logging.getLogger("blockopt.service")
@@ -38,10 +39,10 @@ class RoundLock:
         try:
             yield fence
         finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-            await self.ctx.store.release_round_lock(task_id, fence)
+            try:
+                await stop_tasks(heartbeat)
+            finally:
+                await self.ctx.store.release_round_lock(task_id, fence)
 
     async def _renew(self, task_id: str, fence: int, ttl: float) -> None:
         while True:

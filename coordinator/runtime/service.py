@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from coordinator.cancelling import stop_tasks
 from coordinator.engine import forecast as fc
 from coordinator.reports.ledger import Report
 from coordinator.runtime.agents import AgentBook
@@ -157,12 +158,7 @@ class CoordinatorService:
     async def close(self) -> None:
         self.ready = False
         preparing = [p.job for p in self.cache.preparations()]  # (their threads finish on their own)
-        jobs = [t for t in [self._scheduling, *self.background.jobs, *preparing] if t is not None]
-        for t in jobs:
-            t.cancel()
-        for t in jobs:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await stop_tasks(self._scheduling, *self.background.jobs, *preparing)
         with contextlib.suppress(Exception):
             await self.scheduler.leave()
 

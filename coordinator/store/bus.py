@@ -21,7 +21,6 @@ one long-poll re-read (1 s) on the API side, because both still poll the store.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sqlite3
 import threading
@@ -31,6 +30,7 @@ from typing import Literal, Protocol
 
 from redis.asyncio import Redis
 
+from coordinator.cancelling import stop_tasks
 from coordinator.settings import ServiceSettings
 
 log = logging.getLogger("blockopt.notify")
@@ -91,10 +91,7 @@ class RedisBus:
             log.warning("bus publish failed (%s)", type(exc).__name__)
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._listener
+        await stop_tasks(self._listener)
         await self.r.aclose()
 
 
@@ -169,10 +166,7 @@ class SQLiteBus:
             log.warning("bus publish failed: %s", exc)
 
     async def close(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._poller
+        await stop_tasks(self._poller)
         with self._lock:
             self._db.close()
 

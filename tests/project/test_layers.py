@@ -32,6 +32,7 @@ PACKAGE_LAYER = {
     "status": "base",
     "settings": "base",
     "json_integers": "base",
+    "cancelling": "base",
 }
 """coordinator's first-level packages and modules; a new one must be placed here (else the test fails)."""
 
