@@ -443,6 +443,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from prometheus_client import CollectorRegistry
 
     from blockopt.service_flags import settings_from_args
+    from coordinator.api.embedded import SHUTDOWN_GRACE
     from coordinator.api.main import create_app
     from coordinator.errors import InvalidRequest
     from coordinator.store import make_store, store_option
@@ -491,6 +492,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         access_log=False,
         http=args.http,
         loop=args.loop,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,  # an open event stream would hold SIGTERM forever
     )
     return 0
 

@@ -57,6 +57,7 @@ def is_split(settings: ServiceSettings) -> bool:
 def _api_main(settings: ServiceSettings, sock: socket.socket, options: HttpOptions) -> None:
     import uvicorn
 
+    from coordinator.api.embedded import SHUTDOWN_GRACE
     from coordinator.api.worker import api_app
 
     setup_logging(options.log_level)
@@ -71,6 +72,7 @@ def _api_main(settings: ServiceSettings, sock: socket.socket, options: HttpOptio
         access_log=False,
         http=options.http,
         loop=options.loop,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,  # an open event stream would hold SIGTERM forever
     )
     uvicorn.Server(config).run(sockets=[sock])
 

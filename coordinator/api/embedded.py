@@ -22,14 +22,16 @@ def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     return sock
 
 
+SHUTDOWN_GRACE = 2
+"""Seconds a server that is told to stop lets open responses finish before uvicorn cancels them (this one
+and ``blockopt serve``'s). An event stream of a task that is still open (a live page left open) never
+finishes by itself: unbounded, ``EmbeddedServer.stop`` returned with the server still running (a daemon
+thread inside an event loop while the interpreter exits can crash it: a test session that passed ended in a
+segmentation fault), and ``blockopt serve`` did not exit on SIGTERM."""
+
+
 class EmbeddedServer:
     """uvicorn in a daemon thread on an already bound socket, so the port is known before it starts."""
-
-    GRACE = 2
-    """Seconds ``stop`` lets open responses finish before uvicorn cancels them. An event stream of a task
-    that is still open (a live page left open) never finishes by itself: without a bound, ``stop`` returned
-    with the server still running, and a daemon thread running an event loop while the interpreter exits
-    can crash it (a test session that passed ended in a segmentation fault)."""
 
     def __init__(
         self, app: FastAPI, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
@@ -42,7 +44,7 @@ class EmbeddedServer:
             access_log=False,
             lifespan="on",
             timeout_keep_alive=30,
-            timeout_graceful_shutdown=self.GRACE,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
@@ -66,7 +68,7 @@ class EmbeddedServer:
         """Shut the server down and wait for its thread; RuntimeError if it is still running after
         ``timeout`` seconds and a forced exit."""
         self.server.should_exit = True
-        self.thread.join(max(timeout, self.GRACE + 1.0))
+        self.thread.join(max(timeout, SHUTDOWN_GRACE + 1.0))
         if self.thread.is_alive():
             self.server.force_exit = True
             self.thread.join(timeout)

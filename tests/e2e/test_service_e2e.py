@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -172,13 +174,17 @@ def test_sigterm_releases_the_lease(coordinator_factory: Any, procs: list[Any]) 
     assert one(metrics(coord.admin)["blockopt_leases_expired_total"], task=tid) == 0
 
 
-def test_serve_and_fleet_commands(procs: list[Any], tmp_path: Any) -> None:
-    """The 'done when' path: `blockopt serve` + POST /v1/tasks + `blockopt fleet --agents 4` converges."""
+SERVE_TOKEN = "file-admin-token-7c1e9a04b2d6"
+
+
+def start_serve(procs: list[Any], tmp_path: Any) -> tuple[subprocess.Popen[bytes], str, httpx.Client]:
+    """`blockopt serve` on a free port, its admin token from a file, once /readyz answers: (process, url,
+    admin client)."""
     sock = bind()
     port = sock.getsockname()[1]
     sock.close()
     token_file = tmp_path / "admin"
-    token_file.write_text("file-admin-token-7c1e9a04b2d6\n")
+    token_file.write_text(f"{SERVE_TOKEN}\n")
     serve = blockopt_process(
         "serve",
         "--port",
@@ -192,9 +198,7 @@ def test_serve_and_fleet_commands(procs: list[Any], tmp_path: Any) -> None:
     )
     procs.append(serve)
     url = f"http://127.0.0.1:{port}"
-    admin = httpx.Client(
-        base_url=url, headers={"Authorization": "Bearer file-admin-token-7c1e9a04b2d6"}, timeout=30
-    )
+    admin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {SERVE_TOKEN}"}, timeout=30)
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -204,6 +208,12 @@ def test_serve_and_fleet_commands(procs: list[Any], tmp_path: Any) -> None:
             pass
         assert serve.poll() is None and time.monotonic() < deadline, "serve did not come up"
         time.sleep(0.1)
+    return serve, url, admin
+
+
+def test_serve_and_fleet_commands(procs: list[Any], tmp_path: Any) -> None:
+    """The 'done when' path: `blockopt serve` + POST /v1/tasks + `blockopt fleet --agents 4` converges."""
+    serve, url, admin = start_serve(procs, tmp_path)
     created = admin.post("/v1/tasks", json={"kind": "quadratic", "params": {"blocks": 8, "dim": 2}})
     assert created.status_code == 201, created.text
     task = created.json()
@@ -229,8 +239,34 @@ def test_serve_and_fleet_commands(procs: list[Any], tmp_path: Any) -> None:
     serve.send_signal(signal.SIGTERM)
     assert serve.wait(20) == 0
     out = serve.stderr.read().decode() if serve.stderr else ""
-    assert "file-admin-token-7c1e9a04b2d6" not in out and task["join_token"] not in out
+    assert SERVE_TOKEN not in out and task["join_token"] not in out
     admin.close()
+
+
+def test_serve_exits_on_sigterm_while_a_live_page_reads_an_open_task(procs: list[Any], tmp_path: Any) -> None:
+    """An open task's event stream never ends by itself (a live page left open): SIGTERM still ends
+    `blockopt serve`, exit 0, the stream cut after the shutdown grace."""
+    serve, url, admin = start_serve(procs, tmp_path)
+    task = admin.post("/v1/tasks", json={"kind": "quadratic", "params": {"blocks": 2, "dim": 2}}).json()
+    opened = threading.Event()
+
+    def read_the_stream() -> None:
+        with contextlib.suppress(httpx.HTTPError):  # the server going away under it is the point
+            with admin.stream("GET", f"/v1/tasks/{task['id']}/events", timeout=60.0) as r:
+                opened.set()
+                for _ in r.iter_bytes():
+                    pass
+
+    reader = threading.Thread(target=read_the_stream, name="live-page")
+    reader.start()
+    assert opened.wait(30), "the event stream did not open"
+    time.sleep(1.0)  # the stream is past its first pass, waiting for a change that will not come
+    serve.send_signal(signal.SIGTERM)
+    try:
+        assert serve.wait(30) == 0
+    finally:
+        reader.join(30)
+        admin.close()
 
 
 def test_serve_refuses_without_admin_token() -> None:
