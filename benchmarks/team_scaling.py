@@ -28,7 +28,7 @@ agents' busy fraction and the share of their CPU in leases that found nothing, t
         --out benchmarks/results/team_scaling/virtual-random-k300-q120.json
     .venv/bin/python -m benchmarks.team_scaling real --robots 300 --agents 1 2 --seeds 1 2 --time 30 ...
     .venv/bin/python -m benchmarks.team_scaling table FILE.json ... --at 10 20 30 60 120 --target-time 120 \
-        [--one-agent-repeats MORE.json ...]
+        [--one-agent-repeats MORE.json ...] [--pool]
 """
 
 from __future__ import annotations
@@ -650,6 +650,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         metavar="FILE",
         help="table: more one-agent runs (raw files) pooled into each seed's Q and T1",
     )
+    p.add_argument(
+        "--pool",
+        action="store_true",
+        help="table: runs of one mode, N and seed from several files share a row (each run a value, S(N) the"
+        " median of all) instead of a table per file",
+    )
     args = p.parse_args(argv)
     args.time_of = dict(args.time_of)
     args.stop_at = dict(args.stop_at)
@@ -679,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"team_scaling: error: {exc}", file=sys.stderr)
         return 2
     if args.mode == "table":
-        runs = load_runs(args.files)
+        runs = load_runs(args.files, pool=args.pool)
     else:
         runs = []
         work = Path(tempfile.mkdtemp(prefix="team-scaling-"))
@@ -707,10 +713,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def load_runs(files: list[Path]) -> list[dict[str, Any]]:
+def load_runs(files: list[Path], pool: bool = False) -> list[dict[str, Any]]:
     """Runs of several files; where two files hold the same (mode, N, seed), each file's runs keep their
-    own table (mode labelled with the file's name) instead of mixing."""
+    own table (mode labelled with the file's name) instead of mixing, unless ``pool``: repeats of one
+    configuration (a team's runs of a seed differ by tens at 300 robots, as one agent's do)."""
     per_file = [(f, json.loads(f.read_text())["runs"]) for f in files]
+    if pool:
+        return [r for _, rs in per_file for r in rs]
     keys = [(r["mode"], r["agents"], r["seed"]) for _, rs in per_file for r in rs]
     clash = {k for k in keys if keys.count(k) > 1}
     runs = []

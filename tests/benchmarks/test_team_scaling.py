@@ -351,3 +351,21 @@ def test_a_file_with_several_runs_of_one_seed_is_tabled() -> None:
     lines = team_scaling.table([_run(1, 1, one), _run(1, 1, again)], [30.0], 30.0)
     row = next(line for line in lines if line.startswith("  1 "))
     assert "10.0 / 30.0" in row and "3.00 / 1.00" in row
+
+
+def test_repeats_of_a_team_in_two_files_get_a_table_each_unless_pooled(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two files with 16 agents on seed 1: by default each file keeps its own table (runs of different trees
+    must not mix); with ``pool`` they are one row, both runs' S in it and the median of the two."""
+    one = [(0.0, 100.0), (10.0, 80.0), (30.0, 80.0)]
+    files = []
+    for name, reached in (("a", 5.0), ("b", 10.0)):
+        f = tmp_path / f"{name}.json"
+        runs = [_run(16, 1, [(0.0, 100.0), (reached, 80.0)])] + ([_run(1, 1, one)] if name == "a" else [])
+        f.write_text(json.dumps({"runs": runs}))
+        files.append(f)
+    apart = team_scaling.load_runs(files)
+    assert sorted({r["mode"] for r in apart}) == ["virtual a", "virtual b"]
+    pooled = team_scaling.load_runs(files, pool=True)
+    lines = team_scaling.table(pooled, [30.0], 30.0)
+    row = next(line for line in lines if line.startswith(" 16 "))
+    assert "5.0 / 10.0" in row and "2.00 / 1.00 (1.00)" in row
