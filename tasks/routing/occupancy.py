@@ -187,6 +187,35 @@ class OccupancyIndex:
                         total += 1
         return total
 
+    def colliders(self, robot: int, path: Path) -> set[int]:
+        """The indexed robots other than ``robot`` that ``path`` conflicts with: ``_cross_path``'s pairs by
+        name. Lets a search that was collision-free find its collisions from the paths it just changed, not
+        from a pass over the whole index (``repair.collision_graph``)."""
+        n = self.n
+        vert_get, edge_get, park_get = self.vert.get, self.edge.get, self.park.get
+        out: set[int] = set()
+        tn = 0
+        c = path[0]
+        for b in path[1:]:
+            occ = vert_get(tn + c)
+            if occ:
+                out.update(occ)
+            pk = park_get(c)
+            if pk is not None and pk[1] <= tn // n:
+                out.add(pk[0])
+            if b != c:
+                sw = edge_get((tn + b) * n + c)
+                if sw:
+                    out.update(sw)
+            tn += n
+            c = b
+        last = len(path) - 1
+        for o, times in self.visits.get(c, _NONE).items():
+            if times[-1] >= last:
+                out.add(o)
+        out.discard(robot)
+        return out
+
 
 def _count_outside(robots: tuple[int, ...], exclude: frozenset[int] | set[int]) -> int:
     if len(robots) == 1:  # the common case: one robot there

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tasks.routing.astar import plan_path
@@ -386,19 +386,33 @@ class BlockSearch:
         contract's."""
         paths = self.paths
         taken = {i: p for i, (b, p) in enumerate(zip(before, now, strict=True)) if p is not b and p != b}
-        self._replace({i: p for i, p in taken.items() if paths[i] != p})
+        changed = {i: p for i, p in taken.items() if paths[i] != p}
+        self._replace(changed)
         reverted = 0
-        while self.collisions:
-            _graph, colliding = self.colliding()
-            back = {i: now[i] for i in colliding if paths[i] != now[i]}
-            if not back:
+        while self.collisions:  # collision-free before: every collision has a robot just changed in it
+            colliding = self._colliding_with(changed)
+            changed = {i: now[i] for i in colliding if paths[i] != now[i]}
+            if not changed:
                 break  # ``now`` collides by itself: nothing of the walk is in the way
-            self._replace(back)
-            reverted += len(back)
+            self._replace(changed)
+            reverted += len(changed)
         for i, p in enumerate(now):
             if paths[i] is not p and paths[i] == p:
                 paths[i] = p
         return len(taken), reverted
+
+    def _colliding_with(self, robots: Iterable[int]) -> set[int]:
+        """Of ``robots``, those with a collision, and the robots they collide with: on a search that was
+        collision-free before ``robots`` changed, every robot ``colliding`` names (a pass over the whole
+        index, a third of ``follow``'s CPU at 300 robots), found from their paths alone."""
+        paths, index, ext = self.paths, self.index, self.ext
+        out: set[int] = set()
+        for i in robots:
+            hit = index.colliders(i, paths[i])
+            if hit or ext[i]:
+                out.add(i)
+                out |= hit
+        return out
 
     def _replace(self, new: dict[int, Path]) -> None:
         """Robot i takes the path ``new[i]``, whatever it costs or collides with (``follow``)."""

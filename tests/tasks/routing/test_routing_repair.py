@@ -14,6 +14,7 @@ from tasks.routing.occupancy import OccupancyIndex, Path, full_conflicts
 from tasks.routing.repair import (
     BlockSearch,
     alone,
+    collision_graph,
     collision_neighbourhood,
     collision_pairs,
     count_collisions,
@@ -128,6 +129,34 @@ def test_collision_pairs_finds_vertex_swap_and_parking() -> None:
     assert collision_pairs(grid, swap) == {0: {1}, 1: {0}}
     parked = [(1,), (0, 1, 2)]  # robot 1 walks through robot 0's parking cell
     assert collision_pairs(grid, parked) == {0: {1}, 1: {0}}
+
+
+def test_colliders_names_each_kind_of_conflict_and_never_the_robot_itself() -> None:
+    grid = Grid.from_rows(["...."])
+    index = OccupancyIndex.build(grid.n_cells, {0: (0, 1, 2), 1: (2, 1, 0), 2: (3,), 3: (1, 0)})
+    assert index.colliders(0, (0, 1, 2)) == {1, 3}  # 1 meets it at (1, 0) at t=1, 3 swaps with it
+    assert index.colliders(2, (3,)) == set()  # parked apart
+    assert index.colliders(4, (3, 2)) == {2}  # starts on robot 2's parking cell
+
+
+@settings(max_examples=60, deadline=None)
+@given(robots=st.integers(1, 8), seed=st.integers(0, 10**6))
+def test_colliders_agrees_with_the_collision_graph(robots: int, seed: int) -> None:
+    """``OccupancyIndex.colliders`` (what ``BlockSearch.follow`` reads) names, for every robot, exactly its
+    neighbours in the collision graph of a pass over the whole index: random walks with waits on a small
+    grid, so that vertex, swap and parking conflicts all occur (each robot's goal its own, as in MAPF)."""
+    rng = random.Random(seed)
+    grid = Grid.from_rows(["...", "...", "..."])
+    paths: dict[int, Path] = {}
+    for r in range(robots):
+        walk = [rng.randrange(grid.n_cells)]
+        for _ in range(rng.randrange(6)):
+            walk.append(rng.choice([walk[-1], *grid.moves(walk[-1])]))
+        if all(p[-1] != walk[-1] for p in paths.values()):
+            paths[r] = tuple(walk)
+    index = OccupancyIndex.build(grid.n_cells, paths)
+    graph = collision_graph(index)
+    assert {r: index.colliders(r, p) for r, p in paths.items()} == {r: graph.get(r, set()) for r in paths}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
