@@ -387,10 +387,11 @@ class BlockSearch:
         paths = self.paths
         taken = {i: p for i, (b, p) in enumerate(zip(before, now, strict=True)) if p is not b and p != b}
         changed = {i: p for i, p in taken.items() if paths[i] != p}
+        clean = self.collisions == 0  # then every collision to come has a robot just changed in it
         self._replace(changed)
         reverted = 0
-        while self.collisions:  # collision-free before: every collision has a robot just changed in it
-            colliding = self._colliding_with(changed)
+        while self.collisions:
+            colliding = self._colliding_with(changed) if clean else set(self.colliding()[1])
             changed = {i: now[i] for i in colliding if paths[i] != now[i]}
             if not changed:
                 break  # ``now`` collides by itself: nothing of the walk is in the way

@@ -130,6 +130,21 @@ def test_follow_takes_what_merged_and_puts_back_only_the_walked_robots_in_its_wa
     assert search.index.total_conflicts() == rebuilt.index.total_conflicts() == 0
 
 
+def test_follow_puts_back_walked_robots_that_collided_before_the_merge_too() -> None:
+    """A search that already had a collision (robot 1 walked head-on into robot 0) follows a merge that moved
+    only robot 2, far away: the collision is not the merge's, and robot 1 still goes back to its plan path, so
+    that a collision-free plan is followed to a collision-free search."""
+    grid = Grid.from_rows(["......"] * 6)
+    starts, goals = [0, 5, 30], [5, 0, 35]
+    before: list[Path] = [(0, 1, 2, 3, 4, 5), (5, 11, 10, 9, 8, 7, 6, 0), (30, 31, 32, 33, 34, 35)]
+    now: list[Path] = [before[0], before[1], (30, 30, 31, 32, 33, 34, 35)]
+    assert full_conflicts(grid.n_cells, dict(enumerate(now))) == 0
+    search = BlockSearch(grid, starts, goals, [before[0], (5, 4, 3, 2, 1, 0), before[2]], Reservations(36), 40)
+    assert search.collisions > 0
+    assert search.follow(before, now) == (1, 1)
+    assert search.paths == now and search.collisions == 0
+
+
 def test_a_merge_on_the_same_robots_is_followed_not_rebuilt(monkeypatch: pytest.MonkeyPatch) -> None:
     """Another agent on a whole-plan lease merged a change to one robot: the next contract holds the same
     robots against the same (empty) table, so the kept search takes the change in and goes on; nothing is
