@@ -190,7 +190,8 @@ class OccupancyIndex:
     def colliders(self, robot: int, path: Path) -> set[int]:
         """The indexed robots other than ``robot`` that ``path`` conflicts with: ``_cross_path``'s pairs by
         name. Lets a search that was collision-free find its collisions from the paths it just changed, not
-        from a pass over the whole index (``repair.collision_graph``)."""
+        from a pass over the whole index (``repair.collision_graph``). The same walk as ``_cross_path``, kept
+        apart: that one, the coordinator's hottest loop, counts without building a set."""
         n = self.n
         vert_get, edge_get, park_get = self.vert.get, self.edge.get, self.park.get
         out: set[int] = set()
