@@ -139,7 +139,8 @@ def test_follow_puts_back_walked_robots_that_collided_before_the_merge_too() -> 
     before: list[Path] = [(0, 1, 2, 3, 4, 5), (5, 11, 10, 9, 8, 7, 6, 0), (30, 31, 32, 33, 34, 35)]
     now: list[Path] = [before[0], before[1], (30, 30, 31, 32, 33, 34, 35)]
     assert full_conflicts(grid.n_cells, dict(enumerate(now))) == 0
-    search = BlockSearch(grid, starts, goals, [before[0], (5, 4, 3, 2, 1, 0), before[2]], Reservations(36), 40)
+    head_on: list[Path] = [before[0], (5, 4, 3, 2, 1, 0), before[2]]
+    search = BlockSearch(grid, starts, goals, head_on, Reservations(grid.n_cells), 40)
     assert search.collisions > 0
     assert search.follow(before, now) == (1, 1)
     assert search.paths == now and search.collisions == 0
