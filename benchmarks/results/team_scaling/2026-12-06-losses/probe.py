@@ -1,10 +1,11 @@
 """Lab probe (2026-12-06): where a team's LNS steps go. One virtual replay (``benchmarks.team_scaling``'s
-``virtual_run``), seed 1, random-32-32-10 k = 300, with one probe hooked in; prints the run's totals and the
-probe's tally. Not a product module: it wraps functions of the tree it runs in.
+``virtual_run``) of random-32-32-10 k = 300, seed 1 unless ``--seed`` says another, with one probe hooked in;
+prints the run's totals and the probe's tally. Not a product module: it wraps functions of the tree it
+runs in.
 
     L=benchmarks/results/team_scaling/2026-12-06-losses
-    PYTHONPATH=. .venv/bin/python $L/probe.py PROBE SECONDS AGENTS [--pivot uniform|weighted] [--tiles T] \
-        [-- team_scaling virtual options...]
+    PYTHONPATH=. .venv/bin/python $L/probe.py PROBE SECONDS AGENTS [--seed S] [--pivot uniform|weighted] \
+        [--tiles T] [-- team_scaling virtual options...]
 
 Probes:
 - ``cpu``: agent CPU per function (thread time): propose, try_group (the LNS steps), follow, put_back and
@@ -235,6 +236,7 @@ def main() -> None:
     parser.add_argument("agents", type=int)
     parser.add_argument("--pivot", choices=("uniform", "weighted"))
     parser.add_argument("--tiles", type=int)
+    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("rest", nargs="*")
     args = parser.parse_args()
     tally: Tally = collections.Counter()
@@ -245,11 +247,11 @@ def main() -> None:
     if args.tiles:
         tiles_variant(args.tiles)
     run_args = ts.parse(
-        ["virtual", "--robots", "300", "--agents", str(args.agents), "--seeds", "1", "--time", args.seconds,
-         "--at", "5", "--out", "/dev/null", *args.rest]
+        ["virtual", "--robots", "300", "--agents", str(args.agents), "--seeds", str(args.seed),
+         "--time", args.seconds, "--at", "5", "--out", "/dev/null", *args.rest]
     )  # fmt: skip
     ts.warm_up(run_args)
-    run = ts.virtual_run(run_args, args.agents, 1)
+    run = ts.virtual_run(run_args, args.agents, args.seed)
     print(" ".join(sys.argv[1:]))
     keys = ("final", "proposals", "accepted", "abandoned", "rejected_by_reason", "busy_fraction")
     print({k: run[k] for k in keys}, "agent CPU", round(sum(run["agent_cpu"]), 1))
