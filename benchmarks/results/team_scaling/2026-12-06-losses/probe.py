@@ -5,7 +5,7 @@ runs in.
 
     L=benchmarks/results/team_scaling/2026-12-06-losses
     PYTHONPATH=. .venv/bin/python $L/probe.py PROBE SECONDS AGENTS [--seed S] [--pivot uniform|weighted] \
-        [--tiles T] [-- team_scaling virtual options...]
+        [--tiles T] [--unsalted] [-- team_scaling virtual options...]
 
 Probes:
 - ``cpu``: agent CPU per function (thread time): propose, try_group (the LNS steps), follow, put_back and
@@ -209,6 +209,18 @@ def tiles_variant(tiles: int) -> None:
     lns.RoutingProposer.propose = new_propose  # type: ignore[method-assign]
 
 
+def unsalted_variant() -> None:
+    """Every search without salted ties (``BlockSearch``'s rng None): re-plans keep SIPP's fixed tie-break, so
+    searches walk no plateau and answers carry no equal-cost sidesteps."""
+    init = repair.BlockSearch.__init__
+
+    def new_init(self: Any, *a: Any, **kw: Any) -> None:
+        kw.pop("rng", None)
+        init(self, *a, **kw)
+
+    repair.BlockSearch.__init__ = new_init  # type: ignore[method-assign]
+
+
 def report(probe: str, tally: Tally) -> None:
     rows = tally.pop("_rows", [])
     spent = tally.pop("_spent", {})
@@ -237,6 +249,7 @@ def main() -> None:
     parser.add_argument("--pivot", choices=("uniform", "weighted"))
     parser.add_argument("--tiles", type=int)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--unsalted", action="store_true")
     parser.add_argument("rest", nargs="*")
     args = parser.parse_args()
     tally: Tally = collections.Counter()
@@ -246,6 +259,8 @@ def main() -> None:
         pivot_variant(args.pivot)
     if args.tiles:
         tiles_variant(args.tiles)
+    if args.unsalted:
+        unsalted_variant()
     run_args = ts.parse(
         ["virtual", "--robots", "300", "--agents", str(args.agents), "--seeds", str(args.seed),
          "--time", args.seconds, "--at", "5", "--out", "/dev/null", *args.rest]
