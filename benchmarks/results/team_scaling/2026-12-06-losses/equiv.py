@@ -1,7 +1,7 @@
 """Lab check (2026-12-06): the new ``BlockSearch.follow`` (f96fac5: the collisions found from the paths
 just changed) gives what the old one (a collision graph of the whole index) gave. A 16-agent virtual replay,
-seed 2; at every follow the old algorithm runs first on a copy of the search; paths, collisions, sum of costs
-and the counts must agree.
+seed 2; at every follow the old one (537cfab's, read from git) runs first on a copy of the search; paths,
+collisions, sum of costs and the counts must agree.
 
     PYTHONPATH=. .venv/bin/python benchmarks/results/team_scaling/2026-12-06-losses/equiv.py SECONDS
 """
@@ -9,8 +9,12 @@ and the counts must agree.
 from __future__ import annotations
 
 import copy
+import importlib.util
+import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from benchmarks import team_scaling as ts
@@ -19,23 +23,24 @@ from tasks.routing import repair
 new_follow = repair.BlockSearch.follow
 
 
-def old_follow(search: Any, before: Sequence[Any], now: Sequence[Any]) -> tuple[int, int]:
-    """``follow`` as it was at 537cfab."""
-    paths = search.paths
-    taken = {i: p for i, (b, p) in enumerate(zip(before, now, strict=True)) if p is not b and p != b}
-    search._replace({i: p for i, p in taken.items() if paths[i] != p})
-    reverted = 0
-    while search.collisions:
-        _graph, colliding = search.colliding()
-        back = {i: now[i] for i in colliding if paths[i] != now[i]}
-        if not back:
-            break
-        search._replace(back)
-        reverted += len(back)
-    for i, p in enumerate(now):
-        if paths[i] is not p and paths[i] == p:
-            paths[i] = p
-    return len(taken), reverted
+def follow_at(commit: str) -> Any:
+    """``BlockSearch.follow`` as ``tasks/routing/repair.py`` was at ``commit``: read from git and imported
+    from a temporary file, so that the old code is compared, not a copy of it."""
+    source = subprocess.run(
+        ["git", "show", f"{commit}:tasks/routing/repair.py"], check=True, capture_output=True, text=True
+    ).stdout
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"repair_{commit}.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look their module up while it loads
+        spec.loader.exec_module(module)
+    return module.BlockSearch.follow
+
+
+old_follow = follow_at("537cfab")
 
 
 def clone(search: Any) -> Any:
