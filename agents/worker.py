@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.feed import HttpHeadFeed
 from agents.http import Api, ApiError, GaveUp
 from agents.proposers import make_proposer
 from tasks.base import Proposer
@@ -208,6 +209,7 @@ class Worker:
                 return self._may_retry(exc)  # lease again on the next step, or stop: the task ended
         self.stats.leases += 1
         self.lease_id = lease["lease_id"]
+        feed = self.proposer.feed = HttpHeadFeed(self.api, self._base, int(lease["version"]))
         t0 = time.perf_counter()
         with _Renewer(self, lease["lease_id"], float(lease["ttl"])):
             self.interruptible = True
@@ -230,7 +232,7 @@ class Worker:
             "id": uuid.uuid4().hex,
             "lease_id": lease["lease_id"],
             "block": draft.block,
-            "base_version": lease["version"],
+            "base_version": feed.version,  # the head the search took in last (the lease's, if none)
             "value": draft.value,
             "predicted_improvement": draft.predicted_improvement,
             "usage": self._usage(draft.info, seconds),

@@ -124,6 +124,13 @@ class StaleFence(Conflict):
     code = "stale_fence"
 
 
+class VersionGone(BlockoptError):
+    """A version older than the states this process keeps (``GET .../changes``): lease again."""
+
+    status = 410
+    code = "version_gone"
+
+
 class PayloadTooLarge(BlockoptError):
     status = 413
     code = "payload_too_large"
@@ -177,7 +184,8 @@ class StoreUnavailable(Unavailable):
 
 
 class NotSupported(BlockoptError):
-    """The configured store does not implement this feature (a third-party store on an older interface)."""
+    """The configured store does not implement this feature (a third-party store on an older interface), or
+    the task's kind does not (``GET .../changes`` of a kind without ``head_changes``)."""
 
     status = 501
     code = "not_supported"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Literal
+from typing import Any, ClassVar, Generic, Literal, Protocol
 
 from pydantic import BaseModel
 from typing_extensions import TypeVar
@@ -159,12 +159,30 @@ class RenderedContract(dict[str, Any]):
         self.json = json
 
 
+class HeadFeed(Protocol):
+    """What merged since the head a search is on, asked for while it runs (``GET .../changes``).
+
+    The worker hands one to its proposer for each lease (``Proposer.feed``); the answer's base version is
+    the feed's ``version`` when the search ends, so a search that took the changes answers on that head."""
+
+    version: int
+
+    def __call__(self) -> JSON | None:
+        """The kind's ``head_changes`` since ``version`` (which then moves to the head's), or None when
+        nothing merged or the coordinator cannot tell (the search goes on from what it has)."""
+
+
 class Proposer(abc.ABC):
     """A heuristic that improves one block from its contract alone.
 
     Proposers live beside their kind so an agent and the coordinator agree on
-    the model; they never see the whole state, only the contract.
+    the model; they never see the whole state, only the contract (and, through ``feed``, what merged
+    since it was drawn up).
     """
+
+    feed: HeadFeed | None = None
+    """Set by the worker for each lease; a proposer that can take the head's changes into a search under way
+    may call it, one that cannot leaves it alone."""
 
     retry_pause: float = 0.05
     """Seconds a worker waits, after a call that found nothing, before it leases again: a search that is the

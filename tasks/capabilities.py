@@ -20,6 +20,7 @@ capability             members                              without it
                        ``form_lease``
 ``ChangedBlocks``      ``changed_blocks``                   every block's value compared
 ``Rebasing``           ``rebase``                           a stale value is scored as it came
+``HeadChanges``        ``head_changes``                     an agent's search stays on its lease's head
 ``Ownership``          ``block_elements``,                  a block holds ``("block", b)``, and every
                        ``written_elements``                 value writes exactly that
 ``Persistence``        ``dump_state``, ``load_state``       the state already is JSON
@@ -175,6 +176,20 @@ class Rebasing(Protocol):
         """
 
 
+@runtime_checkable
+class HeadChanges(Protocol):
+    def head_changes(self, before: Any, after: Any) -> JSON:
+        """What changed from the state ``before`` to the later head ``after``, as JSON the kind's proposer
+        takes into a search under way (routing: the robots whose paths changed, with those paths).
+
+        Agents that search the whole state in parallel find the same improvements: of the answers 16
+        agents sent on routing k = 300 that met exactly one merge since their lease, more than half had
+        changed a robot that merge had changed too, and two thirds of those were refused. A search that
+        asks for the head's changes every few milliseconds (``GET /v1/tasks/{id}/changes``) answers on the
+        head of a few milliseconds ago instead of the head of its lease
+        (docs/notes/2026-12-06-searches-follow-the-head.md)."""
+
+
 # -- ownership: a block's agent writes only what its lease holds --------------------------------------
 @runtime_checkable
 class Ownership(Protocol):
@@ -226,6 +241,7 @@ CAPABILITIES: tuple[type, ...] = (
     LeaseNeighbourhoods,
     ChangedBlocks,
     Rebasing,
+    HeadChanges,
     Ownership,
     Persistence,
     Views,
@@ -366,6 +382,11 @@ def changed_blocks(task: Task[Any, Any], before: Any, after: Any, n_blocks: int)
 
 def rebase(task: Task[Any, Any], state: Any, block: int, value: Value) -> Value | None:
     return cast(Rebasing, task).rebase(state, block, value) if offers(task, Rebasing) else None
+
+
+def head_changes(task: Task[Any, Any], before: Any, after: Any) -> JSON | None:
+    """The kind's ``head_changes``, or None: without it an agent's search stays on its lease's head."""
+    return cast(HeadChanges, task).head_changes(before, after) if offers(task, HeadChanges) else None
 
 
 def block_elements(task: Task[Any, Any], state: Any, block: int) -> frozenset[Hashable]:

@@ -20,8 +20,11 @@ simulation):
   is a coordinator request every ``settings.tick`` s after the last one ended, as its loop sleeps.
 - Events (a request reaching the coordinator) are handled in virtual-time order (``EventQueue`` refuses to
   go back in time): a lease sees the head as of its virtual time, and an answer is scored on the head of
-  its arrival. Agent work needs nothing but its contract, so it runs when its lease is handed out and its
-  answer is queued at (lease end + its CPU time).
+  its arrival. A proposer call runs when its lease is handed out, in a thread of its own (``AgentCall``);
+  its answer is queued at (lease end + its CPU time). A search that asks its feed what merged meanwhile
+  (``GET .../changes``, ``LockstepFeed``) stops there: the ask is queued at (lease end + the CPU used so
+  far) and answered on the coordinator's core once every earlier event is handled, so the search sees the
+  head as of that virtual time. The replay and a call never run at once.
 - A served model (``--proposer simulated-llm``: the heuristic with GPT-OSS-120B's serving latency,
   ``agents/llm/simulated.py``) is not slept for: a call takes max(its CPU, the model's latency) of its
   agent's clock, as the worker's call takes max(the heuristic's wall time, the latency) when it sleeps.
@@ -54,8 +57,10 @@ import asyncio
 import contextlib
 import heapq
 import json
+import queue
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -128,6 +133,10 @@ class EventQueue:
 
     def peek(self) -> float | None:
         return self._heap[0].at if self._heap else None
+
+    def waiting(self, kind: str) -> list[Any]:
+        """The payloads of the events of ``kind`` not handled yet."""
+        return [e.payload for e in self._heap if e.kind == kind]
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -234,6 +243,90 @@ class Agent:
     tokens: list[tuple[float, int]] = field(default_factory=list)
     """(virtual time the call ended, its prompt + completion tokens), for a proposer that counts tokens."""
     done: bool = False
+
+
+class ReplayOver(BaseException):
+    """Raised inside a call that is still asking its feed when the replay ends: the call stops there."""
+
+
+class LockstepFeed:
+    """The ``HeadFeed`` of a replayed call: an ask hands control back to the replay, which answers it once
+    every earlier event is handled, so the search takes in what merged by its virtual time, nothing later."""
+
+    def __init__(self, version: int, to_replay: queue.Queue[float | None], started: float) -> None:
+        self.version = version
+        self._to_replay, self._started = to_replay, started
+        self._reply: queue.Queue[Any] = queue.Queue()  # the reply's text, None (quiet) or ReplayOver
+        self.quiet = False
+
+    def __call__(self) -> Any | None:
+        if self.quiet:
+            return None
+        self._to_replay.put(time.thread_time() - self._started)  # the ask's time: the call's CPU so far
+        text = self._reply.get()
+        if text is ReplayOver:
+            raise ReplayOver()
+        if text is None:
+            self.quiet = True
+            return None
+        view = json.loads(text)  # (what the worker decodes: the agent's CPU)
+        self.version = int(view["version"])
+        return view.get("changes")
+
+    def reply(self, text: str | None) -> None:
+        self._reply.put(text)
+
+    def stop(self) -> None:
+        self._reply.put(ReplayOver)
+
+
+class AgentCall:
+    """One proposer call in a thread of its own, run in lockstep with the replay: ``run`` returns when the
+    call asks its feed (the CPU it had used by then) or ends (None; ``draft`` and ``cpu`` are set). Only one
+    of the replay and the call runs at any time; the call's CPU is its thread's."""
+
+    def __init__(self, agent: Agent, grant_json: str, ready: float) -> None:
+        self.agent, self.grant_json, self.ready = agent, grant_json, ready
+        self.lease: dict[str, Any] = {}
+        self.draft: Draft | None = None
+        self.cpu = 0.0
+        self._to_replay: queue.Queue[float | None] = queue.Queue()
+        self._failed: BaseException | None = None
+        self.feed = LockstepFeed(0, self._to_replay, 0.0)
+        self._thread: threading.Thread | None = None
+
+    def _body(self) -> None:
+        t0 = time.thread_time()
+        try:
+            self.lease = json.loads(self.grant_json)
+            self.feed = LockstepFeed(int(self.lease["version"]), self._to_replay, t0)
+            self.agent.proposer.feed = self.feed
+            self.draft = self.agent.proposer.propose(self.lease["contract"])
+        except ReplayOver:
+            pass
+        except BaseException as exc:  # handed to the replay, which raises it
+            self._failed = exc
+        finally:
+            self.agent.proposer.feed = None
+            self.cpu = time.thread_time() - t0
+            self._to_replay.put(None)
+
+    def stop(self) -> None:
+        """End a call that waits on its feed (the replay is over): it stops at its ask."""
+        self.feed.stop()
+        if self._thread is not None:
+            self._thread.join()
+
+    def run(self) -> float | None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._body, daemon=True, name="replayed-call")
+            self._thread.start()
+        asked = self._to_replay.get()
+        if asked is None:
+            self._thread.join()
+            if self._failed is not None:
+                raise self._failed
+        return asked
 
 
 @dataclass
@@ -357,11 +450,17 @@ class Replay:
 
     # -- one agent's loop ----------------------------------------------------------
     def _propose(self, agent: Agent, grant_json: str, ready: float) -> None:
-        """Agent ``agent`` got a lease at ``ready``: run its proposer for real, queue its answer."""
-        t0 = time.thread_time()
-        lease = json.loads(grant_json)
-        draft: Draft | None = agent.proposer.propose(lease["contract"])
-        cpu = time.thread_time() - t0
+        """Agent ``agent`` got a lease at ``ready``: run its proposer for real (``AgentCall``), queue its
+        answer, or its first ask for what merged meanwhile."""
+        self._resume(AgentCall(agent, grant_json, ready))
+
+    def _resume(self, call: AgentCall) -> None:
+        """Let ``call`` run until it asks for the head's changes (queued at its virtual time) or ends."""
+        asked = call.run()
+        if asked is not None:
+            self.queue.push(call.ready + asked, "feed", call.agent.index, call)
+            return
+        agent, ready, lease, draft, cpu = call.agent, call.ready, call.lease, call.draft, call.cpu
         took = max(cpu, self._latency(agent, cpu, ready))
         body: str | None = None
         if draft is not None:
@@ -371,7 +470,7 @@ class Replay:
                     "id": uuid.uuid4().hex,
                     "lease_id": lease["lease_id"],
                     "block": draft.block,
-                    "base_version": lease["version"],
+                    "base_version": call.feed.version,
                     "value": draft.value,
                     "predicted_improvement": draft.predicted_improvement,
                     "usage": usage,
@@ -388,6 +487,19 @@ class Replay:
             self.queue.push(ready + took, "abandon", agent.index, (lease, took))
         else:
             self.queue.push(ready + took, "submit", agent.index, body)
+
+    async def _on_feed(self, agent: Agent, at: float, call: AgentCall) -> None:
+        """A search asks what merged since its version (``GET .../changes``): answered on the coordinator's
+        core at the ask's virtual time; a refusal leaves the feed quiet for the rest of the call, as the
+        worker's does."""
+
+        async def ask() -> str | None:
+            view = await self.service.changes(self.task_id, agent.record, call.feed.version)
+            return dump_json(view)
+
+        _end, result = await self.serve(at, "changes", ask)
+        call.feed.reply(None if isinstance(result, errors.BlockoptError) else result)
+        self._resume(call)
 
     @staticmethod
     def _latency(agent: Agent, cpu: float, ready: float) -> float:
@@ -535,28 +647,40 @@ class Replay:
                 self.queue.push(create_end + start_up + time.thread_time() - t0, "lease", i)
             self.queue.push(create_end + self.settings.tick, "tick")
             horizon = self.created_at + c.seconds
-            while self.queue and self.status == "running":
-                nxt = self.queue.peek()
-                if nxt is None or nxt >= horizon:
-                    break
-                event = self.queue.pop()
-                if event.kind == "tick":
-                    await self._on_tick(event.at)
-                    continue
-                agent = self.agents[event.agent]
-                if agent.done:
-                    continue
-                if event.kind == "lease":
-                    await self._on_lease(agent, event.at)
-                elif event.kind == "submit":
-                    await self._on_submit(agent, event.at, event.payload)
-                elif event.kind == "abandon":
-                    await self._on_abandon(agent, event.at, *event.payload)
-                elif event.kind == "renew":
-                    await self._on_renew(agent, event.at, event.payload)
-                else:
-                    raise OutOfOrder(f"unknown event {event.kind}")
+            try:
+                await self._events(horizon)
+            finally:
+                for call in self.queue.waiting("feed"):  # calls stopped at an ask: they end there
+                    call.stop()
         return await self._result(start_up)
+
+    async def _events(self, horizon: float) -> None:
+        """Handle the events in virtual-time order until the horizon, the target or the task's end."""
+        while self.queue and self.status == "running":
+            nxt = self.queue.peek()
+            if nxt is None or nxt >= horizon:
+                break
+            event = self.queue.pop()
+            if event.kind == "tick":
+                await self._on_tick(event.at)
+                continue
+            agent = self.agents[event.agent]
+            if agent.done:
+                if event.kind == "feed":
+                    event.payload.stop()
+                continue
+            if event.kind == "lease":
+                await self._on_lease(agent, event.at)
+            elif event.kind == "submit":
+                await self._on_submit(agent, event.at, event.payload)
+            elif event.kind == "abandon":
+                await self._on_abandon(agent, event.at, *event.payload)
+            elif event.kind == "renew":
+                await self._on_renew(agent, event.at, event.payload)
+            elif event.kind == "feed":
+                await self._on_feed(agent, event.at, event.payload)
+            else:
+                raise OutOfOrder(f"unknown event {event.kind}")
 
     async def _result(self, start_up: float) -> ReplayResult:
         report = await self.service.report(self.task_id)

@@ -30,6 +30,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         403: "forbidden or wrong block",
         404: "unknown task or proposal",
         409: "stale base, expired lease or finished task",
+        410: "a version older than the coordinator keeps (lease again)",
         405: "method not allowed on this route (the Allow header lists the allowed ones)",
         413: "body too large",
         422: "body does not fit the model",

@@ -63,6 +63,7 @@ def create_app(
     install_error_handlers(app)
     for resource in (tasks, events, agents, leases, proposals, operations):
         app.include_router(resource.router)
+    app.include_router(leases.changes_router)
     app.include_router(trajectories.router, dependencies=READ)
     ui.install(app, service, store, settings)
     openapi.install_schema(app, settings.kinds)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, ClassVar
 
 from coordinator import errors
@@ -29,15 +29,35 @@ from tasks.registry import create_task
 
 @dataclass
 class BuiltTask:
-    """A task rebuilt from (kind, params) in this process, and the head it last loaded."""
+    """A task rebuilt from (kind, params) in this process, the head it last loaded, and the ones before."""
 
     task: Task[Any]
     engine: RoundEngine
-    snapshot: Snapshot
+    initial: InitVar[Snapshot]
     step_seconds: float | None = None
     """Wall time of this task's last engine step (None: never run, so the first one goes to a thread)."""
     call_seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of the last call into the kind outside engine steps, by what it was (``StepRunner``)."""
+    recent: dict[int, Snapshot] = field(default_factory=dict)
+    """The last ``KEPT`` heads this process loaded or committed, by version: ``GET .../changes`` tells an
+    agent what changed since the one its search is on (a dict keeps insertion order: oldest first)."""
+    KEPT: ClassVar[int] = 32
+
+    def __post_init__(self, initial: Snapshot) -> None:
+        self._snapshot = initial
+        self.recent[initial.version] = initial
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    @snapshot.setter
+    def snapshot(self, snap: Snapshot) -> None:
+        self._snapshot = snap
+        recent = self.recent
+        recent[snap.version] = snap
+        while len(recent) > self.KEPT:
+            del recent[next(iter(recent))]
 
 
 def head_of(snap: Snapshot, state: Any, version: int | None = None) -> Head:

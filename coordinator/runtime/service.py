@@ -14,6 +14,7 @@ from another. Read them in this order:
     rounds      rounds mode: quorum or deadline, run and commit a round (``Rounds``)
     window      async mode: score each arrival, close windows into round records (``AsyncMerges``)
     leases      lease, renew, release (``Leases``)
+    feeds       what merged since the head an agent's search is on (``HeadFeeds``)
     proposals   submit, long-poll a verdict, the next lease folded in (``Proposals``)
     tasks       create, view, report, stop (``TaskBook``)
     agents      join and authenticate agents (``AgentBook``)
@@ -37,6 +38,7 @@ from coordinator.runtime.cache import TaskCache
 from coordinator.runtime.context import ServiceContext
 from coordinator.runtime.ending import Ending
 from coordinator.runtime.events import Background, TaskEvents
+from coordinator.runtime.following import HeadFeeds
 from coordinator.runtime.leases import Leases
 from coordinator.runtime.ledgers import Ledgers
 from coordinator.runtime.metrics import ServiceMetrics
@@ -49,6 +51,7 @@ from coordinator.runtime.tasks import TaskBook
 from coordinator.runtime.window import AsyncMerges
 from coordinator.runtime.wire import (
     CreateTask,
+    HeadChangesView,
     Joined,
     JoinRequest,
     LeaseGrant,
@@ -100,6 +103,7 @@ class CoordinatorService:
             self.budgets,
             self.rounds,
         )
+        self.feeds = HeadFeeds(ctx, self.cache, self.steps)
         self.proposals = Proposals(
             ctx, self.cache, self.events, self.budgets, self.leases, self.rounds, self.merges
         )
@@ -214,6 +218,9 @@ class CoordinatorService:
 
     async def renew(self, task_id: str, agent: AgentRecord, lease_id: str) -> Lease:
         return await self.leases.renew(task_id, agent, lease_id)
+
+    async def changes(self, task_id: str, agent: AgentRecord, since: int) -> HeadChangesView:
+        return await self.feeds.changes(task_id, agent, since)
 
     async def release(self, task_id: str, agent: AgentRecord, lease_id: str) -> None:
         await self.leases.release(task_id, agent, lease_id)

@@ -210,6 +210,17 @@ class Joined(BaseModel):
     lease_ttl: float
 
 
+class HeadChangesView(BaseModel):
+    """``GET /v1/tasks/{id}/changes?since=V``: what merged since version V, for a search under way."""
+
+    model_config = _example({"version": 14, "since": 12, "changes": {"paths": {"7": [[3, 4], [3, 5]]}}})
+    version: int = Field(..., description="the head's version; the next request asks since this one")
+    since: int
+    changes: Any | None = Field(
+        None, description="the kind's head_changes from version since to version (null: nothing merged)"
+    )
+
+
 class LeaseGrant(BaseModel):
     model_config = _example(
         {

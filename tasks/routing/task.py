@@ -72,6 +72,13 @@ class RoutingProposerParams(BaseModel):
         " gained answers (0: only stop_after and the budget end it); an answer sent sooner merges on a fresher"
         " plan",
     )
+    follow_every: float = Field(
+        0.02,
+        ge=0.0,
+        le=60.0,
+        description="seconds of a team's whole-plan search between asks for what merged meanwhile"
+        " (GET .../changes), taken into the search so that it answers on a fresh head (0: never)",
+    )
     patience: int = Field(
         3,
         ge=0,
@@ -332,6 +339,19 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             # no conflict to lose: the engine scores it next, and its conflicts need no counting
             self._last_change = (state, [(block, fixed)], 0)
         return fixed
+
+    def head_changes(self, before: RoutingState, after: RoutingState) -> dict[str, Any]:
+        """The robots whose paths differ from ``before`` to ``after``, each with its path in the contract's
+        [x, y] form: ``{"paths": {"robot id": [[x, y], ...]}}``. A merge shares the paths it left alone, so
+        most robots are told apart by identity."""
+        xy = self.grid.xy
+        return {
+            "paths": {
+                str(r): [list(xy(c)) for c in p]
+                for r, (b, p) in enumerate(zip(before.paths, after.paths, strict=True))
+                if p is not b and p != b
+            }
+        }
 
     def holding_up(self, state: RoutingState) -> dict[tuple[int, int], float]:
         """``regroup.holding_up`` of the plan, kept for the last plan: empty rounds regroup the same plan
@@ -628,5 +648,6 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             max_len=self.inst.max_len,
             stop_after=k.stop_after,
             answer_after=k.answer_after,
+            follow_every=k.follow_every,
             seed=seed,
         )

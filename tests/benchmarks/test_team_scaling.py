@@ -369,3 +369,30 @@ def test_repeats_of_a_team_in_two_files_get_a_table_each_unless_pooled(tmp_path)
     lines = team_scaling.table(pooled, [30.0], 30.0)
     row = next(line for line in lines if line.startswith(" 16 "))
     assert "5.0 / 10.0" in row and "2.00 / 1.00 (1.00)" in row
+
+
+def test_a_replayed_search_asks_what_merged_at_its_virtual_time() -> None:
+    """A team's search asks its feed every few ms of its CPU: each ask is a coordinator call queued at its
+    virtual time (after the call's lease, before its answer), served in order with the others; a call still
+    waiting on an ask when the replay ends stops there (no thread left behind)."""
+    import threading
+
+    params = {"map": "random-32-32-10", "robots": 60, "blocks": 4, "exact_limit": 0, "initial": "shortest"}
+    result = replay(
+        ReplayConfig(
+            kind="routing", params=params, agents=3, seconds=1.5, seed=1, agent_start=0.1,
+            knobs={"time_budget": 0.2, "follow_every": 0.002},
+        )
+    )  # fmt: skip
+    asks = [c for c in result.calls if c[3] == "changes"]
+    assert len(asks) > 10
+    check_calls(result.calls)
+    check_order(result.handled)
+    assert not [t for t in threading.enumerate() if t.name == "replayed-call" and t.is_alive()]
+    quiet = replay(
+        ReplayConfig(
+            kind="routing", params=params, agents=3, seconds=1.5, seed=1, agent_start=0.1,
+            knobs={"time_budget": 0.2, "follow_every": 0.0},
+        )
+    )  # fmt: skip
+    assert not [c for c in quiet.calls if c[3] == "changes"]

@@ -1,15 +1,30 @@
-"""``/v1/tasks/{id}/leases``: lease a block with its contract, renew it, release it (agent token)."""
+"""``/v1/tasks/{id}/leases``: lease a block with its contract, renew it, release it;
+``/v1/tasks/{id}/changes``: what merged since the head a search is on (agent token)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from coordinator.api.deps import AgentDep, ServiceDep
 from coordinator.api.responses import model_response
-from coordinator.runtime.wire import LeaseGrant, LeaseRenewed
+from coordinator.runtime.wire import HeadChangesView, LeaseGrant, LeaseRenewed
 
 router = APIRouter(prefix="/v1/tasks/{task_id}/leases", tags=["agents"])
+changes_router = APIRouter(prefix="/v1/tasks/{task_id}/changes", tags=["agents"])
+
+
+@changes_router.get(
+    "",
+    response_model=HeadChangesView,
+    summary="What merged since version since: the kind's changes for a search under way",
+)
+async def changes(
+    task_id: str, me: AgentDep, service: ServiceDep, since: Annotated[int, Query(ge=0)]
+) -> HeadChangesView:
+    return await service.changes(task_id, me, since)
 
 
 @router.post(

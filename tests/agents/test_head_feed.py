@@ -1,0 +1,74 @@
+"""The worker's head feed: a search asks the real coordinator what merged, and answers on that head."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agents.feed import HttpHeadFeed
+from agents.http import Api
+from agents.proposers import register_proposer
+from agents.worker import Worker, WorkerConfig
+from tasks.base import Draft, Proposer
+from tests.conftest import Coordinator
+from tests.coordinator.api.test_head_changes import merge_an_answer, routing_task
+
+
+class AsksWhileAnotherMerges(Proposer):
+    """Lets another agent merge while it "searches", asks its feed, and answers nothing new."""
+
+    def __init__(self, merge: Any) -> None:
+        self.merge = merge
+        self.told: list[Any] = []
+
+    def propose(self, contract: Any) -> Draft | None:
+        self.merge()
+        assert self.feed is not None
+        self.told.append(self.feed())
+        self.told.append(self.feed())
+        return Draft(int(contract["block"]), [None] * len(contract["data"]["robots"]), 0.0)
+
+
+def test_the_answer_is_based_on_the_head_the_feed_told_of(
+    coordinator: Coordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task, _a, other = routing_task(coordinator)
+    proposer = AsksWhileAnotherMerges(lambda: merge_an_answer(other, task["id"]))
+    register_proposer("asks-while-another-merges")(lambda task, knobs, seed, options: proposer)
+    name = "asks-while-another-merges"
+    worker = Worker(WorkerConfig(coordinator.url, task["id"], task["join_token"], proposer=name))
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(worker, "_submit", lambda body: sent.append(body))
+    leases: list[int] = []
+    call = worker.api.call
+    monkeypatch.setattr(
+        worker.api,
+        "call",
+        lambda method, path, **kw: _seen(call(method, path, **kw), path, leases),
+    )
+    worker.join()
+    worker.step()
+    first, second = proposer.told
+    assert first is not None and first["paths"] and second is None  # told once, then nothing new
+    assert leases and sent[0]["base_version"] > leases[0]
+
+
+def _seen(r: Any, path: str, leases: list[int]) -> Any:
+    if path.endswith("/leases"):
+        leases.append(int(r.json()["version"]))
+    return r
+
+
+def test_a_feed_the_coordinator_refuses_goes_quiet(coordinator: Coordinator) -> None:
+    """A refused ask (here a version the head has not reached, 400; as for a version no longer kept, 410, or a
+    kind without ``head_changes``, 501): the feed says nothing from then on and keeps its version."""
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2}, mode="async")
+    client, joined = coordinator.join(task)
+    api = Api(coordinator.url, max_retries=0)
+    api.token = joined["token"]
+    grant = client.post(f"/v1/tasks/{task['id']}/leases").json()
+    feed = HttpHeadFeed(api, f"/v1/tasks/{task['id']}", grant["version"] + 1)
+    assert feed() is None and feed.quiet and feed() is None
+    assert feed.version == grant["version"] + 1
+    api.close()

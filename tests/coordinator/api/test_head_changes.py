@@ -1,0 +1,90 @@
+"""``GET /v1/tasks/{id}/changes?since=V`` on a real server: what merged since the head a search is on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from coordinator.runtime.cache import BuiltTask
+from tasks.registry import create_task
+from tests.conftest import Coordinator
+from tests.coordinator.api.test_service_api import error_of, lease, propose
+
+PARAMS = {"map": "random-32-32-10", "robots": 40, "blocks": 3, "exact_limit": 0, "initial": "shortest"}
+
+
+def routing_task(coordinator: Coordinator) -> tuple[dict[str, Any], httpx.Client, httpx.Client]:
+    task = coordinator.create_task(kind="routing", params=PARAMS, mode="async", stop={"stall_rounds": 50})
+    a, b = (coordinator.join(task, name=n)[0] for n in ("a", "b"))
+    return task, a, b
+
+
+def merge_an_answer(agent: httpx.Client, tid: str) -> dict[int, list[list[int]]]:
+    """Lease, search with the routing heuristic, submit and wait for the merge: the robots it wrote."""
+    grant = lease(agent, tid)
+    local = create_task("routing", PARAMS)
+    draft = local.make_proposer(local.ProposerParams(time_budget=0.5), seed=1).propose(grant["contract"])
+    assert draft is not None
+    body = {
+        "lease_id": grant["lease_id"],
+        "block": grant["block"],
+        "base_version": grant["version"],
+        "value": draft.value,
+        "predicted_improvement": draft.predicted_improvement,
+    }
+    r = agent.post(f"/v1/tasks/{tid}/proposals", json=body, params={"wait": 10})
+    assert r.status_code == 200 and r.json()["verdict"]["code"] == "merged", r.text
+    robots = [int(x["id"]) for x in grant["contract"]["data"]["robots"]]
+    return {r: p for r, p in zip(robots, draft.value, strict=True) if p is not None}
+
+
+def test_changes_name_exactly_the_robots_that_merged(coordinator: Coordinator) -> None:
+    task, a, b = routing_task(coordinator)
+    tid = task["id"]
+    base = lease(b, tid)["version"]  # b's search is on this head
+    written = merge_an_answer(a, tid)
+
+    r = b.get(f"/v1/tasks/{tid}/changes", params={"since": base})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["since"] == base and got["version"] > base
+    head = coordinator.admin.get(f"/v1/tasks/{tid}/solution").json()["solution"]["paths"]
+    changed = {int(k): v for k, v in got["changes"]["paths"].items()}
+    assert changed and set(changed) <= set(written)  # robots a put back to their paths are not news
+    for robot, path in changed.items():
+        assert path == written[robot] == head[robot]
+
+    again = b.get(f"/v1/tasks/{tid}/changes", params={"since": got["version"]}).json()
+    assert again == {"version": got["version"], "since": got["version"], "changes": None}
+
+
+def test_a_version_the_coordinator_no_longer_keeps_is_gone(
+    coordinator: Coordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(BuiltTask, "KEPT", 1)
+    task, a, b = routing_task(coordinator)
+    tid = task["id"]
+    base = lease(b, tid)["version"]
+    merge_an_answer(a, tid)
+    err = error_of(b.get(f"/v1/tasks/{tid}/changes", params={"since": base}), 410, "version_gone")
+    assert err["since"] == base and err["version"] > base
+
+
+def test_bad_versions_and_tokens_are_refused(coordinator: Coordinator) -> None:
+    task, _a, b = routing_task(coordinator)
+    tid = task["id"]
+    version = lease(b, tid)["version"]
+    error_of(b.get(f"/v1/tasks/{tid}/changes", params={"since": version + 5}), 400, "invalid_request")
+    assert b.get(f"/v1/tasks/{tid}/changes", params={"since": -1}).status_code == 422
+    assert b.get(f"/v1/tasks/{tid}/changes").status_code == 422
+    error_of(coordinator.client().get(f"/v1/tasks/{tid}/changes", params={"since": 0}), 401, "unauthorized")
+
+
+def test_a_kind_without_head_changes_says_so(coordinator: Coordinator) -> None:
+    task = coordinator.create_task(params={"blocks": 2, "dim": 2, "coupling": 0.0})
+    tid = task["id"]
+    agent, _ = coordinator.join(task)
+    assert propose(agent, tid, lease(agent, tid)).json()["verdict"]["code"] == "merged"
+    error_of(agent.get(f"/v1/tasks/{tid}/changes", params={"since": 0}), 501, "not_supported")
