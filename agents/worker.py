@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,8 @@ class Worker:
         """The model this agent's usage is booked under, also when a lease cost no model call."""
         self.interruptible = False
         """True while the proposer runs: a stop signal may then raise Shutdown (see ``interrupt``)."""
+        self.feed_requests = ThreadPoolExecutor(max_workers=1, thread_name_prefix="head-feed")
+        """The one thread that carries the proposer's head-feed requests (``agents/feed.py``)."""
         self._base = f"/v1/tasks/{config.task}"
 
     # -- protocol steps ---------------------------------------------------------
@@ -209,7 +212,9 @@ class Worker:
                 return self._may_retry(exc)  # lease again on the next step, or stop: the task ended
         self.stats.leases += 1
         self.lease_id = lease["lease_id"]
-        feed = self.proposer.feed = HttpHeadFeed(self.api, self._base, int(lease["version"]))
+        feed = self.proposer.feed = HttpHeadFeed(
+            self.api, self._base, int(lease["version"]), self.feed_requests
+        )
         t0 = time.perf_counter()
         with _Renewer(self, lease["lease_id"], float(lease["ttl"])):
             self.interruptible = True
@@ -246,6 +251,12 @@ class Worker:
             else:
                 self.stats.rejected += 1
         return self.stats.ended == ""
+
+    def close(self) -> None:
+        """Release the lease, wait for the feed's request in flight, close the HTTP client."""
+        self.release()
+        self.feed_requests.shutdown(wait=True)
+        self.api.close()
 
     def _may_retry(self, exc: ApiError) -> bool:
         """After a refused call: False when the task has ended (recorded in the stats), True after waiting
@@ -330,8 +341,7 @@ class Worker:
             log.error("%s: %s", self.config.name, exc)
             self.stats.ended = "bad_config"
         finally:
-            self.release()
-            self.api.close()
+            self.close()
         if not self.stats.ended:
             self.stats.ended = "stopped"
         log.info(

@@ -168,8 +168,9 @@ class HeadFeed(Protocol):
     version: int
 
     def __call__(self) -> JSON | None:
-        """The kind's ``head_changes`` since ``version`` (which then moves to the head's), or None when
-        nothing merged or the coordinator cannot tell (the search goes on from what it has)."""
+        """The kind's ``head_changes`` since ``version`` that arrived since the last call (``version`` then
+        moves to the head's), or None: nothing merged, no reply yet, or the coordinator cannot tell. It does
+        not wait on the coordinator: each call takes what has arrived and asks again."""
 
 
 class Proposer(abc.ABC):

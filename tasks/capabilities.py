@@ -30,6 +30,9 @@ capability             members                              without it
 
 Detection is by the class's members, computed once per class (``offers``), so it costs a set lookup on
 the engine's hot path.
+
+One job over 400 lines: each capability's protocol, the rules its members keep, and its fallback, for the
+one table above; split by topic, a kind's author would read several files to learn one contract.
 """
 
 from __future__ import annotations

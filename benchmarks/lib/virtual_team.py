@@ -22,9 +22,10 @@ simulation):
   go back in time): a lease sees the head as of its virtual time, and an answer is scored on the head of
   its arrival. A proposer call runs when its lease is handed out, in a thread of its own (``AgentCall``);
   its answer is queued at (lease end + its CPU time). A search that asks its feed what merged meanwhile
-  (``GET .../changes``, ``LockstepFeed``) stops there: the ask is queued at (lease end + the CPU used so
-  far) and answered on the coordinator's core once every earlier event is handled, so the search sees the
-  head as of that virtual time. The replay and a call never run at once.
+  (``GET .../changes``, ``LockstepFeed``) stops there until the replay has handled every earlier event:
+  the ask, at (lease end + the CPU used so far), takes the reply that has arrived by then (if any) and
+  sends the next request, served on the coordinator's core from that moment. The search does not wait for
+  it, as the worker's background request does not hold it up. The replay and a call never run at once.
 - A served model (``--proposer simulated-llm``: the heuristic with GPT-OSS-120B's serving latency,
   ``agents/llm/simulated.py``) is not slept for: a call takes max(its CPU, the model's latency) of its
   agent's clock, as the worker's call takes max(the heuristic's wall time, the latency) when it sleeps.
@@ -249,14 +250,19 @@ class ReplayOver(BaseException):
     """Raised inside a call that is still asking its feed when the replay ends: the call stops there."""
 
 
+QUIET = "quiet"
+"""What the replay hands a feed whose request was refused: it asks no more in this call."""
+
+
 class LockstepFeed:
-    """The ``HeadFeed`` of a replayed call: an ask hands control back to the replay, which answers it once
-    every earlier event is handled, so the search takes in what merged by its virtual time, nothing later."""
+    """The ``HeadFeed`` of a replayed call: an ask hands control back to the replay, which handles every
+    earlier event first, then gives it the reply that has arrived by the ask's virtual time
+    (``Replay._on_feed``)."""
 
     def __init__(self, version: int, to_replay: queue.Queue[float | None], started: float) -> None:
         self.version = version
         self._to_replay, self._started = to_replay, started
-        self._reply: queue.Queue[Any] = queue.Queue()  # the reply's text, None (quiet) or ReplayOver
+        self._reply: queue.Queue[Any] = queue.Queue()  # a reply's text, None (nothing yet), QUIET, ReplayOver
         self.quiet = False
 
     def __call__(self) -> Any | None:
@@ -266,8 +272,10 @@ class LockstepFeed:
         text = self._reply.get()
         if text is ReplayOver:
             raise ReplayOver()
-        if text is None:
+        if text is QUIET:
             self.quiet = True
+            return None
+        if text is None:
             return None
         view = json.loads(text)  # (what the worker decodes: the agent's CPU)
         self.version = int(view["version"])
@@ -287,6 +295,8 @@ class AgentCall:
 
     def __init__(self, agent: Agent, grant_json: str, ready: float) -> None:
         self.agent, self.grant_json, self.ready = agent, grant_json, ready
+        self.pending: tuple[float, str | None] | None = None
+        """The feed's request in flight: (when its reply arrives, the reply's text, or None: refused)."""
         self.lease: dict[str, Any] = {}
         self.draft: Draft | None = None
         self.cpu = 0.0
@@ -489,16 +499,25 @@ class Replay:
             self.queue.push(ready + took, "submit", agent.index, body)
 
     async def _on_feed(self, agent: Agent, at: float, call: AgentCall) -> None:
-        """A search asks what merged since its version (``GET .../changes``): answered on the coordinator's
-        core at the ask's virtual time; a refusal leaves the feed quiet for the rest of the call, as the
-        worker's does."""
+        """A search asks its feed (``agents/feed.py``): it takes the reply that has arrived by now, if any,
+        and the next request goes out, served on the coordinator's core from this moment (one in flight at a
+        time). The search does not wait for it, as the worker's background request does not hold it up."""
+        delivered: str | None = None
+        if call.pending is not None and call.pending[0] <= at:
+            delivered, call.pending = call.pending[1], None
+            if delivered is None:  # the request was refused: quiet from now on
+                call.feed.reply(QUIET)
+                self._resume(call)
+                return
+        if call.pending is None:
+            since = call.feed.version if delivered is None else int(json.loads(delivered)["version"])
 
-        async def ask() -> str | None:
-            view = await self.service.changes(self.task_id, agent.record, call.feed.version)
-            return dump_json(view)
+            async def ask() -> str:
+                return dump_json(await self.service.changes(self.task_id, agent.record, since))
 
-        _end, result = await self.serve(at, "changes", ask)
-        call.feed.reply(None if isinstance(result, errors.BlockoptError) else result)
+            end, result = await self.serve(at, "changes", ask)
+            call.pending = (end, None if isinstance(result, errors.BlockoptError) else result)
+        call.feed.reply(delivered)
         self._resume(call)
 
     @staticmethod

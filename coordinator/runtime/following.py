@@ -1,7 +1,7 @@
 """``GET /v1/tasks/{id}/changes?since=V``: what merged since the head an agent's search is on.
 
-Agents that search the whole state at once (routing's whole-plan leases) each find improvements on an
-older head the longer they search; an answer whose robots a merge changed meanwhile is mostly refused. A
+Agents that search the whole state at once (overlapping whole-state leases) each find improvements on an
+older head the longer they search; an answer whose elements a merge changed meanwhile is mostly refused. A
 search that asks for the changes every few milliseconds stays on the head as it moves and answers on it.
 The reply is the kind's ``head_changes`` between two heads this process holds (``BuiltTask.recent``): no
 store read when the version did not move, and one head load when it did, as for a lease.

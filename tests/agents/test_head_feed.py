@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -25,9 +27,20 @@ class AsksWhileAnotherMerges(Proposer):
     def propose(self, contract: Any) -> Draft | None:
         self.merge()
         assert self.feed is not None
-        self.told.append(self.feed())
-        self.told.append(self.feed())
+        self.told.append(_first_news(self.feed))
+        self.told.append(_first_news(self.feed, seconds=0.3))
         return Draft(int(contract["block"]), [None] * len(contract["data"]["robots"]), 0.0)
+
+
+def _first_news(feed: Any, seconds: float = 10.0) -> Any:
+    """Ask ``feed`` every 10 ms (it never waits on the coordinator) until it tells something, or None."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        told = feed()
+        if told is not None:
+            return told
+        time.sleep(0.01)
+    return None
 
 
 def test_the_answer_is_based_on_the_head_the_feed_told_of(
@@ -49,6 +62,7 @@ def test_the_answer_is_based_on_the_head_the_feed_told_of(
     )
     worker.join()
     worker.step()
+    worker.close()
     first, second = proposer.told
     assert first is not None and first["paths"] and second is None  # told once, then nothing new
     assert leases and sent[0]["base_version"] > leases[0]
@@ -68,7 +82,9 @@ def test_a_feed_the_coordinator_refuses_goes_quiet(coordinator: Coordinator) -> 
     api = Api(coordinator.url, max_retries=0)
     api.token = joined["token"]
     grant = client.post(f"/v1/tasks/{task['id']}/leases").json()
-    feed = HttpHeadFeed(api, f"/v1/tasks/{task['id']}", grant["version"] + 1)
-    assert feed() is None and feed.quiet and feed() is None
+    with ThreadPoolExecutor(max_workers=1) as requests:
+        feed = HttpHeadFeed(api, f"/v1/tasks/{task['id']}", grant["version"] + 1, requests)
+        assert _first_news(feed, seconds=1.0) is None
+    assert feed.quiet and feed() is None
     assert feed.version == grant["version"] + 1
     api.close()
