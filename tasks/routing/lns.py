@@ -88,11 +88,12 @@ class RoutingProposer(Proposer):
         its answers and left it idle 43 % of the time against 22 % (docs/notes/2026-12-06-heap-and-early-
         answers.md)."""
         self.follow_every = follow_every
-        """Seconds of a team's whole-plan search between asks for what merged meanwhile (``feed``); 0: never.
-        Of the answers 16 agents sent on k = 300, the more merges since their lease the more were refused
-        (41 % after one, 71 % after two or more), mostly because a merge had changed one of their
-        robots too. Taking the changes every 20 ms (5 ms): 42 % (35 %) refused against 62 %, and the plan at
-        10 s 7,059 (7,056) against 7,122 (docs/notes/2026-12-06-searches-follow-the-head.md)."""
+        """Seconds of a team's whole-plan search between asks for what merged meanwhile (``feed``); 0: never,
+        the default. Of the answers 16 agents sent on k = 300, the more merges since their lease the more
+        were refused (41 % after one, 71 % after two or more), mostly because a merge had changed one of
+        their robots too. Taking the changes every 20 ms refused 40 % of the answers against 63 %, but the
+        team sent half as many and merged fewer: 7,078 and 7,061 at 30 s against 7,025 and 7,036 without
+        (docs/notes/2026-12-06-searches-follow-the-head.md)."""
         self.neighbourhood = neighbourhood
         self.max_len = max_len
         self.rng = random.Random(seed)

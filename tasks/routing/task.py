@@ -73,11 +73,12 @@ class RoutingProposerParams(BaseModel):
         " plan",
     )
     follow_every: float = Field(
-        0.02,
+        0.0,
         ge=0.0,
         le=60.0,
         description="seconds of a team's whole-plan search between asks for what merged meanwhile"
-        " (GET .../changes), taken into the search so that it answers on a fresh head (0: never)",
+        " (GET .../changes), taken into the search so that it answers on a fresher head; 0 (the default):"
+        " never, since 16 agents that asked every 0.02 s ended behind those that did not",
     )
     patience: int = Field(
         3,
