@@ -39,8 +39,11 @@ class BuiltTask:
     call_seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of the last call into the kind outside engine steps, by what it was (``StepRunner``)."""
     recent: dict[int, Snapshot] = field(default_factory=dict)
-    """The last ``KEPT`` heads this process loaded or committed, by version: ``GET .../changes`` tells an
+    """The last ``kept`` heads this process loaded or committed, by version: ``GET .../changes`` tells an
     agent what changed since the one its search is on (a dict keeps insertion order: oldest first)."""
+    kept: int = 1
+    """How many heads ``recent`` keeps: the head alone until an agent first asks for changes (``KEPT`` from
+    then on), so that a task nobody follows holds no old states (a state may hold large indexes)."""
     KEPT: ClassVar[int] = 32
 
     def __post_init__(self, initial: Snapshot) -> None:
@@ -56,7 +59,7 @@ class BuiltTask:
         self._snapshot = snap
         recent = self.recent
         recent[snap.version] = snap
-        while len(recent) > self.KEPT:
+        while len(recent) > self.kept:
             del recent[next(iter(recent))]
 
 

@@ -3,7 +3,8 @@
 Agents that search the whole state at once (overlapping whole-state leases) each find improvements on an
 older head the longer they search; an answer whose elements a merge changed meanwhile is mostly refused. A
 search that asks for the changes every few milliseconds stays on the head as it moves and answers on it.
-The reply is the kind's ``head_changes`` between two heads this process holds (``BuiltTask.recent``): no
+The reply is the kind's ``head_changes`` between two heads this process holds (``BuiltTask.recent``, kept
+from a task's first ask on: an ask for a head from before then is 410, and the search goes on without): no
 store read when the version did not move, and one head load when it did, as for a lease.
 """
 
@@ -37,11 +38,12 @@ class HeadFeeds:
             raise errors.InvalidRequest(
                 f"version {since} is newer than the head's ({version})", since=since, version=version
             )
-        if since == version:
-            return HeadChangesView(version=version, since=since)
         built = self.cache.built(task_id)
         if built is None or built.snapshot.version != version:
             built = await self.cache.build(spec, await self.ctx.store.get_head(task_id))
+        built.kept = built.KEPT  # from the first ask on, this process keeps the heads to tell changes from
+        if since == version:
+            return HeadChangesView(version=version, since=since)
         if not capabilities.offers(built.task, capabilities.HeadChanges):
             raise errors.NotSupported(f"kind {spec.kind} does not tell a head's changes; lease again instead")
         before, after = built.recent.get(since), built.snapshot

@@ -25,8 +25,9 @@ class AsksWhileAnotherMerges(Proposer):
         self.told: list[Any] = []
 
     def propose(self, contract: Any) -> Draft | None:
-        self.merge()
         assert self.feed is not None
+        assert _first_news(self.feed, seconds=0.3) is None  # asking, before anything merged
+        self.merge()
         self.told.append(_first_news(self.feed))
         self.told.append(_first_news(self.feed, seconds=0.3))
         return Draft(int(contract["block"]), [None] * len(contract["data"]["robots"]), 0.0)

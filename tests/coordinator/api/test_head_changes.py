@@ -44,6 +44,8 @@ def test_changes_name_exactly_the_robots_that_merged(coordinator: Coordinator) -
     task, a, b = routing_task(coordinator)
     tid = task["id"]
     base = lease(b, tid)["version"]  # b's search is on this head
+    nothing = b.get(f"/v1/tasks/{tid}/changes", params={"since": base}).json()
+    assert nothing == {"version": base, "since": base, "changes": None}  # (from now on heads are kept)
     written = merge_an_answer(a, tid)
 
     r = b.get(f"/v1/tasks/{tid}/changes", params={"since": base})
@@ -60,6 +62,15 @@ def test_changes_name_exactly_the_robots_that_merged(coordinator: Coordinator) -
     assert again == {"version": got["version"], "since": got["version"], "changes": None}
 
 
+def test_a_head_from_before_the_first_ask_is_gone(coordinator: Coordinator) -> None:
+    """Heads are kept from a task's first ask on: before it, the process held only the head."""
+    task, a, b = routing_task(coordinator)
+    tid = task["id"]
+    base = lease(b, tid)["version"]
+    merge_an_answer(a, tid)
+    error_of(b.get(f"/v1/tasks/{tid}/changes", params={"since": base}), 410, "version_gone")
+
+
 def test_a_version_the_coordinator_no_longer_keeps_is_gone(
     coordinator: Coordinator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -67,6 +78,7 @@ def test_a_version_the_coordinator_no_longer_keeps_is_gone(
     task, a, b = routing_task(coordinator)
     tid = task["id"]
     base = lease(b, tid)["version"]
+    assert b.get(f"/v1/tasks/{tid}/changes", params={"since": base}).status_code == 200
     merge_an_answer(a, tid)
     err = error_of(b.get(f"/v1/tasks/{tid}/changes", params={"since": base}), 410, "version_gone")
     assert err["since"] == base and err["version"] > base
