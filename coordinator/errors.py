@@ -82,6 +82,12 @@ class NotFound(BlockoptError):
     code = "not_found"
 
 
+class NotOffered(NotFound):
+    """The task's kind does not offer this (``GET .../changes`` of a kind without ``head_changes``)."""
+
+    code = "not_offered"
+
+
 class MethodNotAllowed(BlockoptError):
     status = 405
     code = "method_not_allowed"
@@ -184,8 +190,7 @@ class StoreUnavailable(Unavailable):
 
 
 class NotSupported(BlockoptError):
-    """The configured store does not implement this feature (a third-party store on an older interface), or
-    the task's kind does not (``GET .../changes`` of a kind without ``head_changes``)."""
+    """The configured store does not implement this feature (a third-party store on an older interface)."""
 
     status = 501
     code = "not_supported"

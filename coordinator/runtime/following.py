@@ -45,7 +45,7 @@ class HeadFeeds:
         if since == version:
             return HeadChangesView(version=version, since=since)
         if not capabilities.offers(built.task, capabilities.HeadChanges):
-            raise errors.NotSupported(f"kind {spec.kind} does not tell a head's changes; lease again instead")
+            raise errors.NotOffered(f"kind {spec.kind} does not tell a head's changes; lease again instead")
         before, after = built.recent.get(since), built.snapshot
         if before is None:
             raise errors.VersionGone(

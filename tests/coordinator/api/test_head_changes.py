@@ -99,4 +99,4 @@ def test_a_kind_without_head_changes_says_so(coordinator: Coordinator) -> None:
     tid = task["id"]
     agent, _ = coordinator.join(task)
     assert propose(agent, tid, lease(agent, tid)).json()["verdict"]["code"] == "merged"
-    error_of(agent.get(f"/v1/tasks/{tid}/changes", params={"since": 0}), 501, "not_supported")
+    error_of(agent.get(f"/v1/tasks/{tid}/changes", params={"since": 0}), 404, "not_offered")
