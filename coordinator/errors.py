@@ -82,6 +82,12 @@ class NotFound(BlockoptError):
     code = "not_found"
 
 
+class NoSuchVersion(NotFound):
+    """A version the head has not reached (``GET .../changes``)."""
+
+    code = "no_such_version"
+
+
 class NotOffered(NotFound):
     """The task's kind does not offer this (``GET .../changes`` of a kind without ``head_changes``)."""
 
@@ -130,10 +136,10 @@ class StaleFence(Conflict):
     code = "stale_fence"
 
 
-class VersionGone(BlockoptError):
-    """A version older than the states this process keeps (``GET .../changes``): lease again."""
+class VersionGone(Conflict):
+    """A version older than the heads this process keeps (``GET .../changes``): the head has moved on past
+    what it can tell changes from; lease again."""
 
-    status = 410
     code = "version_gone"
 
 

@@ -42,7 +42,7 @@ _renews = itertools.count()
 _aimed_renews = itertools.count()
 _aimed_submits = itertools.count()
 
-AGENT_ROUTES = ("/leases", "/proposals")
+AGENT_ROUTES = ("/leases", "/proposals", "/changes")
 READ_ROUTES = (
     "/v1/tasks/{task_id}",
     "/v1/tasks/{task_id}/rounds",

@@ -31,6 +31,7 @@ POLL = ("/v1/tasks/{task_id}/proposals/{proposal_id}", "get")
 RENEW = ("/v1/tasks/{task_id}/leases/{lease_id}/renew", "post")
 RELEASE = ("/v1/tasks/{task_id}/leases/{lease_id}", "delete")
 ABANDON = ("/v1/tasks/{task_id}/leases/{lease_id}/abandon", "post")
+CHANGES = ("/v1/tasks/{task_id}/changes", "get")
 TASK_ROUTES = [
     (p, "get")
     for p in (
@@ -191,7 +192,8 @@ def _link(
 
 
 def add_links(schema: dict[str, Any]) -> None:
-    """create → join → lease → submit → poll; the task's reads from creation and join; lease upkeep;
+    """create → join → lease → submit → poll; the task's reads from creation and join; lease upkeep and what
+    merged since the lease;
     a stopped task's events (stop is administration, so no link leads to it)."""
     created = {"task_id": "$response.body#/id"}
     _link(
@@ -242,6 +244,15 @@ def add_links(schema: dict[str, Any]) -> None:
         description="a proposal for the leased block, on the leased version",
     )
     _link(schema, LEASE, "201", "Renew", RENEW, lease_id)
+    _link(
+        schema,
+        LEASE,
+        "201",
+        "Changes",
+        CHANGES,
+        {**TASK_ID, "since": "$response.body#/version"},
+        description="what merged since the leased version, for the search under way",
+    )
     _link(schema, LEASE, "201", "Release", RELEASE, lease_id)
     _link(
         schema,

@@ -4,7 +4,7 @@ Agents that search the whole state at once (overlapping whole-state leases) each
 older head the longer they search; an answer whose elements a merge changed meanwhile is mostly refused. A
 search that asks for the changes every few milliseconds stays on the head as it moves and answers on it.
 The reply is the kind's ``head_changes`` between two heads this process holds (``BuiltTask.recent``, kept
-from a task's first ask on: an ask for a head from before then is 410, and the search goes on without): no
+from a task's first ask on: an ask for a head from before then is 409, and the search goes on without): no
 store read when the version did not move, and one head load when it did, as for a lease.
 """
 
@@ -35,7 +35,7 @@ class HeadFeeds:
         runtime, version = await self.cache.runtime_and_version(task_id)
         running(task_id, runtime)
         if since > version:
-            raise errors.InvalidRequest(
+            raise errors.NoSuchVersion(
                 f"version {since} is newer than the head's ({version})", since=since, version=version
             )
         built = self.cache.built(task_id)

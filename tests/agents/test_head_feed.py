@@ -76,7 +76,7 @@ def _seen(r: Any, path: str, leases: list[int]) -> Any:
 
 
 def test_a_feed_the_coordinator_refuses_goes_quiet(coordinator: Coordinator) -> None:
-    """A refused ask (here a version the head has not reached, 400; as for a version no longer kept, 410, or a
+    """A refused ask (here a version the head has not reached, 404; as for a version no longer kept, 409, or a
     kind without ``head_changes``, 404): the feed says nothing from then on and keeps its version."""
     task = coordinator.create_task(params={"blocks": 2, "dim": 2}, mode="async")
     client, joined = coordinator.join(task)

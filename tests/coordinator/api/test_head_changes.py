@@ -68,7 +68,7 @@ def test_a_head_from_before_the_first_ask_is_gone(coordinator: Coordinator) -> N
     tid = task["id"]
     base = lease(b, tid)["version"]
     merge_an_answer(a, tid)
-    error_of(b.get(f"/v1/tasks/{tid}/changes", params={"since": base}), 410, "version_gone")
+    error_of(b.get(f"/v1/tasks/{tid}/changes", params={"since": base}), 409, "version_gone")
 
 
 def test_a_version_the_coordinator_no_longer_keeps_is_gone(
@@ -80,7 +80,7 @@ def test_a_version_the_coordinator_no_longer_keeps_is_gone(
     base = lease(b, tid)["version"]
     assert b.get(f"/v1/tasks/{tid}/changes", params={"since": base}).status_code == 200
     merge_an_answer(a, tid)
-    err = error_of(b.get(f"/v1/tasks/{tid}/changes", params={"since": base}), 410, "version_gone")
+    err = error_of(b.get(f"/v1/tasks/{tid}/changes", params={"since": base}), 409, "version_gone")
     assert err["since"] == base and err["version"] > base
 
 
@@ -88,7 +88,7 @@ def test_bad_versions_and_tokens_are_refused(coordinator: Coordinator) -> None:
     task, _a, b = routing_task(coordinator)
     tid = task["id"]
     version = lease(b, tid)["version"]
-    error_of(b.get(f"/v1/tasks/{tid}/changes", params={"since": version + 5}), 400, "invalid_request")
+    error_of(b.get(f"/v1/tasks/{tid}/changes", params={"since": version + 5}), 404, "no_such_version")
     assert b.get(f"/v1/tasks/{tid}/changes", params={"since": -1}).status_code == 422
     assert b.get(f"/v1/tasks/{tid}/changes").status_code == 422
     error_of(coordinator.client().get(f"/v1/tasks/{tid}/changes", params={"since": 0}), 401, "unauthorized")
