@@ -10,7 +10,7 @@ import pytest
 from coordinator.runtime.cache import BuiltTask
 from tasks.registry import create_task
 from tests.conftest import Coordinator
-from tests.coordinator.api.test_service_api import error_of, lease, propose
+from tests.coordinator.api.test_service_api import error_of, lease, propose, submit
 
 PARAMS = {"map": "random-32-32-10", "robots": 40, "blocks": 3, "exact_limit": 0, "initial": "shortest"}
 
@@ -27,15 +27,8 @@ def merge_an_answer(agent: httpx.Client, tid: str) -> dict[int, list[list[int]]]
     local = create_task("routing", PARAMS)
     draft = local.make_proposer(local.ProposerParams(time_budget=0.5), seed=1).propose(grant["contract"])
     assert draft is not None
-    body = {
-        "lease_id": grant["lease_id"],
-        "block": grant["block"],
-        "base_version": grant["version"],
-        "value": draft.value,
-        "predicted_improvement": draft.predicted_improvement,
-    }
-    r = agent.post(f"/v1/tasks/{tid}/proposals", json=body, params={"wait": 10})
-    assert r.status_code == 200 and r.json()["verdict"]["code"] == "merged", r.text
+    view = submit(agent, tid, grant, draft.value, wait=10)
+    assert view["verdict"]["code"] == "merged", view
     robots = [int(x["id"]) for x in grant["contract"]["data"]["robots"]]
     return {r: p for r, p in zip(robots, draft.value, strict=True) if p is not None}
 

@@ -18,11 +18,14 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from benchmarks import team_scaling as ts
 from benchmarks.lib import virtual_team as vt
 from tasks.routing import lns, repair
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # labrun.py, the team-scaling labs' helper
+from labrun import print_refused_by_commits, replay_once  # noqa: E402
 
 tally: collections.Counter[str] = collections.Counter()
 
@@ -194,27 +197,14 @@ def main() -> None:
     rows: list[Any] = []
     split: list[Any] = []
     hook(rows, split)
-    run_args = ts.parse(
-        ["virtual", "--robots", "300", "--agents", str(args.agents), "--seeds", str(args.seed),
-         "--time", args.seconds, "--at", "5", "--out", "/dev/null", *args.rest]
-    )  # fmt: skip
-    ts.warm_up(run_args)
-    run = ts.virtual_run(run_args, args.agents, args.seed)
-    print(" ".join(sys.argv[1:]))
-    keys = ("final", "proposals", "accepted", "abandoned", "rejected_by_reason", "busy_fraction")
-    print({k: run[k] for k in keys}, "agent CPU", round(sum(run["agent_cpu"]), 1))
-    by_gap: dict[int, list[str]] = collections.defaultdict(list)
+    replay_once(args.seconds, args.agents, args.seed, args.rest)
+    print_refused_by_commits((code, gap) for code, gap, _took, _overlap in rows)
     by_overlap: dict[Any, list[str]] = collections.defaultdict(list)
     for code, gap, _took, overlap in rows:
-        by_gap[min(gap, 6)].append(code)
         if gap > 0 and overlap is not None:
             by_overlap[overlap].append(code)
             by_overlap[overlap[0]].append(code)
             by_overlap[(f"gap {min(gap, 3)}",) + overlap].append(code)
-    for gap, codes in sorted(by_gap.items()):
-        refused = sum(c != "merged" for c in codes) / len(codes)
-        label = f"{gap}" if gap < 6 else "6+"
-        print(f"  commits between base and head {label:>2}: {len(codes):4d} answers, {refused:.0%} refused")
     for key, codes in sorted(by_overlap.items(), key=str):
         refused = sum(c != "merged" for c in codes) / len(codes)
         print(f"  stale answers, {key}: {len(codes)}, {refused:.0%} refused")

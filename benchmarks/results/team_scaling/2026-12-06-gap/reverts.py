@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import collections
 import sys
+from pathlib import Path
 from typing import Any
 
-from benchmarks import team_scaling as ts
 from tasks.routing import lns, repair
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # labrun.py, the team-scaling labs' helper
+from labrun import replay_once  # noqa: E402
 
 tally: collections.Counter[str] = collections.Counter()
 where = {"now": "contract"}
@@ -51,15 +54,7 @@ def main() -> None:
     parser.add_argument("rest", nargs="*")
     args = parser.parse_args()
     hook()
-    run_args = ts.parse(
-        ["virtual", "--robots", "300", "--agents", str(args.agents), "--seeds", "1", "--time", args.seconds,
-         "--at", "5", "--out", "/dev/null", *args.rest]
-    )  # fmt: skip
-    ts.warm_up(run_args)
-    run = ts.virtual_run(run_args, args.agents, 1)
-    print(" ".join(sys.argv[1:]))
-    keys = ("final", "proposals", "accepted", "abandoned", "rejected_by_reason")
-    print({k: run[k] for k in keys})
+    replay_once(args.seconds, args.agents, 1, args.rest)
     for key, count in sorted(tally.items()):
         print(f"  {key}: {count}")
 

@@ -24,10 +24,13 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from benchmarks import team_scaling as ts
 from benchmarks.lib import virtual_team as vt
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # labrun.py, the team-scaling labs' helper
+from labrun import print_refused_by_commits, replay_once  # noqa: E402
 
 
 @dataclass
@@ -109,6 +112,8 @@ def install() -> None:  # noqa: C901 (a lab's patches, read top-down)
                     "exact_minimizer": False,
                 }
             )  # fmt: skip
+        # (the end of c92ab82's ``Replay._propose``, which this replaces: it runs on that tree, which has no
+        # lockstep calls; ``benchmarks/lib/virtual_team.py`` has them since 902d272)
         agent.cpu += cpu
         agent.calls += 1
         renew_every = float(lease["ttl"]) / 3
@@ -167,24 +172,10 @@ def main() -> None:
     parser.add_argument("rest", nargs="*")
     args = parser.parse_args()
     install()
-    run_args = ts.parse(
-        ["virtual", "--robots", "300", "--agents", str(args.agents), "--seeds", str(args.seed),
-         "--time", args.seconds, "--at", "5", "10", "20", "30", "--out", args.out, *args.rest]
-    )  # fmt: skip
-    ts.warm_up(run_args)
-    run = ts.virtual_run(run_args, args.agents, args.seed)
-    print(" ".join(sys.argv[1:]))
-    keys = ("final", "proposals", "accepted", "abandoned", "rejected_by_reason", "busy_fraction")
-    print({k: run[k] for k in keys}, "agent CPU", round(sum(run["agent_cpu"]), 1))
+    run = replay_once(args.seconds, args.agents, args.seed, args.rest, ("5", "10", "20", "30"), args.out)
     at = {t: min((v for s, v in run["curve"] if s <= t), default=None) for t in (5, 10, 20, 30)}
     print("  plan at", at)
-    by_gap: dict[int, list[str]] = collections.defaultdict(list)
-    for code, gap in rows:
-        by_gap[min(gap, 6)].append(code)
-    for gap, codes in sorted(by_gap.items()):
-        refused = sum(c != "merged" for c in codes) / len(codes)
-        label = gap if gap < 6 else "6+"
-        print(f"  commits between base and head {label:>2}: {len(codes):4d} answers, {refused:.0%} refused")
+    print_refused_by_commits(rows)
     for key, count in sorted(tally.items(), key=str):
         print(f"  {key}: {count}")
 

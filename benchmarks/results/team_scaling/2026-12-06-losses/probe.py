@@ -32,14 +32,17 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from benchmarks import team_scaling as ts
 from benchmarks.lib import virtual_team as vt
 from coordinator.runtime import window as win
 from tasks.routing import destroy, lns, rebase, repair
 from tasks.routing.destroy import delays, walk_from
 from tasks.routing.occupancy import cost
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # labrun.py, the team-scaling labs' helper
+from labrun import replay_once  # noqa: E402
 
 Tally = collections.Counter[Any]
 
@@ -261,15 +264,7 @@ def main() -> None:
         tiles_variant(args.tiles)
     if args.unsalted:
         unsalted_variant()
-    run_args = ts.parse(
-        ["virtual", "--robots", "300", "--agents", str(args.agents), "--seeds", str(args.seed),
-         "--time", args.seconds, "--at", "5", "--out", "/dev/null", *args.rest]
-    )  # fmt: skip
-    ts.warm_up(run_args)
-    run = ts.virtual_run(run_args, args.agents, args.seed)
-    print(" ".join(sys.argv[1:]))
-    keys = ("final", "proposals", "accepted", "abandoned", "rejected_by_reason", "busy_fraction")
-    print({k: run[k] for k in keys}, "agent CPU", round(sum(run["agent_cpu"]), 1))
+    replay_once(args.seconds, args.agents, args.seed, args.rest)
     report(args.probe, tally)
 
 
