@@ -237,7 +237,8 @@ class Worker:
             "id": uuid.uuid4().hex,
             "lease_id": lease["lease_id"],
             "block": draft.block,
-            "base_version": feed.version,  # the head the search took in last (the lease's, if none)
+            # the head the search took in last (the lease's, if none), or an older one it names
+            "base_version": feed.version if draft.base_version is None else draft.base_version,
             "value": draft.value,
             "predicted_improvement": draft.predicted_improvement,
             "usage": self._usage(draft.info, seconds),

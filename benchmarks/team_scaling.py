@@ -545,13 +545,16 @@ def shape_checks(runs: list[dict[str, Any]], medians: dict[int, Speed | None]) -
 
 
 # -- command line -----------------------------------------------------------------------
-def knob(text: str) -> tuple[str, float]:
-    """``NAME=VALUE`` of ``--knob`` (the kind's ProposerParams check the name and the value)."""
-    name, _, value = text.partition("=")
+def knob(text: str) -> tuple[str, float | str]:
+    """``NAME=VALUE`` of ``--knob`` (the kind's ProposerParams check the name and the value): a number where
+    it reads as one, else the text (``keep_walk=true``)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got '{text}'")
     try:
         return name, float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected NAME=NUMBER, got '{text}'") from None
+        return name, value
 
 
 @dataclass(frozen=True)
@@ -616,14 +619,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         ("--time-of", time_of, "N=SECONDS", "another horizon for N agents (a team that must reach Q in T1/S"
          " only needs that long)"),
         ("--knob", knob, "NAME=VALUE", "virtual: a proposer knob for every run (routing: time_budget,"
-         " stop_after, answer_after, neighbourhood)"),
+         " stop_after, answer_after, neighbourhood, follow_every, keep_walk)"),
         ("--param", param, "NAME=VALUE", "virtual: a task parameter for every run; VALUE may be a multiple"
          " of the team, e.g. blocks=2N"),
         ("--stop-at", stop_at, "SEED=OBJECTIVE", "virtual: a run of SEED ends once its head is at or below"
          " OBJECTIVE (the head never rises: that value holds at any later time)"),
     )  # fmt: skip
-    for flag, read, metavar, text in pairs:  # repeatable NAME=VALUE options, read by their own parser
-        p.add_argument(flag, type=read, nargs="+", default=[], metavar=metavar, help=text)
+    for flag, read, metavar, text in pairs:  # NAME=VALUE options, read by their own parser; given twice, both
+        p.add_argument(flag, type=read, nargs="+", action="extend", default=[], metavar=metavar, help=text)
     p.add_argument("--jobs", type=int, default=1, help="virtual: runs side by side (each in its own process)")
     p.add_argument(
         "--proposer",

@@ -217,7 +217,7 @@ def test_bad_command_line_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[s
     assert team_scaling.main(["virtual", "--stop-at", "1:7000"]) == 2
     assert "expected SEED=OBJECTIVE, got '1:7000'" in capsys.readouterr().err
     assert team_scaling.main(["virtual", "--knob", "stop_after"]) == 2
-    assert "expected NAME=NUMBER" in capsys.readouterr().err
+    assert "expected NAME=VALUE, got 'stop_after'" in capsys.readouterr().err
     assert team_scaling.main(["virtual", "--param", "blocks"]) == 2
     assert "expected NAME=VALUE, got 'blocks'" in capsys.readouterr().err
     assert team_scaling.main(["virtual", "--jobs", "0"]) == 2
