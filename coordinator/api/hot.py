@@ -3,14 +3,16 @@
 A steady agent makes one request per proposal (``POST .../proposals?wait=..&next_lease=true``); profiled
 under 64 agents, FastAPI's route matching, dependency solving and parameter validation cost that request
 more CPU than the proposal's own work (docs/notes/2026-12-01-scale-curves-and-service-hot-path.md). This
-middleware answers the common case of the three agent routes of that loop (submit, poll a verdict, lease)
-itself: the same service calls, the same validation model (``ProposalIn``, on the body ``json.loads``
-decoded, as FastAPI validates it), the same error mapping and response bytes.
+middleware answers the common case of the three agent routes of that loop (submit, poll a verdict, lease),
+and of the head feed a search under way asks every few milliseconds (``GET .../changes?since=V``), itself:
+the same service calls, the same validation model (``ProposalIn``, on the body ``json.loads`` decoded, as
+FastAPI validates it), the same error mapping and response bytes.
 
 Anything unusual is handed to the FastAPI app unchanged (a body already read is replayed), which answers it as
 it always has: another content type, a query value that is not a plain number or ``true``/``false``/
-``1``/``0``, an encoded query, a body that is empty, not JSON or does not validate, a body over the
-limit. The routes stay declared in ``api/routes``, so /docs and the OpenAPI schema are unchanged.
+``1``/``0``, an encoded query, a ``since`` missing or not plain digits, a body that is empty, not JSON or does
+not validate, a body over the limit. The routes stay declared in ``api/routes``, so /docs and the OpenAPI
+schema are unchanged.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _PROPOSALS = re.compile(r"/v1/tasks/([^/]+)/proposals(?:/([^/]+))?")
 _LEASES = re.compile(r"/v1/tasks/([^/]+)/leases")
+_CHANGES = re.compile(r"/v1/tasks/([^/]+)/changes")
+_DIGITS = re.compile(rb"[0-9]{1,18}")
 _NUMBER = re.compile(rb"[0-9]{1,9}(?:\.[0-9]{1,9})?")
 _BOOLS = {b"true": True, b"false": False, b"1": True, b"0": False}
 _JSON = (b"application/json",)
@@ -60,6 +64,16 @@ def _query(raw: bytes) -> tuple[float, bool] | None:
                 return None
             next_lease = _BOOLS[value]
     return wait, next_lease  # other names are ignored, as FastAPI ignores them
+
+
+def _since(raw: bytes) -> int | None:
+    """``since`` when it is plainly written (digits, given once); None: let FastAPI read it."""
+    if b"%" in raw or b"+" in raw:
+        return None
+    given = [value for key, _, value in (part.partition(b"=") for part in raw.split(b"&")) if key == b"since"]
+    if len(given) != 1 or not _DIGITS.fullmatch(given[0]):
+        return None
+    return int(given[0])
 
 
 async def _send_model(send: Send, model: BaseModel, status: int) -> None:
@@ -97,6 +111,11 @@ class HotRoutes:
         elif method == "POST" and (leased := _LEASES.fullmatch(path)) is not None:
             await self._answer(scope, receive, send, self._lease(scope, leased[1]))
             return
+        elif method == "GET" and (asked := _CHANGES.fullmatch(path)) is not None:
+            since = _since(scope.get("query_string", b""))
+            if since is not None:
+                await self._answer(scope, receive, send, self._changes(scope, asked[1], since))
+                return
         await self.app(scope, receive, send)
 
     async def _submit(
@@ -141,6 +160,10 @@ class HotRoutes:
     async def _lease(self, scope: Scope, task_id: str) -> tuple[BaseModel, int]:
         me = await self.service.authenticate(task_id, _text(scope, b"authorization"))
         return await self.service.lease(task_id, me), 201
+
+    async def _changes(self, scope: Scope, task_id: str, since: int) -> tuple[BaseModel, int]:
+        me = await self.service.authenticate(task_id, _text(scope, b"authorization"))
+        return await self.service.changes(task_id, me, since), 200
 
     async def _answer(
         self, scope: Scope, receive: Receive, send: Send, work: Awaitable[tuple[BaseModel, int]]

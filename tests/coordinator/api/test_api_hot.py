@@ -111,6 +111,36 @@ def _script(url: str) -> list[tuple[str, int, str]]:
             "verdict with the next lease", c.get(f"{base}/proposals/p-plain?wait=5&next_lease=1", headers=me)
         )
         record("trailing slash", c.post(f"{base}/proposals/", json=proposal, headers=me))
+        routing = c.post(
+            "/v1/tasks",
+            json={"kind": "routing", "params": {"map": "empty-8-8", "robots": 4, "blocks": 2}},
+            headers=admin,
+        ).json()
+        ids.append(routing["id"])
+        mine = c.post(
+            f"/v1/tasks/{routing['id']}/agents",
+            json={"name": "b"},
+            headers={"Authorization": f"Bearer {routing['join_token']}"},
+        ).json()
+        feed = {"Authorization": f"Bearer {mine['token']}"}
+        head = c.post(f"/v1/tasks/{routing['id']}/leases", headers=feed).json()["version"]
+        for step, path, query, headers in [
+            ("changes", routing["id"], f"?since={head}", feed),
+            ("changes, a version not reached", routing["id"], f"?since={head + 5}", feed),
+            ("changes, no since", routing["id"], "", feed),
+            ("changes, since twice", routing["id"], f"?since={head}&since={head}", feed),
+            ("changes, negative since", routing["id"], "?since=-1", feed),
+            ("changes, since not a number", routing["id"], "?since=x", feed),
+            ("changes, encoded query", routing["id"], "?s%69nce=0", feed),
+            ("changes without token", routing["id"], "?since=0", {}),
+            ("changes, another task's token", tid, "?since=0", feed),
+            ("changes, a kind without them", tid, "?since=0", me),
+            ("changes, unknown task", "nope", "?since=0", feed),
+        ]:
+            r = c.get(f"/v1/tasks/{path}/changes{query}", headers=headers)
+            record(step, r)
+            if step == "changes":
+                out.append(("changes, bytes", r.status_code, r.text))
         record("method not allowed", c.put(f"{base}/proposals", json=proposal, headers=me))
     return out
 
@@ -134,7 +164,11 @@ def test_hot_routes_answer_as_fastapi_does(
     statuses = {step: status for step, status, _ in hot}
     assert statuses["plain submit"] == 202 and statuses["over the limit"] == 413
     assert statuses["bad token"] == 401 and statuses["negative wait"] == 422
-    assert ("verdict with the next lease", 200, hot[-3][2]) in hot and hot[-3][2].endswith("a next lease")
+    assert statuses["changes"] == 200 and statuses["changes, a version not reached"] == 404
+    assert statuses["changes, negative since"] == statuses["changes, no since"] == 422
+    shown = {step: text for step, _, text in hot}
+    assert statuses["verdict with the next lease"] == 200
+    assert shown["verdict with the next lease"].endswith("a next lease")
     # the plain agent requests were answered by the hot routes, the malformed ones by FastAPI
-    assert isinstance(hot_app.middleware_stack, HotRoutes) and hot_app.middleware_stack.served >= 8
+    assert isinstance(hot_app.middleware_stack, HotRoutes) and hot_app.middleware_stack.served >= 15
     assert not isinstance(plain_app.middleware_stack, HotRoutes)
