@@ -237,8 +237,7 @@ class Worker:
             "id": uuid.uuid4().hex,
             "lease_id": lease["lease_id"],
             "block": draft.block,
-            # the head the search took in last (the lease's, if none), or an older one it names
-            "base_version": feed.version if draft.base_version is None else draft.base_version,
+            "base_version": feed.version,  # the head the search took in last (the lease's, if none)
             "value": draft.value,
             "predicted_improvement": draft.predicted_improvement,
             "usage": self._usage(draft.info, seconds),

@@ -547,7 +547,7 @@ def shape_checks(runs: list[dict[str, Any]], medians: dict[int, Speed | None]) -
 # -- command line -----------------------------------------------------------------------
 def knob(text: str) -> tuple[str, float | str]:
     """``NAME=VALUE`` of ``--knob`` (the kind's ProposerParams check the name and the value): a number where
-    it reads as one, else the text (``keep_walk=true``)."""
+    it reads as one, else the text (a flag's ``true``)."""
     name, sep, value = text.partition("=")
     if not sep or not name or not value:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got '{text}'")
@@ -619,7 +619,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         ("--time-of", time_of, "N=SECONDS", "another horizon for N agents (a team that must reach Q in T1/S"
          " only needs that long)"),
         ("--knob", knob, "NAME=VALUE", "virtual: a proposer knob for every run (routing: time_budget,"
-         " stop_after, answer_after, neighbourhood, follow_every, keep_walk)"),
+         " stop_after, answer_after, neighbourhood, follow_every)"),
         ("--param", param, "NAME=VALUE", "virtual: a task parameter for every run; VALUE may be a multiple"
          " of the team, e.g. blocks=2N"),
         ("--stop-at", stop_at, "SEED=OBJECTIVE", "virtual: a run of SEED ends once its head is at or below"

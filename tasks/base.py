@@ -143,9 +143,6 @@ class Draft:
     value: JSON
     predicted_improvement: float
     info: dict[str, Any] = field(default_factory=dict)
-    base_version: int | None = None
-    """The head the value was worked out on, when it is older than the feed's ``version``: a search that took
-    only part of what its feed brought (None: the feed's version, or the lease's without a feed)."""
 
 
 class RenderedContract(dict[str, Any]):

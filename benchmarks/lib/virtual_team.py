@@ -480,7 +480,7 @@ class Replay:
                     "id": uuid.uuid4().hex,
                     "lease_id": lease["lease_id"],
                     "block": draft.block,
-                    "base_version": call.feed.version if draft.base_version is None else draft.base_version,
+                    "base_version": call.feed.version,
                     "value": draft.value,
                     "predicted_improvement": draft.predicted_improvement,
                     "usage": usage,

@@ -29,7 +29,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from tasks.base import Draft, HeadFeed, Proposer
+from tasks.base import Draft, Proposer
 from tasks.routing.destroy import GENERATORS, AdaptiveWeights
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import Path, cost
@@ -71,7 +71,6 @@ class RoutingProposer(Proposer):
         stop_after: int = 0,
         answer_after: int = 0,
         follow_every: float = 0.0,
-        keep_walk: bool = False,
     ) -> None:
         self.grid = grid
         self.time_budget = time_budget
@@ -95,10 +94,6 @@ class RoutingProposer(Proposer):
         their robots too. Taking the changes every 20 ms refused 40 % of the answers against 63 %, but the
         team sent half as many and merged fewer: 7,078 and 7,061 at 30 s against 7,025 and 7,036 without
         (docs/notes/2026-12-06-searches-follow-the-head.md)."""
-        self.keep_walk = keep_walk
-        """At an ask, take only the changes that fit beside the walk (``BlockSearch.take_fitting``); the rest
-        wait, and the answer names the last head it took whole as its base, so the coordinator rebases it. A
-        follow that put walked robots back gave back 74 % more of the walk than following at contracts alone."""
         self.neighbourhood = neighbourhood
         self.max_len = max_len
         self.rng = random.Random(seed)
@@ -228,49 +223,6 @@ class RoutingProposer(Proposer):
         search.follow(current, now)
         return now, sum(cost(p) - cost(c) for p, c in zip(now, current, strict=True) if p is not c)
 
-    def _take_fitting(
-        self,
-        search: BlockSearch,
-        ids: list[int],
-        current: list[Path],
-        changes: Mapping[str, Any],
-        waiting: dict[int, Path],
-    ) -> tuple[list[Path], int]:
-        """``_take`` of only what fits beside the walk (``BlockSearch.take_fitting``): ``waiting`` (position:
-        the head's path not taken yet) gets this ask's changes and loses what is taken; (the plan the search
-        is now on, how much that plan's sum of costs moved)."""
-        position = {r: i for i, r in enumerate(ids)}
-        cell = self.grid.cell
-        for robot, xy in changes["paths"].items():
-            waiting[position[int(robot)]] = tuple(cell(x, y) for x, y in xy)
-        now = list(current)
-        for i, p in waiting.items():
-            now[i] = p
-        taken = search.take_fitting(current, now)
-        moved = list(current)
-        for i in taken:
-            moved[i] = waiting.pop(i)
-        for i in [i for i, p in waiting.items() if p == current[i]]:
-            del waiting[i]  # back to the path the search is on: nothing waits
-        return moved, sum(cost(moved[i]) - cost(current[i]) for i in taken)
-
-    def _ask(
-        self,
-        feed: HeadFeed,
-        search: BlockSearch,
-        ids: list[int],
-        current: list[Path],
-        waiting: dict[int, Path],
-    ) -> tuple[list[Path], int] | None:
-        """What merged since the search's head, taken in (``_take``, or ``_take_fitting`` with ``keep_walk``);
-        None when nothing came."""
-        changes = feed()
-        if not changes:
-            return None
-        if self.keep_walk:
-            return self._take_fitting(search, ids, current, changes, waiting)
-        return self._take(search, ids, current, changes)
-
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         started = time.perf_counter()
         data = contract["data"]
@@ -308,16 +260,13 @@ class RoutingProposer(Proposer):
         feed = self.feed if data.get("answer_on_gain") and self.follow_every > 0 and not moves else None
         next_ask = time.perf_counter() + self.follow_every
         followed = 0
-        waiting: dict[int, Path] = {}  # keep_walk: the head's paths not taken yet, by position
-        base = None if feed is None else feed.version  # the last head taken whole
         idle = 0  # steps since the sum of costs last went down
         while time.perf_counter() < deadline and current and not search.collisions:
             if feed is not None and time.perf_counter() >= next_ask:
-                took = self._ask(feed, search, ids, current, waiting)
+                changes = feed()
                 next_ask = time.perf_counter() + self.follow_every
-                if took is not None:
-                    current, shift = took
-                    base = base if waiting else feed.version
+                if changes:
+                    current, shift = self._take(search, ids, current, changes)
                     initial += shift
                     best_value = search.soc + weight * search.collisions
                     followed += 1
@@ -367,7 +316,5 @@ class RoutingProposer(Proposer):
                 "followed": followed,
                 "destroy_weights": {k: round(v, 4) for k, v in self.wheel.weights.items()},
                 **({"collisions": collisions} if collisions is not None else {}),
-                **({"waiting": len(waiting)} if waiting else {}),
             },
-            base_version=base if waiting else None,
         )

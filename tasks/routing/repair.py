@@ -402,33 +402,6 @@ class BlockSearch:
                 paths[i] = p
         return len(taken), reverted
 
-    def take_fitting(self, before: Sequence[Path], now: Sequence[Path]) -> set[int]:
-        """Take the changes from ``before`` to ``now`` that fit beside this search's walk; the robots taken.
-
-        ``follow`` the other way round: a robot the search walked keeps its walked path, and a robot whose
-        new path collides with the walk keeps its path in ``before`` (until nothing collides: reverting
-        every change gives back the search as it was, so a collision-free search stays collision-free).
-        What is not taken waits for the next ask or the next contract."""
-        if self.collisions:
-            return set()
-        paths = self.paths
-        offered = {
-            i: p
-            for i, (b, p) in enumerate(zip(before, now, strict=True))
-            if p is not b and p != b and paths[i] == b  # changed in ``now``, not walked by this search
-        }
-        self._replace(offered)
-        taken = set(offered)
-        suspects: set[int] = set(offered)
-        while self.collisions:
-            back = {i: before[i] for i in self._colliding_with(suspects) if i in taken}
-            if not back:
-                break  # ``now``'s own paths collide: nothing of the walk is in the way
-            self._replace(back)
-            taken -= back.keys()
-            suspects = taken | back.keys()
-        return taken
-
     def _colliding_with(self, robots: Iterable[int]) -> set[int]:
         """Of ``robots``, those with a collision, and the robots they collide with: on a search that was
         collision-free before ``robots`` changed, every robot ``colliding`` names (a pass over the whole

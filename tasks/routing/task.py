@@ -80,11 +80,6 @@ class RoutingProposerParams(BaseModel):
         " (GET .../changes), taken into the search so that it answers on a fresher head; 0 (the default):"
         " never, since 16 agents that asked every 0.02 s ended behind those that did not",
     )
-    keep_walk: bool = Field(
-        False,
-        description="with follow_every: take at each ask only the changes that fit beside the search's walk;"
-        " the rest wait for the next ask or contract, and the answer is rebased from the last head taken whole",
-    )
     patience: int = Field(
         3,
         ge=0,
@@ -655,6 +650,5 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             stop_after=k.stop_after,
             answer_after=k.answer_after,
             follow_every=k.follow_every,
-            keep_walk=k.keep_walk,
             seed=seed,
         )

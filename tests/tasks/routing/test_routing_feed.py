@@ -35,9 +35,7 @@ def team(blocks: int = 2) -> tuple[RoutingTask, RoutingState]:
 
 
 def answer(task: RoutingTask, state: RoutingState, seed: int, feed: Any = None, **knobs: Any) -> Any:
-    proposer = task.make_proposer(
-        task.ProposerParams(time_budget=3.0, **({"answer_after": 6} | knobs)), seed=seed
-    )
+    proposer = task.make_proposer(task.ProposerParams(time_budget=3.0, answer_after=6, **knobs), seed=seed)
     proposer.feed = feed
     snap = Snapshot(0, task.objective(state), (0,) * len(state.blocks), state)
     return proposer.propose(contract_envelope(task, snap, 0))

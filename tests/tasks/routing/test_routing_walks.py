@@ -13,7 +13,6 @@ from coordinator.engine.contract import contract_envelope
 from coordinator.engine.rounds import RoundEngine
 from tasks.registry import create_task
 from tasks.routing.grid import Grid
-from tasks.routing.lns import RoutingProposer
 from tasks.routing.occupancy import Path, full_conflicts
 from tasks.routing.repair import BlockSearch
 from tasks.routing.reservations import Reservations
@@ -129,54 +128,6 @@ def test_follow_takes_what_merged_and_puts_back_only_the_walked_robots_in_its_wa
     assert search.collisions == 0 and search.soc == 10 + 6 + 5
     rebuilt = BlockSearch(grid, starts, goals, search.paths, Reservations(grid.n_cells), 40)
     assert search.index.total_conflicts() == rebuilt.index.total_conflicts() == 0
-
-
-def test_take_fitting_keeps_the_walk_and_leaves_the_change_in_its_way_waiting() -> None:
-    """The scene of the test above, taken the other way round (``keep_walk``): robot 1's new path crosses
-    robot 0's walk, so robot 1 keeps its old path and robot 0 its walk; robot 2's walk stays; a change for a
-    robot the search walked (robot 2, merged by another agent) is not taken either. ``follow`` here would
-    put robot 0 back."""
-    grid = Grid.from_rows(["......"] * 6)
-    starts, goals = [0, 16, 18], [35, 16, 33]
-    top_then_down, stairs = (0, 1, 2, 3, 4, 5, 11, 17, 23, 29, 35), (0, 1, 2, 3, 4, 10, 11, 17, 23, 29, 35)
-    down_right, right_down = (18, 24, 30, 31, 32, 33), (18, 19, 20, 21, 27, 33)
-    other_way = (18, 24, 25, 26, 32, 33)
-    before: list[Path] = [top_then_down, (16,), down_right]
-    now: list[Path] = [top_then_down, (16, 16, 16, 16, 16, 10, 16), other_way]
-    assert full_conflicts(grid.n_cells, dict(enumerate(now))) == 0
-    search = BlockSearch(grid, starts, goals, before, Reservations(grid.n_cells), 40)
-    assert search.adopt({0: stairs, 2: right_down}) == 2
-    assert search.take_fitting(before, now) == set()
-    assert search.paths == [stairs, (16,), right_down] and search.collisions == 0
-
-    far: list[Path] = [top_then_down, (16, 16, 16, 16, 16, 16, 22, 16), down_right]  # out of stairs' way
-    assert full_conflicts(grid.n_cells, {0: stairs, 1: far[1], 2: right_down}) == 0
-    assert search.take_fitting(before, far) == {1}
-    assert search.paths == [stairs, far[1], right_down] and search.paths[1] is far[1]
-    assert search.collisions == 0 and search.soc == 10 + 7 + 5
-    rebuilt = BlockSearch(grid, starts, goals, search.paths, Reservations(grid.n_cells), 40)
-    assert search.index.total_conflicts() == rebuilt.index.total_conflicts() == 0
-
-
-def test_what_does_not_fit_waits_for_the_next_ask_and_is_taken_once_it_fits() -> None:
-    """The proposer's side of ``keep_walk`` (``_take_fitting``): robot 1's change crosses robot 0's walk and
-    waits (the answer will then name the lease's head as its base); once robot 0's walk has moved out of the
-    way, the next ask takes it, though nothing new came, and the plan the search is on moves by its cost."""
-    grid = Grid.from_rows(["......"] * 6)
-    starts, goals = [0, 16, 18], [35, 16, 33]
-    top_then_down, stairs = (0, 1, 2, 3, 4, 5, 11, 17, 23, 29, 35), (0, 1, 2, 3, 4, 10, 11, 17, 23, 29, 35)
-    before: list[Path] = [top_then_down, (16,), (18, 24, 30, 31, 32, 33)]
-    proposer = RoutingProposer(grid, time_budget=1.0, neighbourhood=2, max_len=40, keep_walk=True)
-    search = BlockSearch(grid, starts, goals, before, Reservations(grid.n_cells), 40)
-    assert search.adopt({0: stairs}) == 1
-    waiting: dict[int, Path] = {}
-    crossing = {"paths": {"1": [list(grid.xy(c)) for c in (16, 16, 16, 16, 16, 10, 16)]}}
-    current, shift = proposer._take_fitting(search, [0, 1, 2], list(before), crossing, waiting)
-    assert (current, shift) == (before, 0) and waiting == {1: (16, 16, 16, 16, 16, 10, 16)}
-    assert search.adopt({0: top_then_down}) == 1  # the walk moves on, out of robot 1's way
-    current, shift = proposer._take_fitting(search, [0, 1, 2], current, {"paths": {}}, waiting)
-    assert current[1] == (16, 16, 16, 16, 16, 10, 16) and shift == 6 and waiting == {}
-    assert search.paths[1] is current[1] and search.collisions == 0
 
 
 def test_follow_puts_back_walked_robots_that_collided_before_the_merge_too() -> None:
