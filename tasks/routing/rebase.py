@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import OccupancyIndex, Path, cost
@@ -41,29 +41,27 @@ def keep_what_fits(
 
     A robot whose new path collides with the plan (or with a kept robot's new path) gets its current path
     back, until nothing collides: a robot put back may be in the way of another's new path, so this runs
-    to a fixed point. After the first pass only the robots whose new paths share a cell with a path just
-    put back are checked again (any conflict shares a cell; putting back never makes the kept paths collide
-    among themselves). Then a kept robot whose new path costs more than its current one (moved aside for a
-    robot now put back) gets its current path back where that path fits the kept ones. No search."""
+    to a fixed point. Only the first pass checks every written robot. A robot that passed can collide later
+    only with a path just put back, so each later pass walks those paths against the kept ones
+    (``colliders``): the robots they hit are the next to go back. Checking every suspect robot's path again
+    (those sharing a cell with a path put back) was a third of the coordinator's CPU at 16 agents
+    (docs/notes/2026-12-07-keep-walk-and-coordinator-costs.md). Then a kept robot whose new path costs more
+    than its current one (moved aside for a robot now put back) gets its current path back where that path
+    fits the kept ones. No search."""
     kept = dict(written)
     among = OccupancyIndex.build(index.n, kept)
-    suspects: Iterable[int] = list(kept)
-    collided = False
-    while kept:
-        out = set(kept)
-        colliding = [
-            r
-            for r in suspects
-            if index.cross_conflicts({r: kept[r]}, out) or among.cross_conflicts({r: kept[r]}, {r})
-        ]
-        if not colliding:
-            break
-        collided = True
-        back: set[int] = set()
+    out = set(kept)
+    colliding = [
+        r for r, p in kept.items() if index.cross_conflicts({r: p}, out) or among.cross_conflicts({r: p}, {r})
+    ]
+    collided = bool(colliding)
+    while colliding:
         for r in colliding:
             among.remove(r, kept.pop(r))
-            back.update(current[r])
-        suspects = [r for r, p in kept.items() if not back.isdisjoint(p)]
+        hit: set[int] = set()
+        for r in colliding:
+            hit |= among.colliders(r, current[r])
+        colliding = sorted(hit)
     for r in sorted(kept, key=lambda r: cost(current[r]) - cost(kept[r])):  # the dearest change first
         if cost(kept[r]) <= cost(current[r]):
             break
