@@ -150,6 +150,29 @@ class OccupancyIndex:
                     total += len(robots) * len(other)
         return total
 
+    def conflicting_robots(self) -> set[int]:
+        """The indexed robots with a conflict among themselves: ``total_conflicts``'s pairs by name, so that a
+        rebase learns which of an answer's paths collide with each other from the index scoring built."""
+        out: set[int] = set()
+        for robots in self.vert.values():
+            if len(robots) > 1:
+                out.update(robots)
+        for cell, (robot, start) in self.park.items():
+            for r, times in self.visits.get(cell, _NONE).items():
+                if r != robot and times[-1] >= start:
+                    out.add(r)
+                    out.add(robot)
+        n, edge = self.n, self.edge
+        nn = n * n
+        for k, robots in edge.items():
+            t, rest = divmod(k, nn)
+            a, b = divmod(rest, n)
+            other = edge.get((t * n + b) * n + a)
+            if other:
+                out.update(robots)
+                out.update(other)
+        return out
+
     def cross_conflicts(self, paths: Mapping[int, Path], exclude: frozenset[int] | set[int]) -> int:
         """Conflicts between ``paths`` and the indexed robots not in ``exclude``.
 
@@ -252,9 +275,28 @@ def change_in_conflicts(
 ) -> int:
     """Conflicts after replacing ``old`` paths by ``new`` ones, minus before (same robots); ``before``, the
     old paths' conflicts, where the caller knows them (0 on a plan without any): half the count then."""
+    return scan_change(index, old, new, before).d_conf
+
+
+@dataclass
+class ChangeScan:
+    """``change_in_conflicts`` with its work kept: a rebase of the same change starts from it instead of
+    walking every new path again (``rebase.keep_what_fits``)."""
+
+    d_conf: int
+    outside: dict[int, int]
+    """Each new path's conflicts with the indexed robots outside the change."""
+    among: OccupancyIndex
+    """The new paths' own index."""
+
+
+def scan_change(
+    index: OccupancyIndex, old: Mapping[int, Path], new: Mapping[int, Path], before: int | None = None
+) -> ChangeScan:
     robots = frozenset(new)
-    n = index.n
-    after = index.cross_conflicts(new, robots) + conflicts_among(n, new)
+    outside = {r: index._cross_path(p, robots) for r, p in new.items()}
+    among = OccupancyIndex.build(index.n, new)
+    after = sum(outside.values()) + among.total_conflicts()
     if before is None:
-        before = index.cross_conflicts(old, robots) + conflicts_among(n, old)
-    return after - before
+        before = index.cross_conflicts(old, robots) + conflicts_among(index.n, old)
+    return ChangeScan(after - before, outside, among)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from tasks.routing.grid import Grid
-from tasks.routing.occupancy import OccupancyIndex, Path, cost
+from tasks.routing.occupancy import ChangeScan, OccupancyIndex, Path, cost
 from tasks.routing.repair import BlockSearch, repair
 from tasks.routing.reservations import Reservations
 from tasks.routing.state import Proposed, RoutingState
@@ -35,7 +35,10 @@ def drop_colliding(
 
 
 def keep_what_fits(
-    index: OccupancyIndex, current: Sequence[Path], written: Mapping[int, Path]
+    index: OccupancyIndex,
+    current: Sequence[Path],
+    written: Mapping[int, Path],
+    scan: ChangeScan | None = None,
 ) -> tuple[dict[int, Path], bool]:
     """(the written paths that fit the plan as it is, whether any collided at all).
 
@@ -47,13 +50,23 @@ def keep_what_fits(
     (those sharing a cell with a path put back) was a third of the coordinator's CPU at 16 agents
     (docs/notes/2026-12-07-keep-walk-and-coordinator-costs.md). Then a kept robot whose new path costs more
     than its current one (moved aside for a robot now put back) gets its current path back where that path
-    fits the kept ones. No search."""
+    fits the kept ones. No search.
+
+    ``scan``: the scoring's ``scan_change`` of these very paths on this plan (its index is taken over):
+    the first pass is then read off it, without a walk."""
     kept = dict(written)
-    among = OccupancyIndex.build(index.n, kept)
-    out = set(kept)
-    colliding = [
-        r for r, p in kept.items() if index.cross_conflicts({r: p}, out) or among.cross_conflicts({r: p}, {r})
-    ]
+    if scan is not None and scan.outside.keys() == kept.keys():
+        among = scan.among
+        inside = among.conflicting_robots()
+        colliding = [r for r in kept if scan.outside[r] or r in inside]
+    else:
+        among = OccupancyIndex.build(index.n, kept)
+        out = set(kept)
+        colliding = [
+            r
+            for r, p in kept.items()
+            if index.cross_conflicts({r: p}, out) or among.cross_conflicts({r: p}, {r})
+        ]
     collided = bool(colliding)
     while colliding:
         for r in colliding:
@@ -79,7 +92,13 @@ class Rebaser:
         self._plan: tuple[tuple[Path, ...], Reservations] | None = None
 
     def rebase(
-        self, state: RoutingState, robots: Sequence[int], value: Proposed, seconds: float, rng: random.Random
+        self,
+        state: RoutingState,
+        robots: Sequence[int],
+        value: Proposed,
+        seconds: float,
+        rng: random.Random,
+        scan: ChangeScan | None = None,
     ) -> Proposed | None:
         """``value`` (one entry per robot of ``robots``, null: keep) made to fit ``state``: None when nothing
         of it collides (it did not improve for another reason), or neither dropping nor a repair within
@@ -87,7 +106,11 @@ class Rebaser:
         written = {r: p for r, p in zip(robots, value, strict=True) if p is not None}
         if not written:
             return None
-        kept, collided = keep_what_fits(state.index, state.paths, written)
+        paths = state.paths
+        # on a plan without conflicts a path sent again as it is collides only where a changed one does, so
+        # only the changed are checked (the paths the scoring's ``scan`` holds)
+        changed = written if state.conflicts else {r: p for r, p in written.items() if p != paths[r]}
+        kept, collided = keep_what_fits(state.index, paths, changed, scan)
         if not collided:
             return None
         if kept and sum(cost(p) - cost(state.paths[r]) for r, p in kept.items()) < 0:

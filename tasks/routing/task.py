@@ -25,13 +25,14 @@ from tasks.routing.lease import form_overlapping_lease, form_routing_lease
 from tasks.routing.lns import RoutingProposer
 from tasks.routing.neighbourhoods import NAMES, form_routing_blocks
 from tasks.routing.occupancy import (
+    ChangeScan,
     OccupancyIndex,
     Path,
     canonical,
-    change_in_conflicts,
     conflicts_between,
     cost,
     full_conflicts,
+    scan_change,
 )
 from tasks.routing.opening import OPENING_SECONDS, Opening
 from tasks.routing.prompt import RoutingPrompt
@@ -138,6 +139,9 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         self._delays: tuple[tuple[Path, ...], list[int]] | None = None
         self._cells: tuple[tuple[Path, ...], list[list[int]]] | None = None
         self._last_change: tuple[RoutingState, list[tuple[int, Proposed]], int] | None = None
+        self._last_scan: tuple[RoutingState, list[tuple[int, Proposed]], ChangeScan] | None = None
+        """The last change counted from scratch, with the work of its count: a stale answer is scored, then
+        rebased (``rebase``), and the rebase's first pass reads which paths collide off it."""
         """(state, changes, their change in conflicts) of the last ``evaluate_change``: the engine applies
         the value it just scored, and ``apply`` need not count its conflicts a second time."""
         self._rebaser = Rebaser(self.grid, self.inst.starts, self.inst.goals, self.inst.max_len)
@@ -247,17 +251,13 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         if not new:
             return 0
         last = self._last_change
-        if (
-            last is not None
-            and last[0] is state
-            and len(last[1]) == len(changes)
-            and all(b == b2 and v is v2 for (b, v), (b2, v2) in zip(last[1], changes.items(), strict=False))
-        ):
+        if last is not None and _same_change(last[0], last[1], state, changes):
             return last[2]
         # a plan without conflicts has none among the paths about to go (most heads are such plans)
-        d_conf = change_in_conflicts(state.index, old, new, before=0 if state.conflicts == 0 else None)
-        self._last_change = (state, list(changes.items()), d_conf)
-        return d_conf
+        scan = scan_change(state.index, old, new, before=0 if state.conflicts == 0 else None)
+        self._last_change = (state, list(changes.items()), scan.d_conf)
+        self._last_scan = (state, list(changes.items()), scan)
+        return scan.d_conf
 
     def apply(self, state: RoutingState, changes: Mapping[int, Proposed]) -> RoutingState:
         old, new = self._changed(state, changes)
@@ -334,7 +334,12 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         their current paths, or failing a gain that way repaired for up to ``rebase_repair`` seconds (0: no
         repair); None when nothing collides or nothing of it can be kept."""
         rng = random.Random(self.p.seed + block)
-        fixed = self._rebaser.rebase(state, state.blocks[block], value, self.p.rebase_repair, rng)
+        last, self._last_scan = (
+            self._last_scan,
+            None,
+        )  # taken over by the rebase (it changes the scan's index)
+        scan = last[2] if last is not None and _same_change(last[0], last[1], state, {block: value}) else None
+        fixed = self._rebaser.rebase(state, state.blocks[block], value, self.p.rebase_repair, rng, scan)
         if fixed is not None and state.conflicts == 0:
             # what it kept fits the plan (``keep_what_fits``, or a repair without collisions) and the plan has
             # no conflict to lose: the engine scores it next, and its conflicts need no counting
@@ -652,3 +657,14 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             follow_every=k.follow_every,
             seed=seed,
         )
+
+
+def _same_change(
+    state: RoutingState, changes: list[tuple[int, Proposed]], on: RoutingState, now: Mapping[int, Proposed]
+) -> bool:
+    """Whether ``now`` on the plan ``on`` is that change on that plan: the very objects, not equal ones."""
+    return (
+        state is on
+        and len(changes) == len(now)
+        and all(b == b2 and v is v2 for (b, v), (b2, v2) in zip(changes, now.items(), strict=False))
+    )
