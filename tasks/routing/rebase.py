@@ -46,11 +46,11 @@ def keep_what_fits(
     back, until nothing collides: a robot put back may be in the way of another's new path, so this runs
     to a fixed point. Only the first pass checks every written robot. A robot that passed can collide later
     only with a path just put back, so each later pass walks those paths against the kept ones
-    (``colliders``): the robots they hit are the next to go back. Checking every suspect robot's path again
-    (those sharing a cell with a path put back) was a third of the coordinator's CPU at 16 agents
-    (docs/notes/2026-12-07-keep-walk-and-coordinator-costs.md). Then a kept robot whose new path costs more
-    than its current one (moved aside for a robot now put back) gets its current path back where that path
-    fits the kept ones. No search.
+    (``colliders``): the robots they hit are the next to go back. The rebase was 29-33 % of the coordinator's
+    CPU at 16 agents while every robot sharing a cell with a path put back was walked again; with these passes
+    and ``scan`` a stale answer costs it half (docs/notes/2026-12-07-keep-walk-and-coordinator-costs.md).
+    Then a kept robot whose new path costs more than its current one (moved aside for a robot now put back)
+    gets its current path back where that path fits the kept ones. No search.
 
     ``scan``: the scoring's ``scan_change`` of these very paths on this plan (its index is taken over):
     the first pass is then read off it, without a walk."""
