@@ -27,12 +27,21 @@ async def profiled_serve(self, arrival, what, call):
 
 
 vt.Replay.serve = profiled_serve
-params = {"blocks": RoutingTask.team_defaults(agents, "async")["blocks"], "map": "random-32-32-10",
-          "robots": 300, "seed": seed}
-# every kind call on the loop (no worker threads), so that the profile sees all of it
+team = RoutingTask.team_defaults(agents, "async")
+params = {"blocks": team["blocks"], "map": "random-32-32-10", "robots": 300, "seed": seed}
+# every kind call on the loop (no worker threads), so that the profile sees all of it; the team's knobs as
+# ``team_scaling virtual`` sets them (``stop_after`` from 2026-12-06 on; trees before had none)
+knobs = {k: v for k, v in team.items() if k == "stop_after"}
 config = vt.ReplayConfig(
-    kind="routing", params=params, agents=agents, seconds=secs, seed=seed, settings={"inline_step_ms": 1e9}
+    kind="routing",
+    params=params,
+    agents=agents,
+    seconds=secs,
+    seed=seed,
+    settings={"inline_step_ms": 1e9},
+    knobs=knobs,
 )
 r = vt.replay(config)
 print("coordinator cpu", r.coordinator_cpu, "answers", r.proposals, "accepted", r.accepted)
-pstats.Stats(profile).sort_stats("cumulative").print_stats(45)
+pstats.Stats(profile).sort_stats("cumulative").print_stats(70)
+pstats.Stats(profile).sort_stats("tottime").print_stats(30)
