@@ -139,11 +139,11 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         self._delays: tuple[tuple[Path, ...], list[int]] | None = None
         self._cells: tuple[tuple[Path, ...], list[list[int]]] | None = None
         self._last_change: tuple[RoutingState, list[tuple[int, Proposed]], int] | None = None
+        """(state, changes, their change in conflicts) of the last ``evaluate_change``: the engine applies
+        the value it just scored, and ``apply`` need not count its conflicts a second time."""
         self._last_scan: tuple[RoutingState, list[tuple[int, Proposed]], ChangeScan] | None = None
         """The last change counted from scratch, with the work of its count: a stale answer is scored, then
         rebased (``rebase``), and the rebase's first pass reads which paths collide off it."""
-        """(state, changes, their change in conflicts) of the last ``evaluate_change``: the engine applies
-        the value it just scored, and ``apply`` need not count its conflicts a second time."""
         self._rebaser = Rebaser(self.grid, self.inst.starts, self.inst.goals, self.inst.max_len)
         self._opening = self._team_opening()
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
@@ -334,10 +334,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         their current paths, or failing a gain that way repaired for up to ``rebase_repair`` seconds (0: no
         repair); None when nothing collides or nothing of it can be kept."""
         rng = random.Random(self.p.seed + block)
-        last, self._last_scan = (
-            self._last_scan,
-            None,
-        )  # taken over by the rebase (it changes the scan's index)
+        last = self._last_scan
+        self._last_scan = None  # the rebase takes the scan's index over and changes it
         scan = last[2] if last is not None and _same_change(last[0], last[1], state, {block: value}) else None
         fixed = self._rebaser.rebase(state, state.blocks[block], value, self.p.rebase_repair, rng, scan)
         if fixed is not None and state.conflicts == 0:
