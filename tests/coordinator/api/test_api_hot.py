@@ -128,7 +128,7 @@ def _script(url: str) -> list[tuple[str, int, str]]:
             ("changes", routing["id"], f"?since={head}", feed),
             ("changes, a version not reached", routing["id"], f"?since={head + 5}", feed),
             ("changes, no since", routing["id"], "", feed),
-            ("changes, since twice", routing["id"], f"?since={head}&since={head}", feed),
+            ("changes, since twice", routing["id"], f"?since={head + 5}&since={head}", feed),
             ("changes, negative since", routing["id"], "?since=-1", feed),
             ("changes, since not a number", routing["id"], "?since=x", feed),
             ("changes, encoded query", routing["id"], "?s%69nce=0", feed),
