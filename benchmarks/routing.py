@@ -7,6 +7,11 @@
 - ``index``: what the LNS pays per path for its occupancy index (``remove`` + ``add`` of one robot's path
   in a full plan) and what a merge pays for a copy of it, several git refs side by side: ``--ops``/100
   copies of a fresh index, then ``--ops`` robots out and back in, the best of ``--repeats`` passes.
+- ``contract``: what the coordinator pays to write a lease's contract, several git refs side by side: a
+  sequence of ``--steps`` plans, each with ``--changed`` robots' paths changed from the last (a merge's
+  share), and per plan the contract of a whole-plan lease (a team's) and of a lease of ``--robots`` robots;
+  milliseconds per contract, the best of ``--repeats`` passes, and a checksum of every contract's text
+  (the same in every ref, or the refs wrote different contracts).
 - ``trace``: one agent on one block, in-process (no coordinator, no HTTP: the LNS alone), several git refs
   side by side, per seed the refs' order rotating: the best collision-free SOC at fixed times, the final
   SOC, the proposals and the LNS steps (``BlockSearch.try_group`` calls), to read against MAPF-LNS2's log.
@@ -22,6 +27,7 @@ A ref runs from its ``git archive`` in a process of its own importing that tree 
 
     .venv/bin/python -m benchmarks.routing sipp --json benchmarks/results/routing_sipp_jit.json
     .venv/bin/python -m benchmarks.routing index --refs c8ac401 HEAD --json out.json
+    .venv/bin/python -m benchmarks.routing contract --refs 12ce1e3 HEAD --json out.json
     .venv/bin/python -m benchmarks.routing trace --refs 83e4337 HEAD --only room-32-32-4:50 --seeds 0 1 2
     .venv/bin/python -m benchmarks.routing first-plan --only warehouse-10-20-10-2-1:400 --agents 6 --limit 120
     .venv/bin/python -m benchmarks.routing stop-rule --dir benchmarks/results/stop_rule
@@ -85,6 +91,36 @@ def index_pass(map_name: str, k: int, ops: int) -> dict[str, Any]:
             "mean_path_len": round(mean_len, 1)}  # fmt: skip
 
 
+def contract_pass(map_name: str, k: int, steps: int, changed: int, lease: int) -> dict[str, Any]:
+    """Milliseconds per contract over a sequence of plans, for a whole-plan lease and a lease of ``lease``
+    robots, and the CRC-32 of every contract's text."""
+    import dataclasses
+    import zlib
+
+    task = _make_task(map_name, f"{map_name}-random-1", k, 1, seed=0, exact_limit=0)
+    state = task.initial_state()
+    rng = random.Random(0)
+    plans = []
+    for _ in range(steps):  # a wait at the start of some paths: new path objects, as a merge writes them
+        paths = list(state.paths)
+        for r in rng.sample(range(k), min(changed, k)):
+            paths[r] = paths[r][:1] + paths[r]
+        state = dataclasses.replace(state, paths=tuple(paths))
+        plans.append(state)
+    whole = state.blocks[0]
+    some = tuple(sorted(rng.sample(range(k), min(lease, k))))
+    row: dict[str, Any] = {}
+    crc = 0
+    for name, robots in (("whole", whole), ("lease", some)):
+        t0 = time.perf_counter()
+        for plan in plans:
+            rendered = task.contract(dataclasses.replace(plan, blocks=(robots,)), 0)
+            crc = zlib.crc32(rendered.json.encode(), crc)
+        row[f"ms_{name}"] = round((time.perf_counter() - t0) / steps * 1e3, 3)
+    row["crc32"] = crc
+    return row
+
+
 def trace_run(map_name: str, k: int, seed: int, limit: float, params: str = "{}") -> dict[str, Any]:
     """One agent's LNS for ``limit`` seconds; ``params``: further task parameters (JSON)."""
     from tasks.routing.repair import BlockSearch
@@ -137,6 +173,9 @@ def worker(command: str, args: list[str]) -> int:
     if command == "index":
         map_name, k, ops = args
         row = index_pass(map_name, int(k), int(ops))
+    elif command == "contract":
+        map_name, k, steps, changed, lease = args
+        row = contract_pass(map_name, int(k), int(steps), int(changed), int(lease))
     else:
         map_name, k, seed, limit, params = args
         row = trace_run(map_name, int(k), int(seed), float(limit), params)
@@ -220,6 +259,30 @@ def index(args: argparse.Namespace) -> int:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     return _written(args, {"ops": args.ops, "repeats": args.repeats, "refs": args.refs, "rows": rows})
+
+
+def contract(args: argparse.Namespace) -> int:
+    from benchmarks.lib.refs import exported
+
+    rows: list[dict[str, Any]] = []
+    with exported(args.refs, "routing contract") as trees:
+        for map_name, k in args.instances:
+            passes: dict[str, list[dict[str, Any]]] = {ref: [] for ref in args.refs}
+            for _ in range(args.repeats):  # the refs in turn per pass
+                for ref in args.refs:
+                    step = (map_name, k, str(args.steps), str(args.changed), str(args.robots))
+                    passes[ref].append(in_tree(trees[ref], "contract", *step))
+            first = min(p["ms_whole"] for p in passes[args.refs[0]])
+            for ref in args.refs:
+                whole = min(p["ms_whole"] for p in passes[ref])
+                row = {"ref": ref, "instance": f"{map_name} k={k}", "ms_whole": whole,
+                       "ms_lease": min(p["ms_lease"] for p in passes[ref]),
+                       f"whole_ratio_to_{args.refs[0]}": round(whole / first, 3),
+                       "crc32": sorted({p["crc32"] for p in passes[ref]})}  # fmt: skip
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    raw = {"steps": args.steps, "changed": args.changed, "robots": args.robots, "repeats": args.repeats}
+    return _written(args, {**raw, "refs": args.refs, "rows": rows})
 
 
 def trace(args: argparse.Namespace) -> int:
@@ -333,6 +396,14 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("--ops", type=int, default=2000, help="paths taken out and put back per pass")
     i.add_argument("--repeats", type=int, default=5, help="passes per ref and instance (the best is kept)")
     i.set_defaults(run=index)
+    c = sub.add_parser("contract", help="a lease's contract, whole plan and a share, git refs side by side")
+    c.add_argument("--refs", nargs="+", default=["HEAD"], help="git refs of this repository")
+    c.add_argument("--only", nargs="+", default=["random-32-32-10:300", "warehouse-10-20-10-2-1:200"])
+    c.add_argument("--steps", type=int, default=300, help="plans in the sequence (one contract each)")
+    c.add_argument("--changed", type=int, default=14, help="paths changed from one plan to the next")
+    c.add_argument("--robots", type=int, default=60, help="robots of the smaller lease")
+    c.add_argument("--repeats", type=int, default=5, help="passes per ref and instance (the best is kept)")
+    c.set_defaults(run=contract)
     t = sub.add_parser("trace", help="one agent's LNS over time, git refs side by side")
     t.add_argument("--refs", nargs="+", default=["HEAD"], help="git refs of this repository")
     t.add_argument("--only", nargs="+", default=["warehouse-10-20-10-2-1:200"], metavar="MAP:K")
@@ -358,12 +429,14 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--agents", type=int, default=3)
     r.add_argument("--dir", required=True, help="folder for the runs' reports")
     r.set_defaults(run=stop_rule)
-    for p in (s, i, t, f, r):
+    for p in (s, i, c, t, f, r):
         p.add_argument("--json", default=None, help="write the raw rows here")
     args = ap.parse_args(argv)
     prog = f"routing {args.command}"
-    if min(getattr(args, name, 1) for name in ("calls", "ops", "repeats", "agents")) < 1:
-        ap.error("--calls, --ops, --repeats and --agents want a positive count")
+    if min(getattr(args, name, 1) for name in ("calls", "ops", "repeats", "agents", "steps", "robots")) < 1:
+        ap.error("--calls, --ops, --repeats, --agents, --steps and --robots want a positive count")
+    if getattr(args, "changed", 0) < 0:
+        ap.error("--changed wants 0 or more paths")
     if args.command == "trace":
         try:
             extra = json.loads(args.params)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,6 +58,8 @@ class GeometryCache:
         self.width = width
         self.entries: dict[int, Geometry] = {}
         self._heads: dict[int, str] = {}
+        self._leased: dict[tuple[int, ...], LeasedRobots] = {}
+        self._lock = threading.Lock()
         self._obstacles: dict[tuple[int, int, int, int], tuple[list[list[int]], str]] = {}
 
     def get(self, robot: int, path: Path) -> Geometry:
@@ -80,19 +83,37 @@ class GeometryCache:
             got = self._heads[robot] = f'{{"id":{robot},"start":{start},"goal":{goal},"path":'
         return got
 
-    def region(
+    def leased(
         self, inst: Instance, robots: tuple[int, ...], paths: tuple[Path, ...], margin: int
-    ) -> tuple[int, int, int, int]:
-        """``region_of`` from the paths' boxes: reading every cell of a 60-robot lease's paths took 0.8 ms a
-        lease under the profiler (docs/notes/2026-12-05-lease-costs.md)."""
-        boxes = [self.get(r, paths[r])[2] for r in robots]
+    ) -> tuple[list[dict[str, Any]], str, tuple[int, int, int, int]]:
+        """The contract's robots (objects and JSON text) and region for ``robots`` on ``paths``, brought up to
+        date from the last contract of the same robots: only the robots whose path is not the same object are
+        rendered again. A team's every lease holds the whole plan, and between two of them a merge or two
+        changed some 14 of 300 paths; rendering all 300 entries was most of a whole-plan contract (2.6 ms at
+        k = 300). Locked: a contract may be built in a worker thread (``steps.kind_call``)."""
+        with self._lock:
+            got = self._leased.get(robots)
+            if got is None:
+                if len(self._leased) >= 16:  # leases of a fifth are drawn anew each time: keep a few
+                    self._leased.clear()
+                got = self._leased[robots] = LeasedRobots(self, inst, robots, paths)
+            else:
+                got.follow(self, inst, paths)
+            return list(got.data), "[" + ",".join(got.texts) + "]", got.region(inst.grid, margin)
+
+    def entry(
+        self, inst: Instance, robot: int, path: Path
+    ) -> tuple[dict[str, Any], str, tuple[int, int, int, int]]:
+        """A robot's entry in a contract's ``robots`` (its object and JSON text) and its path's box."""
+        _, xy, box, text = self.get(robot, path)
         grid = inst.grid
-        return (
-            max(0, min(b[0] for b in boxes) - margin),
-            max(0, min(b[1] for b in boxes) - margin),
-            min(grid.width - 1, max(b[2] for b in boxes) + margin),
-            min(grid.height - 1, max(b[3] for b in boxes) + margin),
-        )
+        data = {
+            "id": robot,
+            "start": list(grid.xy(inst.starts[robot])),
+            "goal": list(grid.xy(inst.goals[robot])),
+            "path": xy,
+        }
+        return data, f"{self.robot_head(inst, robot)}{text}}}", box
 
     def obstacles(self, grid: Grid, region: tuple[int, int, int, int]) -> tuple[list[list[int]], str]:
         """The region's blocked cells as [x, y] pairs, and their JSON text, kept per region (most leases'
@@ -107,6 +128,42 @@ class GeometryCache:
                 self._obstacles.clear()
             self._obstacles[region] = got
         return got
+
+
+class LeasedRobots:
+    """The robots of one lease as its last contract wrote them: each robot's entry (object and JSON text) and
+    box, with the paths they were made from."""
+
+    def __init__(
+        self, cache: GeometryCache, inst: Instance, robots: tuple[int, ...], paths: tuple[Path, ...]
+    ) -> None:
+        self.robots = robots
+        self.paths = paths
+        entries = [cache.entry(inst, r, paths[r]) for r in robots]
+        self.data = [e[0] for e in entries]
+        self.texts = [e[1] for e in entries]
+        self.boxes = [e[2] for e in entries]
+
+    def follow(self, cache: GeometryCache, inst: Instance, paths: tuple[Path, ...]) -> None:
+        """Brings the entries to ``paths``: a robot whose path is the same object keeps its entry."""
+        if paths is self.paths:
+            return
+        before = self.paths
+        for i, r in enumerate(self.robots):
+            if paths[r] is not before[r]:
+                self.data[i], self.texts[i], self.boxes[i] = cache.entry(inst, r, paths[r])
+        self.paths = paths
+
+    def region(self, grid: Grid, margin: int) -> tuple[int, int, int, int]:
+        """``region_of`` from the paths' boxes: reading every cell of a 60-robot lease's paths took 0.8 ms a
+        lease under the profiler (docs/notes/2026-12-05-lease-costs.md)."""
+        boxes = self.boxes
+        return (
+            max(0, min(b[0] for b in boxes) - margin),
+            max(0, min(b[1] for b in boxes) - margin),
+            min(grid.width - 1, max(b[2] for b in boxes) + margin),
+            min(grid.height - 1, max(b[3] for b in boxes) + margin),
+        )
 
 
 def _clip(
@@ -153,7 +210,7 @@ def build_contract(
     grid = inst.grid
     cache = cache if cache is not None else GeometryCache(grid.width)
     mine = set(robots)
-    x0, y0, x1, y1 = cache.region(inst, robots, paths, margin)
+    mine_data, mine_text, (x0, y0, x1, y1) = cache.leased(inst, robots, paths, margin)
     window = max(len(paths[r]) for r in robots) + 2 * margin + 8
     goals = {inst.goals[r] for r in robots}
 
@@ -175,7 +232,6 @@ def build_contract(
         first = len(moves)
         size += _clip(o, path, xy, (x0, y0, x1, y1), window, goals, moves)
         texts.extend(_dumps(m) for m in moves[first:])
-    mine_xy = [cache.get(r, paths[r]) for r in robots]
     obstacles, obstacles_text = cache.obstacles(grid, (x0, y0, x1, y1))
     data: dict[str, Any] = {
         "kind": "routing",
@@ -184,10 +240,7 @@ def build_contract(
         "height": grid.height,
         "conflict_weight": weight,
         "max_len": inst.max_len,
-        "robots": [
-            {"id": r, "start": list(grid.xy(inst.starts[r])), "goal": list(grid.xy(inst.goals[r])), "path": g[1]}
-            for r, g in zip(robots, mine_xy, strict=True)
-        ],
+        "robots": mine_data,
         "region": [x0, y0, x1, y1],
         "obstacles": obstacles,
         "window": [0, window],
@@ -203,9 +256,7 @@ def build_contract(
         **(extra or {}),
     }
     kept = {
-        "robots": "[" + ",".join(
-            f"{cache.robot_head(inst, r)}{g[3]}}}" for r, g in zip(robots, mine_xy, strict=True)
-        ) + "]",
+        "robots": mine_text,
         "obstacles": obstacles_text,
         "reservations": '{"moves":[' + ",".join(texts) + "]," + _dumps(
             {k: v for k, v in data["reservations"].items() if k != "moves"}

@@ -78,6 +78,9 @@ def test_mapf_sota_side_by_side_refuses_bad_input(tmp_path: Path, args: list[str
         (["index", "--only", "empty-16-16:many"], "--only wants MAP:K"),
         (["index", "--ops", "0"], "want a positive count"),
         (["sipp", "--calls", "0"], "want a positive count"),
+        (["contract", "--steps", "0"], "want a positive count"),
+        (["contract", "--changed", "-1"], "--changed wants 0 or more paths"),
+        (["contract", "--refs", "no-such-ref-xyz"], "cannot export no-such-ref-xyz"),
         (["first-plan", "--starts", "sideways"], "invalid choice"),
     ],
 )
@@ -104,3 +107,19 @@ def test_merged_scripts_refuse_bad_input(tmp_path: Path, script: str, args: list
     args = [str(tmp_path / a[4:]) if a.startswith("OUT/") else a for a in args]
     one_line_refusal(bench(script, *args), says)
     assert not any(tmp_path.iterdir())
+
+
+def test_routing_contract_rows_per_ref_and_a_checksum_that_repeats(tmp_path: Path) -> None:
+    """Two refs side by side: one row each; one tree run twice writes the same contracts (the checksum that
+    tells two trees' contracts apart is only worth reading if it does)."""
+    import json
+
+    out = tmp_path / "contract.json"
+    done = bench(
+        "benchmarks.routing", "contract", "--refs", "HEAD", "HEAD", "--only", "empty-16-16:20",
+        "--steps", "5", "--changed", "3", "--robots", "4", "--repeats", "1", "--json", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["ref"] for r in rows] == ["HEAD", "HEAD"]
+    assert rows[0]["crc32"] == rows[1]["crc32"] and rows[0]["ms_whole"] > 0

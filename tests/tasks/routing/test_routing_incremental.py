@@ -56,6 +56,21 @@ def _naive_moves(task: RoutingTask, paths: tuple[Path, ...], block: int) -> list
     return out
 
 
+def _naive_robots(task: RoutingTask, paths: tuple[Path, ...], block: int) -> list[dict[str, Any]]:
+    """The contract's robots by the definition: each with its start, goal and current path as [x, y]."""
+    xy = task.grid.xy
+    inst = task.inst
+    return [
+        {
+            "id": r,
+            "start": list(xy(inst.starts[r])),
+            "goal": list(xy(inst.goals[r])),
+            "path": [list(xy(c)) for c in paths[r]],
+        }
+        for r in inst.blocks[block]
+    ]
+
+
 def _random_walk_path(task: RoutingTask, robot: int, rng: random.Random) -> Path:
     """A legal path of ``robot``: a short random detour, then its shortest way to the goal."""
     g = task.grid
@@ -75,10 +90,12 @@ def _same_table(a: Reservations, b: Reservations) -> bool:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10**6), margin=st.integers(0, 3))
-def test_incremental_contract_and_table_match_a_fresh_build(seed: int, margin: int) -> None:
+@given(seed=st.integers(0, 10**6), margin=st.integers(0, 3), blocks=st.sampled_from([1, 4]))
+def test_incremental_contract_and_table_match_a_fresh_build(seed: int, margin: int, blocks: int) -> None:
+    """Blocks of a partition, or one block of every robot (a team's whole-plan lease): each contract's
+    robots (kept from the last contract of the same robots), region and runs are the definition's."""
     rng = random.Random(seed)
-    task = _task(24, 4)
+    task = _task(24, blocks)
     task.p.margin = margin
     state = task.initial_state()
     proposer = task.make_proposer(task.ProposerParams(), seed=0)
@@ -87,6 +104,8 @@ def test_incremental_contract_and_table_match_a_fresh_build(seed: int, margin: i
         rendered = task.contract(state, block)
         data = json.loads(rendered.json)  # what an agent receives: the kind's own text (``RenderedContract``)
         assert data == rendered
+        assert data["robots"] == _naive_robots(task, state.paths, block)
+        assert data["region"] == list(region_of(task.inst, task.inst.blocks[block], state.paths, margin))
         assert data["reservations"]["moves"] == _naive_moves(task, state.paths, block)
         kept = proposer._table(block, data)  # the agent's table, updated in place from its last contract
         assert _same_table(kept, table_from_contract(task.grid, data))
