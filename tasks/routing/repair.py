@@ -363,16 +363,14 @@ class BlockSearch:
                 if now == path:  # the very same cells: the tables hold them already
                     paths[i] = path
                     continue
-                full.remove_path(now)
-                if full.path_conflicts(path) == 0:
+                if full.path_conflicts_without(path, now) == 0:
+                    full.remove_path(now)
                     full.add_path(path)
                     index.remove(i, now)
                     index.add(i, path)
                     paths[i] = path
                     count += 1
                     moved = True
-                else:
-                    full.add_path(now)
         return count
 
     def follow(self, before: Sequence[Path], now: Sequence[Path]) -> tuple[int, int]:
@@ -425,7 +423,8 @@ class BlockSearch:
             full.remove_path(p)
         for p in new.values():
             full.add_path(p)
-        d_inside = change_in_conflicts(self.index, old, new)
+        # without a conflict inside the block the old paths had none to lose: half of the count
+        d_inside = change_in_conflicts(self.index, old, new, 0 if self.inside == 0 else None)
         ext = {i: self.external.path_conflicts(p) for i, p in new.items()}
         soc = self.soc + sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
         self._commit(old, new, ext, d_inside, soc)

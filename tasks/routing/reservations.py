@@ -280,6 +280,8 @@ class Reservations:
     def path_conflicts(self, path: Path) -> int:
         """Conflicts of one path (not in the table) with everything in the table."""
         n, vert, edge, park = self.n, self.vert, self.edge, self.park
+        if not vert and not park:  # a whole-plan lease's table holds nobody: every search step asks
+            return 0
         total = 0
         last = len(path) - 1
         for t in range(last):
@@ -294,6 +296,33 @@ class Reservations:
         g = path[last]
         total += sum(1 for t in self.visits.get(g, ()) if t >= last)
         return total
+
+
+    def path_conflicts_without(self, path: Path, held: Path) -> int:
+        """``path_conflicts(path)`` on this table less ``held``, a path it holds (another path of the same
+        robot, whose goal no other robot has), without taking ``held`` out and putting it back: the counts
+        add up path by path, so ``held``'s own share (``pair_conflicts``) comes off. ``BlockSearch.adopt``
+        asked this for every robot a team agent's walk had moved (83 an answer at 16 agents, k = 300), and
+        taking each out and back in was most of its cost (docs/notes/2026-12-07-agent-overheads.md)."""
+        return self.path_conflicts(path) - pair_conflicts(self.n, path, held)
+
+
+def pair_conflicts(n: int, path: Path, other: Path) -> int:
+    """``path_conflicts(path)`` against a table that holds only ``other`` (every rule of it, one path)."""
+    last, other_last = len(path) - 1, len(other) - 1
+    goal = other[other_last]
+    total = 0
+    for t in range(last):
+        c = path[t]
+        if t < other_last and other[t] == c:  # both in c at t
+            total += 1
+        if c == goal and other_last <= t:  # c is where ``other`` is parked by then
+            total += 1
+        b = path[t + 1]
+        if b != c and t < other_last and other[t] == b and other[t + 1] == c:  # a swap
+            total += 1
+    g = path[last]
+    return total + sum(1 for t in range(last, other_last) if other[t] == g)  # moving through g once parked
 
 
 def _decrement(counts: dict[int, int], key: int) -> None:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks.routing.grid import Grid
-from tasks.routing.reservations import Reservations
+from tasks.routing.reservations import Reservations, pair_conflicts
 from tests.routing_reference import mirror_matches
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,3 +105,52 @@ def test_deferred_path_changes_leave_the_dicts_of_eager_ones(
             assert _state(lazy) == _state(eager)
     assert _state(lazy) == _state(eager)
     assert mirror_matches(lazy, grid.width)
+
+
+def _variant(grid: Grid, path: tuple[int, ...], rng: random.Random) -> tuple[int, ...]:
+    """Another path of the same robot (same start and goal): a wait, or a step aside and back, somewhere."""
+    t = rng.randrange(len(path))
+    c = path[t]
+    if rng.random() < 0.5 or not grid.moves(c):
+        return (*path[: t + 1], c, *path[t + 1 :])
+    aside = rng.choice(grid.moves(c))
+    return (*path[: t + 1], aside, c, *path[t + 1 :])
+
+
+@FAST
+@given(width=st.integers(1, 5), height=st.integers(1, 5), seed=st.integers(0, 10**6))
+def test_pair_conflicts_are_those_with_a_table_of_that_one_path(width: int, height: int, seed: int) -> None:
+    """Every rule of ``path_conflicts`` (both in a cell, a cell where the other is parked, a swap, passing
+    a parked path's goal) for two paths, without building a table."""
+    rng = random.Random(seed)
+    grid = Grid.from_rows(["." * width] * height)
+    for _ in range(20):
+        path, other = (_paths(grid, rng, 1) + _paths(grid, rng, 1) + [(0,), (0,)])[:2]
+        table = Reservations(grid.n_cells)
+        table.add_path(other)
+        assert pair_conflicts(grid.n_cells, path, other) == table.path_conflicts(path)
+
+
+@FAST
+@given(width=st.integers(1, 6), height=st.integers(1, 6), count=st.integers(1, 8), seed=st.integers(0, 10**6))
+def test_conflicts_without_a_held_path_are_those_after_taking_it_out(
+    width: int, height: int, count: int, seed: int
+) -> None:
+    """``path_conflicts_without(path, held)``, for ``path`` another of ``held``'s robot's paths, is what
+    ``path_conflicts(path)`` counts once ``held`` is out of the table, and the table is left as it was."""
+    rng = random.Random(seed)
+    grid = Grid.from_rows(["." * width] * height)
+    plan = _paths(grid, rng, count)
+    table = Reservations(grid.n_cells)
+    if rng.random() < 0.5:
+        table.arrays(grid.width)  # with a mirror: changes wait in ``deferred``
+    for p in plan:
+        table.add_path(p)
+    for held in plan:
+        path = _variant(grid, held, rng)
+        before = _state(table)
+        got = table.path_conflicts_without(path, held)
+        assert _state(table) == before
+        table.remove_path(held)
+        assert got == table.path_conflicts(path)
+        table.add_path(held)
