@@ -619,7 +619,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         ("--time-of", time_of, "N=SECONDS", "another horizon for N agents (a team that must reach Q in T1/S"
          " only needs that long)"),
         ("--knob", knob, "NAME=VALUE", "virtual: a proposer knob for every run (routing: time_budget,"
-         " stop_after, answer_after, neighbourhood, follow_every, answer_keeps_walk)"),
+         " stop_after, answer_after, neighbourhood, follow_every)"),
         ("--param", param, "NAME=VALUE", "virtual: a task parameter for every run; VALUE may be a multiple"
          " of the team, e.g. blocks=2N"),
         ("--stop-at", stop_at, "SEED=OBJECTIVE", "virtual: a run of SEED ends once its head is at or below"
