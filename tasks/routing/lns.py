@@ -71,12 +71,8 @@ class RoutingProposer(Proposer):
         stop_after: int = 0,
         answer_after: int = 0,
         follow_every: float = 0.0,
-        answer_keeps_walk: bool = False,
     ) -> None:
         self.grid = grid
-        self.answer_keeps_walk = answer_keeps_walk
-        """The answer's equal-cost moves put back (``BlockSearch.put_back``) while the kept search keeps its
-        walk (``answer_paths``), or (False) the search itself put back before each answer."""
         self.time_budget = time_budget
         self.stop_after = stop_after
         """LNS steps in a row without a lower sum of costs that end a collision-free block's proposal
@@ -227,14 +223,6 @@ class RoutingProposer(Proposer):
         search.follow(current, now)
         return now, sum(cost(p) - cost(c) for p, c in zip(now, current, strict=True) if p is not c)
 
-    def _answer_paths(self, search: BlockSearch, current: list[Path]) -> tuple[list[Path], int]:
-        """(the answer's paths, robots put back): equal-cost moves put back, in the kept search too unless
-        ``answer_keeps_walk``."""
-        if self.answer_keeps_walk:
-            return search.answer_paths(current)
-        put_back = search.put_back(current)
-        return search.paths, put_back
-
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         started = time.perf_counter()
         data = contract["data"]
@@ -305,7 +293,8 @@ class RoutingProposer(Proposer):
             self._misses[block] = self._misses.get(block, 0) + 1
             return None
         self._misses[block] = 0
-        best, put_back = self._answer_paths(search, current)
+        put_back = search.put_back(current)
+        best = search.paths
         return Draft(
             block=block,
             # a robot the LNS left alone is null: it keeps whatever path it has when the answer arrives (with

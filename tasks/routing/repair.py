@@ -334,24 +334,6 @@ class BlockSearch:
         self._commit(old, new, dict.fromkeys(new, 0), 0, soc)
         return True, 0, soc
 
-    def answer_paths(self, before: Sequence[Path]) -> tuple[list[Path], int]:
-        """(the paths ``put_back`` would leave, how many it put back), the search's own walk kept: each robot
-        put back takes its walked path again (the walk was collision-free, so nothing is checked). A team
-        agent answers many times along one walk, and putting it back at each answer dropped the walk every
-        ~100 ms (docs/notes/2026-12-07-agent-overheads.md)."""
-        log: list[tuple[int, Path]] = []
-        count = self.adopt(dict(enumerate(before)), log)
-        answered = list(self.paths)
-        full, paths, index = self.full, self.paths, self.index
-        for i, walked in log:
-            now = paths[i]
-            full.remove_path(now)
-            full.add_path(walked)
-            index.remove(i, now)
-            index.add(i, walked)
-            paths[i] = walked
-        return answered, count
-
     def put_back(self, before: Sequence[Path]) -> int:
         """Give each robot back its path from ``before`` where the search only swapped it for another of the
         same cost and the old one still fits (no conflict with anything else in ``full``); how many.
@@ -362,13 +344,12 @@ class BlockSearch:
         collisions is left as it is."""
         return self.adopt(dict(enumerate(before)))
 
-    def adopt(self, wanted: Mapping[int, Path], log: list[tuple[int, Path]] | None = None) -> int:
+    def adopt(self, wanted: Mapping[int, Path]) -> int:
         """Give robot i the path ``wanted[i]`` where it costs what its path costs now and fits (no conflict
         with anything else in ``full``); how many changed. The sum of costs stays and no collision comes in;
         a block with collisions is left as it is.
 
-        ``put_back`` adopts the paths a proposal started from. ``log`` gets (robot, the path it left) for
-        each change, in order."""
+        ``put_back`` adopts the paths a proposal started from."""
         if self.collisions:
             return 0
         full, paths, index = self.full, self.paths, self.index
@@ -390,8 +371,6 @@ class BlockSearch:
                     paths[i] = path
                     count += 1
                     moved = True
-                    if log is not None:
-                        log.append((i, now))
         return count
 
     def follow(self, before: Sequence[Path], now: Sequence[Path]) -> tuple[int, int]:

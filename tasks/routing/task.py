@@ -81,11 +81,6 @@ class RoutingProposerParams(BaseModel):
         " (GET .../changes), taken into the search so that it answers on a fresher head; 0 (the default):"
         " never, since 16 agents that asked every 0.02 s ended behind those that did not",
     )
-    answer_keeps_walk: bool = Field(
-        False,
-        description="an answer's equal-cost moves are put back while the agent's search keeps its walk"
-        " (otherwise the search itself goes back before each answer)",
-    )
     patience: int = Field(
         3,
         ge=0,
@@ -658,7 +653,6 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             stop_after=k.stop_after,
             answer_after=k.answer_after,
             follow_every=k.follow_every,
-            answer_keeps_walk=k.answer_keeps_walk,
             seed=seed,
         )
 

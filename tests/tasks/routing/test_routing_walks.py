@@ -5,13 +5,9 @@ fit."""
 
 from __future__ import annotations
 
-import copy
-import random
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from coordinator.engine.contract import contract_envelope
 from coordinator.engine.rounds import RoundEngine
@@ -177,42 +173,3 @@ def test_a_merge_on_the_same_robots_is_followed_not_rebuilt(monkeypatch: pytest.
     assert proposer._kept is not None and proposer._kept.search is other
     assert other.paths[moved] == tuple(grid.cell(x, y) for x, y in robots[moved]["path"]) or draft is not None
     assert other.soc == sum(len(p) - 1 for p in other.paths) and other.collisions == 0
-
-
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10**6), steps=st.integers(0, 60))
-def test_an_answer_puts_back_what_put_back_would_and_the_search_keeps_its_walk(seed: int, steps: int) -> None:
-    """``answer_paths`` answers exactly the paths ``put_back`` leaves, and the search is back on its walk with
-    its tables and index those of the walked paths (a search that kept the put-back paths fails the second
-    check, one that undid them in its index but not in ``full`` the third)."""
-    task = create_task("routing", {"map": "random-32-32-10", "robots": 40, "blocks": 1, "exact_limit": 0})
-    inst = task.inst
-    plan = list(task.initial_state().paths)
-    rng = random.Random(seed)
-    ends = list(inst.starts), list(inst.goals)
-    table = Reservations(task.grid.n_cells)
-    search = BlockSearch(task.grid, *ends, plan, table, inst.max_len, rng=random.Random(seed))
-    for _ in range(steps):
-        search.try_group(rng.sample(range(len(plan)), 4), None)
-    walked = list(search.paths)
-    reference = copy.deepcopy(search)
-    count = reference.put_back(plan)
-    answered, answered_count = search.answer_paths(plan)
-    assert answered == reference.paths and answered_count == count
-    assert search.paths == walked
-    fresh = BlockSearch(task.grid, *ends, walked, Reservations(task.grid.n_cells), inst.max_len)
-    assert _table_state(search.full) == _table_state(fresh.full)
-    assert _index_state(search.index) == _index_state(fresh.index)
-    assert (search.soc, search.collisions) == (fresh.soc, fresh.collisions)
-
-
-def _table_state(table: Reservations) -> tuple[object, ...]:
-    visits = {c: sorted(v) for c, v in table.visits.items() if v}
-    return table.vert, table.edge, table.park, visits
-
-
-def _index_state(index: Any) -> tuple[object, ...]:
-    vert = {k: tuple(sorted(v)) for k, v in index.vert.items()}
-    edge = {k: tuple(sorted(v)) for k, v in index.edge.items()}
-    visits = {c: {r: tuple(sorted(ts)) for r, ts in v.items()} for c, v in index.visits.items() if v}
-    return vert, edge, visits, index.park
