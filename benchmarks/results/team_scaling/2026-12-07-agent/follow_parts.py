@@ -1,9 +1,9 @@
 """What a team agent pays between its LNS steps, on fixed inputs: ``BlockSearch.put_back`` after a walk, and
 ``BlockSearch.follow`` to a plan that others' merges changed. Run from a tree's root (``PYTHONPATH=.``):
 
-    python benchmarks/results/team_scaling/2026-12-07-agent/follow_parts.py [SEEDS] [REPEATS]
+    python benchmarks/results/team_scaling/2026-12-07-agent/follow_parts.py [SEEDS] [REPEATS] [MAP:K]
 
-Random-32-32-10 k = 300 from the first plan: a search walks ``WALK`` LNS steps of 8 robots (salted ties, as a
+Random-32-32-10 k = 300 (or MAP:K) from the first plan: a search walks ``WALK`` LNS steps of 8 robots (salted ties, as a
 team agent's search does); another walk of ``THEIRS`` steps from the same plan, with its equal-cost moves put
 back as an answer's are, is the plan to follow (the others' merges). Milliseconds a call (best of REPEATS, each on a fresh copy) and a checksum of the
 paths after both calls (the same in every tree, or the trees differ in what they do). Not a product module.
@@ -43,7 +43,8 @@ def _empty(task):
 def main() -> None:
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    task = make_task("random-32-32-10", "random-32-32-10-random-1", 300, 1, seed=0, exact_limit=0)
+    map_name, k = (sys.argv[3] if len(sys.argv) > 3 else "random-32-32-10:300").split(":")
+    task = make_task(map_name, f"{map_name}-random-1", int(k), 1, seed=0, exact_limit=0)
     plan = tuple(task.initial_state().paths)
     crc, put_ms, follow_ms, moved = 0, [], [], []
     for seed in range(seeds):
