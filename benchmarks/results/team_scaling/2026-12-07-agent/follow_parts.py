@@ -1,12 +1,13 @@
 """What a team agent pays between its LNS steps, on fixed inputs: ``BlockSearch.put_back`` after a walk, and
-``BlockSearch.follow`` to a plan that others' merges changed. Run from a tree's root (``PYTHONPATH=.``):
+``BlockSearch.follow`` to a plan that others' merges changed. From a tree's root (``PYTHONPATH=.``):
 
     python benchmarks/results/team_scaling/2026-12-07-agent/follow_parts.py [SEEDS] [REPEATS] [MAP:K]
 
-Random-32-32-10 k = 300 (or MAP:K) from the first plan: a search walks ``WALK`` LNS steps of 8 robots (salted ties, as a
-team agent's search does); another walk of ``THEIRS`` steps from the same plan, with its equal-cost moves put
-back as an answer's are, is the plan to follow (the others' merges). Milliseconds a call (best of REPEATS, each on a fresh copy) and a checksum of the
-paths after both calls (the same in every tree, or the trees differ in what they do). Not a product module.
+Random-32-32-10 k = 300 (or MAP:K) from the first plan: a search walks ``WALK`` LNS steps of 8 robots (salted
+ties, as a team agent's search does); another walk of ``THEIRS`` steps from the same plan, with its equal-cost
+moves put back as an answer's are, is the plan to follow (the others' merges). Milliseconds a call (best of
+REPEATS, each on a fresh copy) and a checksum of the paths after both calls (the same in every tree, or the
+trees differ in what they do). Not a product module.
 """
 
 from __future__ import annotations
@@ -16,28 +17,25 @@ import random
 import sys
 import time
 import zlib
+from typing import Any
 
 from benchmarks.lib.routing import make_task
 from tasks.routing.repair import BlockSearch
+from tasks.routing.reservations import Reservations
 
 WALK = 300
 THEIRS = 100
 
 
-def walked(task, plan, seed, steps=WALK):
+def walked(task: Any, plan: tuple[Any, ...], seed: int, steps: int = WALK) -> BlockSearch:
     inst = task.inst
-    search = BlockSearch(task.grid, list(inst.starts), list(inst.goals), list(plan), _empty(task), inst.max_len,
-                         rng=random.Random(seed))
+    table = Reservations(task.grid.n_cells)
+    ends = list(inst.starts), list(inst.goals)
+    search = BlockSearch(task.grid, *ends, list(plan), table, inst.max_len, rng=random.Random(seed))
     rng = random.Random(seed)
     for _ in range(steps):
         search.try_group(rng.sample(range(len(plan)), 8), None)
     return search
-
-
-def _empty(task):
-    from tasks.routing.reservations import Reservations
-
-    return Reservations(task.grid.n_cells)
 
 
 def main() -> None:
@@ -51,8 +49,8 @@ def main() -> None:
         mine = walked(task, plan, 2 * seed + 1)
         theirs = walked(task, plan, 2 * seed + 2, THEIRS)
         theirs.put_back(plan)
-        now = [q if p == q else p for p, q in zip(theirs.paths, plan)]
-        moved.append(sum(p is not q for p, q in zip(now, plan)))
+        now = [q if p == q else p for p, q in zip(theirs.paths, plan, strict=True)]
+        moved.append(sum(p is not q for p, q in zip(now, plan, strict=True)))
         best_put = best_follow = float("inf")
         for _ in range(repeats):
             a = copy.deepcopy(mine)

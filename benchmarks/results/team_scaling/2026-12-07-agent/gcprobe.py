@@ -1,25 +1,55 @@
-"""GC time in a virtual replay, per thread: python gcprobe.py SECONDS AGENTS SEED [MODE]"""
-import gc, sys, threading, time, collections
+"""The cyclic collector's work in a virtual replay, by generation and by thread.
+
+    python gcprobe.py SECONDS AGENTS SEED [threshold]      # from a tree's root, PYTHONPATH=.
+
+``threshold``: ``gc.set_threshold(50_000, 20, 100)`` first. Not a product module; it imports ``labrun.py``
+from ``benchmarks/results/team_scaling``.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import sys
+import threading
+import time
+from typing import Any
+
 sys.path.insert(0, "benchmarks/results/team_scaling")  # labrun.py
-from labrun import replay_once
-mode = sys.argv[4] if len(sys.argv) > 4 else "default"
-spent = collections.Counter(); count = collections.Counter(); starts = {}
-def cb(phase, info):
+
+from labrun import replay_once  # noqa: E402
+
+spent: collections.Counter[tuple[str, int]] = collections.Counter()
+count: collections.Counter[int] = collections.Counter()
+started: dict[int, float] = {}
+
+
+def on_collect(phase: str, info: dict[str, Any]) -> None:
     tid = threading.get_ident()
     if phase == "start":
-        starts[tid] = time.thread_time()
-    else:
-        spent[(threading.current_thread().name[:12], info["generation"])] += time.thread_time() - starts.pop(tid, time.thread_time())
-        count[info["generation"]] += 1
-gc.callbacks.append(cb)
-if mode == "threshold":
-    gc.set_threshold(50_000, 20, 100)
-run = replay_once(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [])
-print("objects", len(gc.get_objects()), "collections", dict(count))
-by_gen = collections.Counter()
-for (name, gen), s in spent.items(): by_gen[gen] += s
-print("gc cpu by generation", {g: round(s, 2) for g, s in by_gen.items()}, "total", round(sum(by_gen.values()), 2))
-top = collections.Counter()
-for (name, gen), s in spent.items(): top[name] += s
-print("gc cpu by thread", [(n, round(s, 2)) for n, s in top.most_common(6)])
-print("agent cpu", round(sum(run["agent_cpu"]), 1), "coordinator busy", run["busy_fraction"], "final", run["final"], "at", run.get("soc_at"))
+        started[tid] = time.thread_time()
+        return
+    now = time.thread_time()
+    spent[(threading.current_thread().name[:12], info["generation"])] += now - started.pop(tid, now)
+    count[info["generation"]] += 1
+
+
+def main() -> None:
+    gc.callbacks.append(on_collect)
+    if len(sys.argv) > 4 and sys.argv[4] == "threshold":
+        gc.set_threshold(50_000, 20, 100)
+    run = replay_once(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [])
+    print("objects", len(gc.get_objects()), "collections", dict(count))
+    by_generation: collections.Counter[int] = collections.Counter()
+    by_thread: collections.Counter[str] = collections.Counter()
+    for (thread, generation), seconds in spent.items():
+        by_generation[generation] += seconds
+        by_thread[thread] += seconds
+    total = round(sum(by_generation.values()), 2)
+    print("gc cpu by generation", {g: round(s, 2) for g, s in by_generation.items()}, "total", total)
+    print("gc cpu by thread", [(n, round(s, 2)) for n, s in by_thread.most_common(6)])
+    print("agent cpu", round(sum(run["agent_cpu"]), 1), "coordinator busy", run["busy_fraction"])
+
+
+if __name__ == "__main__":
+    main()
