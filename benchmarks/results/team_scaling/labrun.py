@@ -1,5 +1,6 @@
 """What the team-scaling lab probes share: one virtual replay of random-32-32-10 k = 300 with the probe's
-hooks installed, its totals printed, and answers' refusals by the commits between their base and the head.
+hooks installed, its totals printed, answers' refusals by the commits between their base and the head, and a
+timer that adds up a function's thread CPU.
 
 Not a product module. A lab script imports it from here (its parent folder, which the script puts on
 ``sys.path``) rather than from ``benchmarks/lib``, so that it runs from a checkout of an older tree, as its
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import collections
 import sys
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 TOTALS = ("final", "proposals", "accepted", "abandoned", "rejected_by_reason", "busy_fraction")
@@ -49,3 +51,24 @@ def print_refused_by_commits(rows: Iterable[tuple[str, int]]) -> None:
         refused = sum(c != "merged" for c in codes) / len(codes)
         label = gap if gap < 6 else "6+"
         print(f"  commits between base and head {label:>2}: {len(codes):4d} answers, {refused:.0%} refused")
+
+
+def thread_cpu(
+    spent: collections.Counter[str],
+    name: str,
+    fn: Callable[..., Any],
+    calls: collections.Counter[str] | None = None,
+) -> Callable[..., Any]:
+    """``fn``, adding the thread CPU of each call to ``spent[name]`` (and one to ``calls[name]``): a replay
+    books each agent's calls on its own thread, so thread CPU is what its virtual clock counts."""
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[name] += time.thread_time() - t0
+            if calls is not None:
+                calls[name] += 1
+
+    return timed

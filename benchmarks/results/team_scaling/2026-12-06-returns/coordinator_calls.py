@@ -7,14 +7,14 @@ Run from a checkout: PYTHONPATH=. .venv/bin/python THIS AGENTS SEED SECONDS"""
 
 import asyncio
 import sys
-import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "2026-12-06-heap"))  # its lab.py: the k = 300 config
+sys.path.insert(0, str(Path(__file__).parents[1]))  # labrun.py: the thread-CPU timer
 from lab import routing_config  # noqa: E402
+from labrun import thread_cpu  # noqa: E402
 
 from benchmarks.lib import virtual_team as vt
 from coordinator.runtime import leases
@@ -27,17 +27,7 @@ calls: Counter[str] = Counter()
 
 
 def timed(module: Any, name: str) -> None:
-    inner: Callable[..., Any] = getattr(module, name)
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        t0 = time.thread_time()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            cpu[name] += time.thread_time() - t0
-            calls[name] += 1
-
-    setattr(module, name, wrapper)
+    setattr(module, name, thread_cpu(cpu, name, getattr(module, name), calls))
 
 
 timed(routing_lease, "lease_members")
