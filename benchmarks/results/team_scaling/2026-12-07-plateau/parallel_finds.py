@@ -13,9 +13,8 @@ closed under collisions (``core``), instead of what ``put_back`` leaves."""
 import json
 import random
 import sys
-import time
 
-from lab import routing_config
+from lab import routing_config, walk
 
 from tasks.registry import create_task
 from tasks.routing.lns import RoutingProposer
@@ -35,14 +34,7 @@ def search_from(paths, seed, seconds):
     proposer = RoutingProposer(grid, time_budget=1.0, neighbourhood=8, max_len=inst.max_len, seed=seed)
     proposer.rng = rng
     search = BlockSearch(grid, starts, goals, paths, Reservations(grid.n_cells), inst.max_len, rng=rng)
-    t0 = time.thread_time()
-    while time.thread_time() - t0 < seconds:
-        group, generator = proposer._neighbourhood(search, [], starts, goals)
-        rng.shuffle(group)
-        before = search.soc
-        _kept, _c, trial = search.try_group(group, None)
-        if generator in proposer.wheel.weights:
-            proposer.wheel.reward(generator, (before - trial) / len(group))
+    walk(search, proposer, seconds)
     return search
 
 

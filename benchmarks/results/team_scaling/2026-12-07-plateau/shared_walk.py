@@ -17,9 +17,8 @@ import json
 import os
 import random
 import sys
-import time
 
-from lab import routing_config
+from lab import routing_config, walk
 
 from tasks.registry import create_task
 from tasks.routing.lns import RoutingProposer
@@ -48,15 +47,7 @@ class Searcher:
         self.on = list(paths)
 
     def run(self, seconds):
-        search, proposer, rng = self.search, self.proposer, self.rng
-        t0 = time.thread_time()
-        while time.thread_time() - t0 < seconds:
-            group, generator = proposer._neighbourhood(search, [], starts, goals)
-            rng.shuffle(group)
-            before = search.soc
-            _kept, _c, trial = search.try_group(group, None)
-            if generator in proposer.wheel.weights:
-                proposer.wheel.reward(generator, (before - trial) / len(group))
+        walk(self.search, self.proposer, seconds)
 
 
 def soc(paths):
