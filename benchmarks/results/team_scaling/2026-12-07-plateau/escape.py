@@ -6,9 +6,9 @@ VARIANT: wheel (the proposer's neighbourhoods: ALNS wheel over agent / intersect
 robots, a step kept when the sum of costs does not grow), sa-T (the same, a step kept when it grows by at
 most -T ln u, u uniform: Metropolis' rule; the best plan kept aside), address-K (the seed robot drawn by
 Thompson sampling among the K most delayed, Beta(1 + wins, 1 + misses) each, ADDRESS; its random walk's
-robots re-planned), address-K-sa-T (both). Every variant's step is ``Annealed._clean``: the tree's
-``BlockSearch._clean`` less its penalized-A* fallback (a trial whose SIPP runs out of budget is turned down).
-SEED seeds the search's rng (run r of a variant: SEED r)."""
+robots re-planned), address-K-sa-T (both). The sa variants need ``annealing.patch``
+(``BlockSearch.allowance``: the slack a collision-free step is searched with grows by the allowance drawn for
+it); every other step is the tree's. SEED seeds the search's rng (run r of a variant: SEED r)."""
 
 import json
 import math
@@ -22,46 +22,12 @@ from tasks.registry import create_task
 from tasks.routing.destroy import delays, walk_from
 from tasks.routing.lns import RoutingProposer
 from tasks.routing.occupancy import cost
-from tasks.routing.repair import SOFT_EXPANSIONS, BlockSearch
+from tasks.routing.repair import BlockSearch
 from tasks.routing.reservations import Reservations
-from tasks.routing.sipp import sipp_search
 
 plan_file, cpu_limit, seed = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 variants = sys.argv[4:]
 config = routing_config(16, 2, 0)
-
-
-class Annealed(BlockSearch):
-    """A collision-free block's step may raise the sum of costs by ``allowance`` (drawn per step)."""
-
-    allowance = 0
-
-    def _clean(self, group, old, deadline):
-        grid, full = self.grid, self.full
-        dist = [grid.distances(self.goals[i])[self.starts[i]] for i in group]
-        slack = sum(cost(p) for p in old.values()) - sum(dist) + self.allowance
-        new = {}
-        for i, d in zip(group, dist, strict=True):
-            path, _proof = sipp_search(
-                grid,
-                self.starts[i],
-                self.goals[i],
-                full,
-                self.max_len,
-                deadline,
-                SOFT_EXPANSIONS // 4,
-                bound=d + slack,
-                salt=self._salt(),
-            )
-            if path is None:
-                self._restore(old, new)
-                return False, 0, self.soc + 1
-            new[i] = path
-            full.add_path(path)
-            slack -= cost(path) - d
-        soc = self.soc + sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
-        self._commit(old, new, dict.fromkeys(new, 0), 0, soc)
-        return True, 0, soc
 
 
 def parse(variant):
@@ -83,7 +49,9 @@ def run(task, paths, variant):
     rng = random.Random(seed)
     proposer = RoutingProposer(grid, time_budget=1.0, neighbourhood=8, max_len=inst.max_len, seed=seed)
     proposer.rng = rng
-    search = Annealed(grid, starts, goals, paths, Reservations(grid.n_cells), inst.max_len, rng=rng)
+    if temperature and not hasattr(BlockSearch, "allowance"):
+        sys.exit("escape.py: the sa variants need annealing.patch applied to the checkout")
+    search = BlockSearch(grid, starts, goals, paths, Reservations(grid.n_cells), inst.max_len, rng=rng)
     wins: dict[int, list[int]] = {}
     best, steps, kept_worse = search.soc, 0, 0
     t0 = time.thread_time()
