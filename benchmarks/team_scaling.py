@@ -56,6 +56,7 @@ import httpx
 
 from benchmarks.lib.routing import check, make_task
 from benchmarks.lib.virtual_team import ReplayConfig, replay
+from blockopt.samples import Run, stratified
 from tasks.registry import kind_class
 
 Curve = list[tuple[float, float]]
@@ -388,8 +389,34 @@ def table(
                 + (f" {' / '.join(map(tokens_by, rs, tn)):>23s}" if counted else "")
             )
         goals = GOALS[mine[0].get("proposer", "heuristic")]
-        lines += shape_checks(mine, medians) + goal_checks(medians, goals)
+        lines += (
+            shape_checks(mine, medians) + goal_checks(medians, goals) + sample_checks(mine, pooled, q, goals)
+        )
     return lines
+
+
+def sample_checks(
+    runs: list[dict[str, Any]],
+    one_agent: dict[int, list[dict[str, Any]]],
+    q: dict[int, float],
+    goals: dict[int, float],
+) -> list[str]:
+    """Each goal read from all the runs, not from medians (``blockopt.samples``): every one-agent run of a
+    seed paired with every N-agent run of it, at that seed's Q. With one run of each per seed, three seeds
+    can never say "above" at 5 %: the line says so rather than read a draw as a verdict."""
+    out = []
+    for n, goal in goals.items():
+        strata = [
+            (
+                [Run(time_to(r["curve"], q[seed]), float(r.get("seconds") or 0.0)) for r in one_agent[seed]],
+                [Run(time_to(r["curve"], q[seed]), float(r.get("seconds") or 0.0)) for r in team],
+            )
+            for seed in sorted(q)
+            if (team := [r for r in runs if r["agents"] == n and r["seed"] == seed])
+        ]
+        if strata:
+            out.append(f"  samples, N = {n}: {stratified(strata, goal)}")
+    return out
 
 
 def tokens_by(run: dict[str, Any], t: float | None) -> str:

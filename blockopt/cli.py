@@ -307,6 +307,15 @@ def build_parser(with_kinds: bool = True) -> argparse.ArgumentParser:
         default=None,
         help="objective Q to reach (default: the first report's final objective)",
     )
+    comp.add_argument(
+        "--goal",
+        type=float,
+        default=None,
+        metavar="S",
+        help="read the reports as samples: each team size's runs against the first report's team size,"
+        " whether their speed-up is above S, below it, or undecided (Q then defaults to the upper median"
+        " of the reference runs' finals)",
+    )
     comp.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
     serve = sub.add_parser(
@@ -566,8 +575,10 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from blockopt.compare import CompareError, compare, table
 
+    if args.goal is not None and not args.goal > 0:
+        raise UsageError(f"--goal must be a positive speed-up, not {args.goal:g}")
     try:
-        result = compare(args.reports, args.target)
+        result = compare(args.reports, args.target, args.goal)
     except CompareError as exc:
         raise UsageError(str(exc)) from None
     if args.json:

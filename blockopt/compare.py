@@ -5,16 +5,23 @@ T_i(Q) is the first time its curve reached Q, and its speed-up over the first re
 S_i = T_ref(Q) / T_i(Q) (above 1: it got there sooner). The primal integral of each run is computed
 against one common reference (the best objective any of them reached, or the task's proven optimum), so
 the column compares like with like.
+
+With ``goal`` the reports are samples: those with the first report's team size are the reference, and each
+other team size's runs are read against it as a whole (``blockopt.samples``): "S >= goal" above, below or
+undecided, from every pairing of a reference run with one of theirs. Q then defaults to the upper median
+of the reference runs' final objectives, a value at least half of them reached.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from blockopt.samples import Run, pairings
 from coordinator.reports.anytime import Point, best_so_far, curve, primal_integral, time_to_target
 
 
@@ -77,10 +84,17 @@ def speed_up(t_ref: float | None, t: float | None) -> float | None:
     return t_ref / t
 
 
-def compare(paths: list[Path], target: float | None = None) -> dict[str, Any]:
-    """The comparison of ``paths`` against the first one, at ``target`` (default: its final objective)."""
+def compare(paths: list[Path], target: float | None = None, goal: float | None = None) -> dict[str, Any]:
+    """The comparison of ``paths`` against the first one, at ``target`` (default: its final objective, or
+    with ``goal`` the upper median of the reference team size's finals)."""
     runs = [load_run(p) for p in paths]
-    q = runs[0].final if target is None else target
+    reference = [r for r in runs if r.agents == runs[0].agents]
+    if target is not None:
+        q = target
+    elif goal is not None:
+        q = statistics.median_high(r.final for r in reference)
+    else:
+        q = runs[0].final
     optimum = [r.reference for r in runs if r.reference_kind == "optimum"]
     common = min(optimum) if optimum else min(r.final for r in runs)
     t_ref = time_to_target(runs[0].points, q)
@@ -100,7 +114,37 @@ def compare(paths: list[Path], target: float | None = None) -> dict[str, Any]:
                 "primal_integral_normalized": integral / run.horizon if run.horizon > 0 else None,
             }
         )
-    return {"target": q, "integral_reference": common, "runs": rows}
+    result: dict[str, Any] = {"target": q, "integral_reference": common, "runs": rows}
+    if goal is not None:
+        result["samples"] = samples(runs, reference, q, goal)
+    return result
+
+
+def samples(runs: list[RunCurve], reference: list[RunCurve], q: float, goal: float) -> list[dict[str, Any]]:
+    """Per other team size, its runs against the reference runs at speed-up ``goal``."""
+
+    def sample(rs: list[RunCurve]) -> list[Run]:
+        return [Run(time_to_target(r.points, q), r.horizon) for r in rs]
+
+    out = []
+    for agents in dict.fromkeys(r.agents for r in runs if r.agents != reference[0].agents):
+        theirs = [r for r in runs if r.agents == agents]
+        read = pairings(sample(reference), sample(theirs), goal)
+        out.append(
+            {
+                "agents": agents,
+                "runs": len(theirs),
+                "reference_runs": len(reference),
+                "goal": goal,
+                "share_low": read.low,
+                "share_high": read.high,
+                "p_above": read.p_above,
+                "p_below": read.p_below,
+                "verdict": read.verdict,
+                "reading": str(read),
+            }
+        )
+    return out
 
 
 def table(result: dict[str, Any]) -> list[str]:
@@ -120,5 +164,11 @@ def table(result: dict[str, Any]) -> list[str]:
             f"{name:<40s} {num(row['agents'], 'd'):>6s} {row['final']:>14.10g} {row['wall_s']:>8.2f} "
             f"{num(row['time_to_target'], '.3f'):>9s} {num(row['speed_up'], '.3g'):>7s} "
             f"{num(row['primal_integral_normalized'], '.4f'):>7s}"
+        )
+    ref = result["runs"][0]["agents"]
+    for read in result.get("samples", []):
+        lines.append(
+            f"{num(read['agents'], 'd')} agents ({read['runs']} runs) against {num(ref, 'd')} "
+            f"({read['reference_runs']} runs): {read['reading']}"
         )
     return lines

@@ -396,3 +396,20 @@ def test_a_replayed_search_asks_what_merged_at_its_virtual_time() -> None:
         )
     )  # fmt: skip
     assert not [c for c in quiet.calls if c[3] == "changes"]
+
+
+def test_goals_are_also_read_from_every_run_where_repeats_allow_a_verdict() -> None:
+    """With repeats (``--pool``), each goal is read from every pairing of a seed's runs: one run a side on
+    one seed cannot decide it; three one-agent runs against three teams eight or more times faster can."""
+    one = [[(0.0, 100.0), (t, 90.0)] for t in (100.0, 110.0, 115.0)]  # Q = 90, reached at 100-115 s
+    fast = [[(0.0, 100.0), (t, 90.0)] for t in (10.0, 11.0, 12.0)]
+    slow = [[(0.0, 100.0), (t, 90.0)] for t in (20.0, 21.0, 22.0)]
+    single = team_scaling.table([_run(1, 1, one[0]), _run(16, 1, fast[0])], [30.0], 120.0)
+    assert any(
+        line.startswith("  samples, N = 16: S >= 8 in 100% of 1 pairings: undecided") for line in single
+    )
+    runs = [_run(1, 1, c) for c in one]
+    lines = team_scaling.table([*runs, *(_run(16, 1, c) for c in fast)], [30.0], 120.0)
+    assert any(line.startswith("  samples, N = 16: S >= 8 in 100% of 9 pairings: above") for line in lines)
+    lines = team_scaling.table([*runs, *(_run(16, 1, c) for c in slow)], [30.0], 120.0)
+    assert any(line.startswith("  samples, N = 16: S >= 8 in 0% of 9 pairings: below") for line in lines)

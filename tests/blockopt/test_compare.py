@@ -108,3 +108,39 @@ def test_run_reports_the_time_to_user_targets(tmp_path: Path) -> None:
     user = {row["objective"]: row["seconds"] for row in rows if row["relative_gap"] is None}
     assert user == {1e12: 0.0, -1e12: None}  # the first plan is below one, nothing reaches the other
     assert "  anytime: primal integral / T" in done.stdout
+
+
+def _rescaled(report: Path, out: Path, agents: int, slower: float) -> Path:
+    """``report`` as a run of ``agents`` that took ``slower`` times as long to every point."""
+    data = json.loads(report.read_text())
+    data["agents"] = agents
+    data["anytime"]["points"] = [[t * slower, f] for t, f in data["anytime"]["points"]]
+    data["wall_s"] = data["wall_s"] * slower
+    out.write_text(json.dumps(data))
+    return out
+
+
+@pytest.mark.parametrize(("goal", "verdict"), [(2.0, "above"), (20.0, "below"), (10.0, "undecided")])
+def test_compare_reads_samples_of_runs_against_a_goal(
+    reports: list[Path], tmp_path: Path, goal: float, verdict: str
+) -> None:
+    """Three one-agent runs ten times slower than three four-agent runs: S = 10 in every pairing, which
+    three runs a side can call above 2 and below 20 (exact p = 1/20 each), and neither at 10, where the
+    pairings split."""
+    one = [_rescaled(reports[0], tmp_path / f"one-{i}.json", 1, 10.0 + 0.1 * i) for i in range(3)]
+    four = [_rescaled(reports[0], tmp_path / f"four-{i}.json", 4, 1.0 + 0.01 * i) for i in range(3)]
+    done = blockopt("compare", *map(str, one + four), "--goal", str(goal), "--json")
+    assert done.returncode == 0, done.stderr
+    (read,) = json.loads(done.stdout)["samples"]
+    assert (read["agents"], read["runs"], read["reference_runs"]) == (4, 3, 3)
+    assert read["verdict"] == verdict, read
+    text = blockopt("compare", *map(str, one + four), "--goal", str(goal))
+    assert f"4 agents (3 runs) against 1 (3 runs): S >= {goal:g} in" in text.stdout
+
+
+def test_a_goal_that_is_not_a_speed_up_is_refused(reports: list[Path]) -> None:
+    done = blockopt("compare", *map(str, reports), "--goal", "0")
+    assert (
+        done.returncode == 2
+        and done.stderr.strip() == "blockopt: error: --goal must be a positive speed-up, not 0"
+    )
