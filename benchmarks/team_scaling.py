@@ -56,7 +56,7 @@ import httpx
 
 from benchmarks.lib.routing import check, make_task
 from benchmarks.lib.virtual_team import ReplayConfig, replay
-from blockopt.samples import Run, stratified
+from blockopt.samples import TimedRun, stratified
 from tasks.registry import kind_class
 
 Curve = list[tuple[float, float]]
@@ -395,6 +395,11 @@ def table(
     return lines
 
 
+def timed(run: dict[str, Any], q: float) -> TimedRun:
+    """A run's time to ``q`` and its length, for ``blockopt.samples``."""
+    return TimedRun(time_to(run["curve"], q), float(run.get("seconds") or 0.0))
+
+
 def sample_checks(
     runs: list[dict[str, Any]],
     one_agent: dict[int, list[dict[str, Any]]],
@@ -407,10 +412,7 @@ def sample_checks(
     out = []
     for n, goal in goals.items():
         strata = [
-            (
-                [Run(time_to(r["curve"], q[seed]), float(r.get("seconds") or 0.0)) for r in one_agent[seed]],
-                [Run(time_to(r["curve"], q[seed]), float(r.get("seconds") or 0.0)) for r in team],
-            )
+            ([timed(r, q[seed]) for r in one_agent[seed]], [timed(r, q[seed]) for r in team])
             for seed in sorted(q)
             if (team := [r for r in runs if r["agents"] == n and r["seed"] == seed])
         ]

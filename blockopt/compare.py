@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blockopt.samples import Run, pairings
+from blockopt.samples import TimedRun, pairings
 from coordinator.reports.anytime import Point, best_so_far, curve, primal_integral, time_to_target
 
 
@@ -123,8 +123,8 @@ def compare(paths: list[Path], target: float | None = None, goal: float | None =
 def samples(runs: list[RunCurve], reference: list[RunCurve], q: float, goal: float) -> list[dict[str, Any]]:
     """Per other team size, its runs against the reference runs at speed-up ``goal``."""
 
-    def sample(rs: list[RunCurve]) -> list[Run]:
-        return [Run(time_to_target(r.points, q), r.horizon) for r in rs]
+    def sample(rs: list[RunCurve]) -> list[TimedRun]:
+        return [TimedRun(time_to_target(r.points, q), r.horizon) for r in rs]
 
     out = []
     for agents in dict.fromkeys(r.agents for r in runs if r.agents != reference[0].agents):

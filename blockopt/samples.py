@@ -23,7 +23,7 @@ from functools import cache
 
 
 @dataclass(frozen=True)
-class Run:
+class TimedRun:
     """One run's time to the target (None: it never got there) and how long it ran."""
 
     time: float | None
@@ -65,13 +65,13 @@ class Pairings:
         )
 
 
-def pairings(reference: Sequence[Run], others: Sequence[Run], goal: float) -> Pairings:
+def pairings(reference: Sequence[TimedRun], others: Sequence[TimedRun], goal: float) -> Pairings:
     """The pairings of one reference sample with one other sample. Raises ValueError on an empty side or a
     goal that is not positive."""
     return stratified([(reference, others)], goal)
 
 
-def stratified(strata: Sequence[tuple[Sequence[Run], Sequence[Run]]], goal: float) -> Pairings:
+def stratified(strata: Sequence[tuple[Sequence[TimedRun], Sequence[TimedRun]]], goal: float) -> Pairings:
     """The pairings within each stratum (a seed: its own target, its own runs), summed; ``p`` from the sum
     of the strata's statistics (a stratified rank-sum test, exact). Raises ValueError on a
     stratum with an empty side or a goal that is not positive."""
@@ -100,7 +100,7 @@ def stratified(strata: Sequence[tuple[Sequence[Run], Sequence[Run]]], goal: floa
     return Pairings(goal, sure / pairs, (sure + open_) / pairs, pairs, above, below)
 
 
-def _slower(r: Run, o: Run, goal: float) -> float | None:
+def _slower(r: TimedRun, o: TimedRun, goal: float) -> float | None:
     """1 if the reference run took more than ``goal`` times as long as the other, 0 if not, 0.5 for a tie;
     None when a run that stopped short leaves it open."""
     if r.time is not None and o.time is not None:

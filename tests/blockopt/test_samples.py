@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from blockopt.samples import Run, pairings, stratified
+from blockopt.samples import TimedRun, pairings, stratified
 
-ONE = [Run(100.0, 120.0), Run(110.0, 120.0), Run(115.0, 120.0)]
-TEAM = [Run(10.0, 30.0), Run(12.0, 30.0), Run(13.0, 30.0)]
+ONE = [TimedRun(100.0, 120.0), TimedRun(110.0, 120.0), TimedRun(115.0, 120.0)]
+TEAM = [TimedRun(10.0, 30.0), TimedRun(12.0, 30.0), TimedRun(13.0, 30.0)]
 
 
 def test_three_runs_a_side_that_never_overlap_decide_at_one_in_twenty() -> None:
@@ -30,7 +30,7 @@ def test_samples_that_overlap_are_undecided() -> None:
 
 def test_one_run_a_seed_on_three_seeds_can_never_say_above() -> None:
     """The issue's medians of 3 seeds, one run each: even a team faster on every seed has p = 1/8."""
-    read = stratified([([Run(100.0, 120.0)], [Run(1.0, 30.0)])] * 3, 8.0)
+    read = stratified([([TimedRun(100.0, 120.0)], [TimedRun(1.0, 30.0)])] * 3, 8.0)
     assert read.low == 1.0 and read.p_above == pytest.approx(1 / 8) and read.verdict == "undecided"
 
 
@@ -42,13 +42,15 @@ def test_seeds_add_up_to_a_verdict_no_seed_gives_alone() -> None:
 
 
 def test_a_run_that_stopped_short_leaves_only_what_its_length_cannot_settle_open() -> None:
-    never = Run(None, 120.0)  # one agent that did not reach Q in 120 s took longer than 120 s
-    assert pairings([never], [Run(10.0, 30.0)], 8.0).low == 1.0  # 80 < 120: surely slower
-    unsure = pairings([never], [Run(16.0, 30.0)], 8.0)  # 128: is the run that stopped at 120 s above it?
+    never = TimedRun(None, 120.0)  # one agent that did not reach Q in 120 s took longer than 120 s
+    assert pairings([never], [TimedRun(10.0, 30.0)], 8.0).low == 1.0  # 80 < 120: surely slower
+    unsure = pairings([never], [TimedRun(16.0, 30.0)], 8.0)  # 128: is the run that stopped at 120 s above it?
     assert (unsure.low, unsure.high) == (0.0, 1.0) and unsure.verdict == "undecided"
-    short = pairings([Run(100.0, 120.0)], [Run(None, 20.0)], 8.0)  # the team took over 160 s, scaled
+    short = pairings(
+        [TimedRun(100.0, 120.0)], [TimedRun(None, 20.0)], 8.0
+    )  # the team took over 160 s, scaled
     assert (short.low, short.high) == (0.0, 0.0)
-    stopped = pairings(ONE, [*TEAM[:2], Run(None, 10.0)], 8.0)  # over 80 s, scaled: open against 100-115
+    stopped = pairings(ONE, [*TEAM[:2], TimedRun(None, 10.0)], 8.0)  # over 80 s, scaled: open against 100-115
     assert "S >= 8 in 67%-100% of 9 pairings: undecided" in str(stopped)
 
 
@@ -56,7 +58,9 @@ def test_a_run_that_stopped_short_leaves_only_what_its_length_cannot_settle_open
     ("reference", "others", "goal", "reason"),
     [([], TEAM, 8.0, "at least one run"), (ONE, [], 8.0, "at least one run"), (ONE, TEAM, 0.0, "positive")],
 )
-def test_bad_samples_say_why(reference: list[Run], others: list[Run], goal: float, reason: str) -> None:
+def test_bad_samples_say_why(
+    reference: list[TimedRun], others: list[TimedRun], goal: float, reason: str
+) -> None:
     with pytest.raises(ValueError, match=reason):
         pairings(reference, others, goal)
 
@@ -68,7 +72,7 @@ times = st.lists(st.one_of(st.none(), st.floats(0.1, 200.0)), min_size=1, max_si
 def test_the_shares_and_chances_are_consistent(
     one: list[float | None], team: list[float | None], goal: float
 ) -> None:
-    read = pairings([Run(t, 120.0) for t in one], [Run(t, 30.0) for t in team], goal)
+    read = pairings([TimedRun(t, 120.0) for t in one], [TimedRun(t, 30.0) for t in team], goal)
     assert 0.0 <= read.low <= read.high <= 1.0
     assert 0.0 <= read.p_above <= 1.0 and 0.0 <= read.p_below <= 1.0
     assert read.p_above + read.p_below >= 1.0 - 1e-9  # the two tails cover every statistic between
