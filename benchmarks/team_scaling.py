@@ -21,7 +21,9 @@ curve is at or below it. ``--time-of N=SECONDS`` runs a team only as long as its
 SEED=OBJECTIVE`` ends a run once its head is there (against a known plan, such as MAPF-LNS2's). The table
 shows, per N, the objective at ``--at`` times (one column per seed), TN(Q) and S(N) (``<b``: Q not reached,
 S below b), stale and not-improving answers, the coordinator's busy fraction and CPU per commit, the
-agents' busy fraction and the share of their CPU in leases that found nothing, then issue 31's goals.
+agents' busy fraction and the share of their CPU in leases that found nothing, then issue 31's goals, each
+read from every pairing of runs (``blockopt.samples``), and each N's pace at the ``--at`` times: one agent's
+time to the team's head then (``blockopt.pace``), so the table says where along the run the team gains.
 
     .venv/bin/python -m benchmarks.team_scaling virtual --robots 300 --agents 1 2 4 8 16 --seeds 1 2 \
         --time 120 --time-of 2=60 4=40 8=30 16=20 --at 10 20 30 60 120 --target-time 120 --jobs 2 \
@@ -56,6 +58,7 @@ import httpx
 
 from benchmarks.lib.routing import check, make_task
 from benchmarks.lib.virtual_team import ReplayConfig, replay
+from blockopt.pace import PacedRun, Trace, pace, reading
 from blockopt.samples import TimedRun, stratified
 from tasks.registry import kind_class
 
@@ -390,7 +393,10 @@ def table(
             )
         goals = GOALS[mine[0].get("proposer", "heuristic")]
         lines += (
-            shape_checks(mine, medians) + goal_checks(medians, goals) + sample_checks(mine, pooled, q, goals)
+            shape_checks(mine, medians)
+            + goal_checks(medians, goals)
+            + sample_checks(mine, pooled, q, goals)
+            + pace_lines(mine, pooled, at)
         )
     return lines
 
@@ -418,6 +424,31 @@ def sample_checks(
         ]
         if strata:
             out.append(f"  samples, N = {n}: {stratified(strata, goal)}")
+    return out
+
+
+def paced(run: dict[str, Any]) -> Trace:
+    """A raw run for ``blockopt.pace``: its curve and when it ended (``ended_at``: horizon or --stop-at)."""
+    return Trace(run["curve"], run.get("ended_at") or run.get("seconds") or math.inf)
+
+
+def pace_lines(
+    runs: list[dict[str, Any]], one_agent: dict[int, list[dict[str, Any]]], at: list[float]
+) -> list[str]:
+    """Where along the run a team gains its speed-up, per N (``blockopt.pace``): at each ``at`` time, one
+    agent's time to the team's head then (its runs of the seed), and that over the team's time."""
+    out = []
+    for n in sorted({r["agents"] for r in runs} - {1}):
+        team = [
+            PacedRun(paced(r), [paced(o) for o in one_agent[r["seed"]]])
+            for r in runs
+            if r["agents"] == n and r["seed"] in one_agent
+        ]
+        if team and at:
+            paces = [pace(team, t) for t in at]
+            out.append(
+                f"  pace, N = {n} ({len(team)} runs), one agent's time to the team's head {reading(paces)}"
+            )
     return out
 
 

@@ -316,6 +316,15 @@ def build_parser(with_kinds: bool = True) -> argparse.ArgumentParser:
         " whether their speed-up is above S, below it, or undecided (Q then defaults to the upper median"
         " of the reference runs' finals)",
     )
+    comp.add_argument(
+        "--at",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="SECONDS",
+        help="each other team size's pace at these times: the reference runs' time to the objective it had"
+        " then, so you see where along the run a team gains its speed-up",
+    )
     comp.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
     serve = sub.add_parser(
@@ -577,8 +586,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if args.goal is not None and not args.goal > 0:
         raise UsageError(f"--goal must be a positive speed-up, not {args.goal:g}")
+    if args.at is not None and not all(t > 0 for t in args.at):
+        raise UsageError(f"--at takes positive seconds, not {' '.join(f'{t:g}' for t in args.at)}")
     try:
-        result = compare(args.reports, args.target, args.goal)
+        result = compare(args.reports, args.target, args.goal, args.at)
     except CompareError as exc:
         raise UsageError(str(exc)) from None
     if args.json:

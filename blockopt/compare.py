@@ -10,6 +10,10 @@ With ``goal`` the reports are samples: those with the first report's team size a
 other team size's runs are read against it as a whole (``blockopt.samples``): "S >= goal" above, below or
 undecided, from every pairing of a reference run with one of theirs. Q then defaults to the upper median
 of the reference runs' final objectives, a value at least half of them reached.
+
+With ``at`` (seconds), each other team size's pace at those marks (``blockopt.pace``): the reference runs'
+time to the objective those runs had then, so the reading says where along the run a team gains its
+speed-up, not only at Q.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from blockopt.pace import PacedRun, Trace, between, pace, reading
 from blockopt.samples import TimedRun, pairings
 from coordinator.reports.anytime import Point, best_so_far, curve, primal_integral, time_to_target
 
@@ -84,9 +89,12 @@ def speed_up(t_ref: float | None, t: float | None) -> float | None:
     return t_ref / t
 
 
-def compare(paths: list[Path], target: float | None = None, goal: float | None = None) -> dict[str, Any]:
+def compare(
+    paths: list[Path], target: float | None = None, goal: float | None = None, at: list[float] | None = None
+) -> dict[str, Any]:
     """The comparison of ``paths`` against the first one, at ``target`` (default: its final objective, or
-    with ``goal`` the upper median of the reference team size's finals)."""
+    with ``goal`` the upper median of the reference team size's finals), with each other team size's pace
+    at the ``at`` marks."""
     runs = [load_run(p) for p in paths]
     reference = [r for r in runs if r.agents == runs[0].agents]
     if target is not None:
@@ -117,7 +125,33 @@ def compare(paths: list[Path], target: float | None = None, goal: float | None =
     result: dict[str, Any] = {"target": q, "integral_reference": common, "runs": rows}
     if goal is not None:
         result["samples"] = samples(runs, reference, q, goal)
+    if at:
+        result["pace"] = paces(runs, reference, at)
     return result
+
+
+def paces(runs: list[RunCurve], reference: list[RunCurve], at: list[float]) -> list[dict[str, Any]]:
+    """Per other team size, its pace at each mark against the reference runs (``blockopt.pace``)."""
+    out = []
+    for agents in dict.fromkeys(r.agents for r in runs if r.agents != reference[0].agents):
+        theirs = [
+            PacedRun(Trace(r.points, r.horizon), [Trace(ref.points, ref.horizon) for ref in reference])
+            for r in runs
+            if r.agents == agents
+        ]
+        got = [pace(theirs, t) for t in at]
+        out.append(
+            {
+                "agents": agents,
+                "runs": len(theirs),
+                "at": at,
+                "reference_seconds": [None if math.isinf(p.low) else p.low for p in got],
+                "bound": [not p.known for p in got],
+                "between": between(got),
+                "reading": reading(got),
+            }
+        )
+    return out
 
 
 def samples(runs: list[RunCurve], reference: list[RunCurve], q: float, goal: float) -> list[dict[str, Any]]:
@@ -170,5 +204,10 @@ def table(result: dict[str, Any]) -> list[str]:
         lines.append(
             f"{num(read['agents'], 'd')} agents ({read['runs']} runs) against {num(ref, 'd')} "
             f"({read['reference_runs']} runs): {read['reading']}"
+        )
+    for read in result.get("pace", []):
+        lines.append(
+            f"{num(read['agents'], 'd')} agents ({read['runs']} runs), the reference's time to their"
+            f" objective {read['reading']}"
         )
     return lines

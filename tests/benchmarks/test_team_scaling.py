@@ -413,3 +413,12 @@ def test_goals_are_also_read_from_every_run_where_repeats_allow_a_verdict() -> N
     assert any(line.startswith("  samples, N = 16: S >= 8 in 100% of 9 pairings: above") for line in lines)
     lines = team_scaling.table([*runs, *(_run(16, 1, c) for c in slow)], [30.0], 120.0)
     assert any(line.startswith("  samples, N = 16: S >= 8 in 0% of 9 pairings: below") for line in lines)
+
+
+def test_pace_lines_read_each_team_run_against_its_own_seeds_one_agent_runs() -> None:
+    """Per N, one agent's time to the team's head at each mark, each run against its own seed's runs (seed 2's
+    one agent is twice as slow: read against seed 1's, the team would look half as fast there)."""
+    one = [_run(1, 1, [(0.0, 100.0), (10.0, 90.0), (30.0, 80.0)]), _run(1, 2, [(0.0, 100.0), (20.0, 90.0)])]
+    team = [_run(8, 1, [(0.0, 100.0), (2.0, 90.0)]), _run(8, 2, [(0.0, 100.0), (4.0, 90.0)])]
+    lines = team_scaling.table([*one, *team], [5.0], 30.0)
+    assert "  pace, N = 8 (2 runs), one agent's time to the team's head at 5 s: 15.0 s (x3.0)" in lines

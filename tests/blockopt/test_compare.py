@@ -144,3 +144,27 @@ def test_a_goal_that_is_not_a_speed_up_is_refused(reports: list[Path]) -> None:
         done.returncode == 2
         and done.stderr.strip() == "blockopt: error: --goal must be a positive speed-up, not 0"
     )
+
+
+def test_compare_reads_the_pace_of_each_team_size_along_the_run(reports: list[Path], tmp_path: Path) -> None:
+    """Three one-agent runs 10, 10.1 and 10.2 times slower than two four-agent runs: at the four-agent
+    runs' last improvement, one agent held their objective 10.1 times later (the median): x10.1."""
+    one = [_rescaled(reports[0], tmp_path / f"one-{i}.json", 1, 10.0 + 0.1 * i) for i in range(3)]
+    four = [_rescaled(reports[0], tmp_path / f"four-{i}.json", 4, 1.0) for i in range(2)]
+    last = json.loads(four[0].read_text())["anytime"]["points"][-1][0]
+    assert last > 0
+    done = blockopt("compare", *map(str, one + four), "--at", str(last), "--json")
+    assert done.returncode == 0, done.stderr
+    (read,) = json.loads(done.stdout)["pace"]
+    assert (read["agents"], read["runs"], read["bound"]) == (4, 2, [False])
+    assert read["reference_seconds"][0] == pytest.approx(10.1 * last)
+    text = blockopt("compare", *map(str, one + four), "--at", str(last)).stdout
+    assert "4 agents (2 runs), the reference's time to their objective at" in text and "(x10.1)" in text
+
+
+def test_marks_that_are_not_positive_seconds_are_refused(reports: list[Path]) -> None:
+    done = blockopt("compare", *map(str, reports), "--at", "5", "-1")
+    assert (
+        done.returncode == 2
+        and done.stderr.strip() == "blockopt: error: --at takes positive seconds, not 5 -1"
+    )

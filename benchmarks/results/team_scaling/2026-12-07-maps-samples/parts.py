@@ -1,0 +1,41 @@
+"""Where a replayed team's agent CPU goes, by part: thread CPU summed over every call of the LNS step
+(``try_group``), ``put_back``, ``follow``, building a search, drawing neighbourhoods and ``propose`` itself
+(nested parts overlap: ``follow`` runs inside ``_follow``, everything inside ``propose``).
+
+    PYTHONPATH=. .venv/bin/python $L/parts.py SECONDS AGENTS SEED     # from a checkout's root
+
+Not a product module; ``labrun.py`` is the team-scaling lab's shared replay (its parent folder).
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from labrun import replay_once, thread_cpu  # noqa: E402
+
+from tasks.routing import lns, repair  # noqa: E402
+
+spent: collections.Counter[str] = collections.Counter()
+calls: collections.Counter[str] = collections.Counter()
+
+
+def main() -> None:
+    search = repair.BlockSearch
+    for name in ("try_group", "put_back", "follow", "__init__"):
+        setattr(search, name, thread_cpu(spent, "search." + name, getattr(search, name), calls))
+    for name in ("_neighbourhood", "_follow", "_table", "propose"):
+        method = getattr(lns.RoutingProposer, name)
+        setattr(lns.RoutingProposer, name, thread_cpu(spent, name, method, calls))
+    run = replay_once(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [])
+    total = sum(run["agent_cpu"])
+    print(f"agent cpu {total:.1f}")
+    for k, v in spent.most_common():
+        print(f"  {k:24s} {v:8.2f} s {v / total:6.1%}  calls {calls[k]}")
+
+
+if __name__ == "__main__":
+    main()
