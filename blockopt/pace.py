@@ -1,10 +1,10 @@
 """Where along a run a team gains its speed-up: the reference's time to the team's objective, mark by mark.
 
 S = T1(Q) / TN(Q) is read at one objective Q, near a run's end. The pace at a time t reads the whole curve:
-the time the reference runs (one agent's) took to reach the objective the team had at t (their median; a
-run that never did counts as never), and that over t. Between two marks it is how many reference seconds
-one team second covered. A team that ends at x6 may have run at x3 in its opening and x10 late, and each
-phase has its own lever (docs/notes/2026-12-07-the-team-pace.md).
+the time the reference runs (one agent's) took to reach the objective the team had at t (their median),
+and that over t. Between two marks it is how many reference seconds one team second covered. Sixteen
+routing agents that end near x6 covered two to four one-agent seconds a second in their opening and six
+later (docs/notes/2026-12-07-the-team-pace.md): each phase has its own lever.
 
 A team run that stopped before a mark (at a target, as ``team_scaling --stop-at`` does) was at least as far
 then as where it stopped, and a reference run that never reached an objective took longer than it ran: either
