@@ -1,7 +1,7 @@
 """The opening pairs side by side: per seed and arm, the head at 2-6 s of every run, the stale share and the
 coordinator's busy share, then each arm's median head per mark and how many pairs the focus led.
 
-    python $P/opening_pairs.py $P        # reads $P/opening-{base,focus}-n16-t6-s*-r*.json
+    PYTHONPATH=. .venv/bin/python $P/opening_pairs.py $P     # reads $P/opening-{base,focus}-n16-t6-s*-r*.json
 """
 
 from __future__ import annotations
@@ -11,16 +11,9 @@ import statistics
 import sys
 from pathlib import Path
 
+from benchmarks.team_scaling import value_at
+
 MARKS = (2.0, 3.0, 4.0, 5.0, 6.0)
-
-
-def value_at(curve: list[list[float]], t: float) -> float:
-    got = curve[0][1]
-    for at, value in curve:
-        if at > t:
-            break
-        got = value
-    return got
 
 
 def main() -> None:
