@@ -132,13 +132,15 @@ def compare(
 
 def paces(runs: list[RunCurve], reference: list[RunCurve], at: list[float]) -> list[dict[str, Any]]:
     """Per other team size, its pace at each mark against the reference runs (``blockopt.pace``)."""
+
+    def trace(run: RunCurve) -> Trace:
+        # rows are timed from the task's creation, ``wall_s`` from the ledger's start: a run whose last
+        # merge is timed after its wall_s ran at least until that merge
+        return Trace(run.points, max(run.horizon, run.points[-1][0] if run.points else 0.0))
+
     out = []
     for agents in dict.fromkeys(r.agents for r in runs if r.agents != reference[0].agents):
-        theirs = [
-            PacedRun(Trace(r.points, r.horizon), [Trace(ref.points, ref.horizon) for ref in reference])
-            for r in runs
-            if r.agents == agents
-        ]
+        theirs = [PacedRun(trace(r), [trace(ref) for ref in reference]) for r in runs if r.agents == agents]
         got = [pace(theirs, t) for t in at]
         out.append(
             {

@@ -162,6 +162,22 @@ def test_compare_reads_the_pace_of_each_team_size_along_the_run(reports: list[Pa
     assert "4 agents (2 runs), the reference's time to their objective at" in text and "(x10.1)" in text
 
 
+def test_a_run_whose_last_merge_is_timed_after_its_wall_time_ran_until_that_merge(
+    reports: list[Path], tmp_path: Path
+) -> None:
+    """Rows are timed from the task's creation and ``wall_s`` from the ledger's start, so a quick run's last
+    merge can be timed after its wall_s: its pace at that merge is known, not a bound (it failed in CI)."""
+    one = [_rescaled(reports[0], tmp_path / f"one-{i}.json", 1, 10.0) for i in range(3)]
+    four = _rescaled(reports[0], tmp_path / "four.json", 4, 1.0)
+    data = json.loads(four.read_text())
+    last = data["anytime"]["points"][-1][0]
+    data["wall_s"] = last / 2
+    four.write_text(json.dumps(data))
+    done = blockopt("compare", *map(str, [*one, four]), "--at", str(last), "--json")
+    (read,) = json.loads(done.stdout)["pace"]
+    assert read["bound"] == [False] and read["reference_seconds"][0] == pytest.approx(10.0 * last)
+
+
 def test_marks_that_are_not_positive_seconds_are_refused(reports: list[Path]) -> None:
     done = blockopt("compare", *map(str, reports), "--at", "5", "-1")
     assert (
