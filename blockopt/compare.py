@@ -134,8 +134,8 @@ def paces(runs: list[RunCurve], reference: list[RunCurve], at: list[float]) -> l
     """Per other team size, its pace at each mark against the reference runs (``blockopt.pace``)."""
 
     def trace(run: RunCurve) -> Trace:
-        # rows are timed from the task's creation, ``wall_s`` from the ledger's start: a run whose last
-        # merge is timed after its wall_s ran at least until that merge
+        # a run ran at least until its last merge: reports written before ``ledger.run_seconds`` could time
+        # their last merge after their wall_s
         return Trace(run.points, max(run.horizon, run.points[-1][0] if run.points else 0.0))
 
     out = []

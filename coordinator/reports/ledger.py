@@ -6,6 +6,7 @@ report means the same thing whichever path produced it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -229,6 +230,7 @@ def build_report(
     improvement = ledger.initial_objective - final_objective
     tokens = ledger.usage.tokens
     history = [history_fields(r) for r in ledger.records]
+    wall_s = run_seconds(ledger.wall_s, history, open_points)
     return Report(
         task=task_info,
         agents=agents,
@@ -254,7 +256,7 @@ def build_report(
             "relative_gap": relative_gap(final_objective, ledger.reference),
         },
         feasible=feasible,
-        wall_s=round(ledger.wall_s, 3),
+        wall_s=wall_s,
         usage={
             **ledger.usage.model_dump(),
             "by_model": {m: u.model_dump() for m, u in ledger.usage_by_model.items()},
@@ -273,10 +275,22 @@ def build_report(
             ledger.initial_objective,
             ledger.reference.value,
             ledger.reference.kind,
-            round(ledger.wall_s, 3),
+            wall_s,
             open_points=open_points,
         ),
     )
+
+
+def run_seconds(
+    wall_s: float, history: Sequence[dict[str, Any]], open_points: Sequence[tuple[float, float]] = ()
+) -> float:
+    """A report's ``wall_s`` (and its anytime horizon): the ledger's clock, in milliseconds rounded up, and never
+    before the run's last timed row or merge. Rows are timed to the microsecond, and a merge scored when the
+    run ended can commit after its end was taken: either way a run whose last merge came after its wall time
+    read, in ``blockopt compare``, as one that had stopped before it."""
+    last = max((t for t in (row.get("t") for row in history) if t is not None), default=0.0)
+    last = max([last, wall_s, *(t for t, _ in open_points)])
+    return math.ceil(round(last * 1000, 6)) / 1000
 
 
 def history_fields(r: RoundRecord) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.engine.records import MAX_MERGE_POINTS, keep_point
+from coordinator.engine.records import MAX_MERGE_POINTS, RoundRecord, keep_point
 from coordinator.reports.anytime import (
     anytime_section,
     curve,
@@ -18,6 +18,9 @@ from coordinator.reports.anytime import (
     primal_integral,
     time_to_target,
 )
+from coordinator.reports.ledger import RunLedger, build_report
+from coordinator.status import TaskStatus
+from tasks.base import Reference
 from tests.conftest import Coordinator
 from tests.coordinator.ui.test_ui_api import events, solve
 
@@ -134,3 +137,28 @@ def test_every_history_row_carries_time_and_agent_seconds(coordinator: Coordinat
     line = next(x for x in metrics.splitlines() if x.startswith(f"blockopt_task_agent_seconds{mine}"))
     assert float(line.split()[-1]) >= spent[-1] - 1e-6  # (an answer after the end still reports its seconds)
     assert f'blockopt_task_elapsed_seconds{{task="{task["id"]}"}}' in metrics
+
+
+def _report_of_rows_timed(times: list[float]) -> Any:
+    """A report of one-round-a-merge rows at ``times``, built the moment its ledger starts (wall time ~0)."""
+    ledger = RunLedger(Reference(0.0, "lower_bound"), 10.0, 1e-9)
+    for i, t in enumerate(times):
+        row = RoundRecord(
+            round=i, version=i + 1, objective=9.0 - i, gap=9.0 - i, proposals=1, accepted=1, interfering=0,
+            merge_kind="independent", kappa=0.1, gamma=1.0, delta=1.0, t=t,
+        )  # fmt: skip
+        ledger.add_round(row, [], [])
+    return build_report(
+        ledger, task_info={}, agents=1, merge_policy="checked", status=TaskStatus.STALLED,
+        final_objective=9.0 - len(times) + 1, feasible=True,
+    )  # fmt: skip
+
+
+def test_a_run_lasts_at_least_until_its_last_timed_row() -> None:
+    """A row timed after the ledger's clock (a merge committed as the run ended, or just a finer rounding) is
+    inside the run: ``wall_s`` and the anytime horizon reach it, rounded up to the millisecond."""
+    report = _report_of_rows_timed([0.0004, 5.0000001])
+    assert report.wall_s == 5.001
+    assert report.anytime is not None and report.anytime["horizon"] == 5.001
+    assert _report_of_rows_timed([0.1234]).wall_s == 0.124
+    assert _report_of_rows_timed([]).wall_s < 1.0
