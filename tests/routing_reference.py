@@ -155,6 +155,27 @@ def reference_try_group(
     return True, collisions, soc
 
 
+def reference_follow(search: BlockSearch, before: Sequence[Path], now: Sequence[Path]) -> tuple[int, int]:
+    """``BlockSearch.follow`` before a clean search stopped counting each change's conflicts, verbatim."""
+    paths = search.paths
+    taken = {i: p for i, (b, p) in enumerate(zip(before, now, strict=True)) if p is not b and p != b}
+    changed = {i: p for i, p in taken.items() if paths[i] != p}
+    clean = search.collisions == 0
+    search._replace(changed)
+    reverted = 0
+    while search.collisions:
+        colliding = search._colliding_with(changed) if clean else set(search.colliding()[1])
+        changed = {i: now[i] for i in colliding if paths[i] != now[i]}
+        if not changed:
+            break
+        search._replace(changed)
+        reverted += len(changed)
+    for i, p in enumerate(now):
+        if paths[i] is not p and paths[i] == p:
+            paths[i] = p
+    return len(taken), reverted
+
+
 def mirror_matches(table: Reservations, width: int) -> bool:
     """The table's array mirror holds what one made afresh from its dicts would (its ``latest`` may only be
     later: an upper bound that removals leave)."""

@@ -7,6 +7,7 @@ Cells are plain ints so that the occupancy index and the A* search key dicts by
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +70,12 @@ class Grid:
 
     def cell(self, x: int, y: int) -> int:
         return y * self.width + x
+
+    def path_cells(self, xys: Iterable[Sequence[int]]) -> tuple[int, ...]:
+        """A path of (x, y) pairs as cells: ``cell`` inlined, since an agent decodes every path of its
+        contract on every call (300 at k = 300)."""
+        width = self.width
+        return tuple([y * width + x for x, y in xys])
 
     def xy(self, c: int) -> tuple[int, int]:
         return c % self.width, c // self.width

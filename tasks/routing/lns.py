@@ -216,10 +216,10 @@ class RoutingProposer(Proposer):
         """The head's changes (``RoutingTask.head_changes``) taken into the search under way
         (``BlockSearch.follow``): (the plan it is now on, how much that plan's sum of costs moved)."""
         position = {r: i for i, r in enumerate(ids)}
-        cell = self.grid.cell
+        path_cells = self.grid.path_cells
         now = list(current)
         for robot, xy in changes["paths"].items():
-            now[position[int(robot)]] = tuple(cell(x, y) for x, y in xy)
+            now[position[int(robot)]] = path_cells(xy)
         search.follow(current, now)
         return now, sum(cost(p) - cost(c) for p, c in zip(now, current, strict=True) if p is not c)
 
@@ -234,7 +234,7 @@ class RoutingProposer(Proposer):
         starts = [grid.cell(*r["start"]) for r in robots]
         goals = [grid.cell(*r["goal"]) for r in robots]
         ids = [int(r["id"]) for r in robots]
-        current = [tuple(grid.cell(x, y) for x, y in r["path"]) for r in robots]
+        current = [grid.path_cells(r["path"]) for r in robots]
         t_table = time.perf_counter()
         external = self._table(block, data)
         t_table = time.perf_counter() - t_table

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tasks.routing.occupancy import Path
-from tasks.routing.sipp_jit import apply_run, direction
+from tasks.routing.sipp_jit import apply_run, direction, path_conflicts_of
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Reservations:
     """Once a compiled search made the array mirror, ``add_path`` and ``remove_path`` change only the mirror
     and defer the dicts: an LNS step moves a dozen paths out and in, and most steps are turned down and
     moved back, so the dicts get the net change when something reads them (``vert``, ``edge``, ``park``,
-    ``visits``, ``path_conflicts``, ``copy``), or never."""
+    ``visits``, ``copy``), or never; ``path_conflicts`` reads the mirror."""
 
     n: int
     _vert: dict[int, int] = field(default_factory=dict)
@@ -278,7 +278,14 @@ class Reservations:
             del self._park[path[last]]
 
     def path_conflicts(self, path: Path) -> int:
-        """Conflicts of one path (not in the table) with everything in the table."""
+        """Conflicts of one path (not in the table) with everything in the table (off the array mirror where
+        there is one: the dicts' deferred changes stay deferred)."""
+        mirror = self.mirror
+        if mirror is not None:
+            return int(path_conflicts_of(
+                mirror.occupied, mirror.stepping, mirror.parked, mirror.latest, np.asarray(path, np.int64),
+                mirror.width,
+            ))  # fmt: skip
         n, vert, edge, park = self.n, self.vert, self.edge, self.park
         if not vert and not park:  # a whole-plan lease's table holds nobody: every search step asks
             return 0
@@ -296,7 +303,6 @@ class Reservations:
         g = path[last]
         total += sum(1 for t in self.visits.get(g, ()) if t >= last)
         return total
-
 
     def path_conflicts_without(self, path: Path, held: Path) -> int:
         """``path_conflicts(path)`` on this table less ``held``, a path it holds (another path of the same

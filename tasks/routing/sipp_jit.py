@@ -80,6 +80,34 @@ def apply_run(
 
 
 @njit(cache=True)
+def path_conflicts_of(
+    occupied: np.ndarray, stepping: np.ndarray, parked: np.ndarray, latest: np.ndarray, path: np.ndarray,
+    width: int,
+) -> int:  # fmt: skip
+    """``Reservations.path_conflicts`` read off the mirror: a path's conflicts with every robot in the table
+    (both in a cell, a cell where one is parked, a swap, a robot moving through the path's goal once it is
+    parked there). Reading the dicts instead first replays every path change deferred since they were last
+    read, which made ``BlockSearch.adopt`` the costliest part of a team agent's answer."""
+    horizon = occupied.shape[1]
+    last = len(path) - 1
+    total = 0
+    for t in range(last):
+        c = path[t]
+        park = parked[c]
+        if park >= 0 and park <= t:
+            total += 1
+        if t < horizon:
+            total += occupied[c, t]
+            b = path[t + 1]
+            if b != c:
+                total += stepping[b, t, direction(b, c, width)]
+    goal = path[last]
+    for t in range(last, min(latest[goal], horizon - 1) + 1):
+        total += occupied[goal, t]
+    return total
+
+
+@njit(cache=True)
 def _intervals(
     occupied: np.ndarray, latest: np.ndarray, parked: np.ndarray, cell: int, ignore_t0: bool,
     lo: np.ndarray, hi: np.ndarray, at: int,

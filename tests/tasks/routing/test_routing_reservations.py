@@ -154,3 +154,30 @@ def test_conflicts_without_a_held_path_are_those_after_taking_it_out(
         table.remove_path(held)
         assert got == table.path_conflicts(path)
         table.add_path(held)
+
+
+@FAST
+@given(width=st.integers(1, 6), height=st.integers(1, 6), count=st.integers(1, 8), seed=st.integers(0, 10**6))
+def test_conflicts_read_off_the_mirror_are_the_dicts_and_leave_changes_deferred(
+    width: int, height: int, count: int, seed: int
+) -> None:
+    """With a mirror, ``path_conflicts`` counts off the arrays what the eager table's dicts count, for any
+    path (waits, swaps, a goal others pass through, paths longer than the arrays), without replaying the
+    deferred changes into the dicts."""
+    rng = random.Random(seed)
+    grid = Grid.from_rows(["." * width] * height)
+    plan = _paths(grid, rng, count)
+    lazy, eager = Reservations(grid.n_cells), Reservations(grid.n_cells)
+    lazy.arrays(grid.width)
+    for p in plan:
+        lazy.add_path(p)
+        eager.add_path(p)
+    gone = rng.sample(plan, rng.randint(0, len(plan)))
+    for p in gone:
+        lazy.remove_path(p)
+        eager.remove_path(p)
+    probes = [_variant(grid, p, rng) for p in plan] + _paths(grid, rng, 6)
+    probes.append((0,) * 70 + (grid.n_cells - 1,))  # past the mirror's first horizon (64)
+    for path in probes:
+        assert lazy.path_conflicts(path) == eager.path_conflicts(path), path
+    assert lazy.deferred or len(gone) == len(plan)

@@ -5,17 +5,22 @@ fit."""
 
 from __future__ import annotations
 
+import copy
+import random
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from coordinator.engine.contract import contract_envelope
 from coordinator.engine.rounds import RoundEngine
 from tasks.registry import create_task
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import Path, full_conflicts
-from tasks.routing.repair import BlockSearch
+from tasks.routing.repair import BlockSearch, prioritized
 from tasks.routing.reservations import Reservations
+from tests.routing_reference import reference_follow
 
 
 def _open_grid() -> tuple[Grid, list[int], list[int], list[Path]]:
@@ -173,3 +178,43 @@ def test_a_merge_on_the_same_robots_is_followed_not_rebuilt(monkeypatch: pytest.
     assert proposer._kept is not None and proposer._kept.search is other
     assert other.paths[moved] == tuple(grid.cell(x, y) for x, y in robots[moved]["path"]) or draft is not None
     assert other.soc == sum(len(p) - 1 for p in other.paths) and other.collisions == 0
+
+
+def _walked(grid: Grid, starts: list[int], goals: list[int], plan: list[Path], seed: int) -> BlockSearch:
+    """A search of ``plan`` after a few salted LNS steps: robots moved along plateaus, some gains."""
+    rng = random.Random(seed)
+    search = BlockSearch(grid, starts, goals, plan, Reservations(grid.n_cells), 40, rng=rng)
+    for _ in range(6):
+        search.try_group(rng.sample(range(len(plan)), min(3, len(plan))), None)
+    return search
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(robots=st.integers(2, 9), seed=st.integers(0, 10**6), broken=st.booleans())
+def test_follow_from_a_clean_search_ends_as_counting_every_change_did(
+    robots: int, seed: int, broken: bool
+) -> None:
+    """A collision-free search follows another agent's merges (``now``, itself collision-free, or, with
+    ``broken``, holding a collision of its own): the robots taken and put back, the paths, the conflicts and
+    the sum of costs are those of the follow that counted every change's conflicts (``reference_follow``), and
+    the conflicts kept are the index's."""
+    rng = random.Random(seed)
+    grid = Grid.from_rows(["......", ".@..@.", "......", "..@...", "......"])
+    cells = [c for c in range(grid.n_cells) if grid.free[c]]
+    ends = rng.sample(cells, 2 * robots)
+    starts, goals = ends[:robots], ends[robots:]
+    plan = prioritized(grid, starts, goals, 40, soft=True)
+    assert plan is not None
+    search = _walked(grid, starts, goals, plan, seed)
+    assume(search.collisions == 0)
+    now = list(_walked(grid, starts, goals, plan, seed + 1).paths)
+    if broken:
+        i, j = rng.sample(range(robots), 2)
+        now[i] = (now[j][0], *now[j])  # robot i waits where j starts, then moves as j: they collide
+    reference = copy.deepcopy(search)
+    assert search.follow(plan, now) == reference_follow(reference, plan, now)
+    assert search.paths == reference.paths and search.ext == reference.ext
+    assert (search.inside, search.soc) == (reference.inside, reference.soc)
+    assert search.inside == search.index.total_conflicts()
+    if broken:  # the two robots both follow ``now``: its collision stays, and is counted
+        assert search.inside > 0
