@@ -405,7 +405,7 @@ class BlockSearch:
         """``follow`` from a collision-free search; how many walked robots went back. Every collision to come
         has a robot just changed in it, so the robots in the way are found from the changed paths alone
         (``_colliding_with``) and the conflicts are counted only if some are left at the end: counting each
-        change's conflicts (``_replace``) was half of ``follow``'s CPU with 16 agents at k = 300.
+        change's conflicts (``_replace``) was a quarter to a third of ``follow``'s CPU (16 agents, k = 300).
 
         A collision left at the end has a robot that some round found colliding (the later changed of the
         two, found when it changed), so looking again at those robots tells whether any is left."""
