@@ -275,5 +275,6 @@ def warm() -> None:
     latest = np.full(2, -1, np.int64)
     parked = np.full(2, -1, np.int64)
     apply_run(occupied, stepping, latest, 0, np.array([0, 1], np.int64), True, 2, 1)
+    path_conflicts_of(occupied, stepping, parked, latest, np.array([1, 0], np.int64), 2)
     steps = np.array([[1, -1, -1, -1], [0, -1, -1, -1]], np.int64)
     search(steps, np.array([1, 0], np.int64), occupied, stepping, latest, parked, 3, 2, 0, 1, 10, 100, 0)
