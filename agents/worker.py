@@ -20,6 +20,7 @@ from typing import Any
 from agents.feed import HttpHeadFeed
 from agents.http import Api, ApiError, GaveUp
 from agents.proposers import make_proposer
+from tasks import capabilities
 from tasks.base import Proposer
 from tasks.registry import create_task
 
@@ -123,13 +124,16 @@ class Worker:
         self.proposer = make_proposer(
             self.config.proposer, task, knobs, self.config.seed, self.config.proposer_options
         )
+        started = time.monotonic()
+        capabilities.warm_up(task)  # before the first lease: no proposal's budget pays for loading
         log.info(
-            "%s joined task %s as %s (%s, %d blocks)",
+            "%s joined task %s as %s (%s, %d blocks; warmed up in %.2f s)",
             self.config.name,
             self.config.task,
             self.agent_id,
             info["kind"],
             info.get("blocks", -1),
+            time.monotonic() - started,
         )
 
     def _wait(self, seconds: float | None, default: float = 0.2) -> None:

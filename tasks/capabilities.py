@@ -26,6 +26,7 @@ capability             members                              without it
 ``Persistence``        ``dump_state``, ``load_state``       the state already is JSON
 ``Views``              ``view_model``, ``view_renderer``    no panel in the web UI
 ``Pictures``           ``pictures``                         no picture files
+``WarmUp``             ``warm_up``                          the first calls pay for what they load
 =====================  ===================================  ============================================
 
 Detection is by the class's members, computed once per class (``offers``), so it costs a set lookup on
@@ -232,6 +233,18 @@ class Pictures(Protocol):
         """Draw the solution as files named ``stem`` + suffix; return their paths."""
 
 
+# -- warming up -----------------------------------------------------------------------------------------
+@runtime_checkable
+class WarmUp(Protocol):
+    def warm_up(self) -> None:
+        """Compile or load now what the kind's hot paths will need (routing: its numba kernels, about 6 s
+        cold, 0.2 s from numba's on-disk cache), so that no proposal's budget and no scoring pays for it.
+
+        Called once per process that builds the task, before its first use: by the coordinator while it
+        prepares a task or builds one a replica loads (in a thread, off the event loop), and by an agent
+        after joining, before its first lease. Repeated calls must be cheap."""
+
+
 CAPABILITIES: tuple[type, ...] = (
     IncrementalScoring,
     Screening,
@@ -249,6 +262,7 @@ CAPABILITIES: tuple[type, ...] = (
     Persistence,
     Views,
     Pictures,
+    WarmUp,
 )
 
 
@@ -414,6 +428,12 @@ def load_state(task: Task[Any, Any], data: JSON) -> Any:
 
 def view_model(task: Task[Any, Any], state: Any) -> JSON | None:
     return cast(Views, task).view_model(state) if offers(task, Views) else None
+
+
+def warm_up(task: Task[Any, Any]) -> None:
+    """The kind's ``warm_up``; a kind without it has nothing to load ahead."""
+    if offers(task, WarmUp):
+        cast(WarmUp, task).warm_up()
 
 
 def view_renderer(cls: type[Task[Any, Any]]) -> Path | None:

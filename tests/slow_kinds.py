@@ -1,5 +1,6 @@
 """Test-only kinds whose preparation is slow: the quadratic with a reference that sleeps in Python, spins in
-CP-SAT, or fails after a while. Installed for one test through a plugin site (``plugin_site``)."""
+CP-SAT, or fails after a while, or a slow warm-up. Installed for one test through a plugin site
+(``plugin_site``)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,16 @@ class FailingQuadratic(QuadraticTask):
         raise RuntimeError("the reference solver crashed")
 
 
+class WarmingQuadratic(QuadraticTask):
+    """The kind warms up slowly (compiling kernels on a fresh install) and has nothing else slow."""
+
+    kind = "warming-quadratic"
+    Params = SlowParams
+
+    def warm_up(self) -> None:
+        time.sleep(self.params.prepare_seconds)  # type: ignore[attr-defined]
+
+
 def market_split(seconds: float, n: int = 40, rows: int = 5) -> str:
     """Cornuéjols-Dawande market split with one worker, fixed seed, ``seconds`` limit: CP-SAT's status."""
     rng = random.Random(0)
@@ -72,6 +83,7 @@ KINDS = {
     "sleepy-quadratic": "SleepyQuadratic",
     "spinning-quadratic": "SpinningQuadratic",
     "failing-quadratic": "FailingQuadratic",
+    "warming-quadratic": "WarmingQuadratic",
 }
 
 

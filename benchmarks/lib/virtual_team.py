@@ -84,6 +84,7 @@ from coordinator.runtime.wire_json import dump_json
 from coordinator.settings import ServiceSettings
 from coordinator.store.base import TERMINAL, AbandonedLease, AgentRecord
 from coordinator.store.memory import MemoryStore
+from tasks import capabilities
 from tasks.base import Draft, Proposer
 from tasks.registry import create_task, kind_class
 
@@ -398,8 +399,12 @@ class ReplayResult:
 
 
 def worker_startup_cpu() -> float:
-    """CPU seconds of a fresh worker process's imports (what ``blockopt`` spawns per agent)."""
-    code = "import agents.worker, agents.proposers, tasks.registry, tasks.routing.lns"
+    """CPU seconds of a fresh worker process's imports and its kind's warm-up from numba's on-disk cache (what
+    ``blockopt`` spawns per agent; in this one process the kernels are loaded once, by the first agent)."""
+    code = (
+        "import agents.worker, agents.proposers, tasks.registry, tasks.routing.lns, tasks.routing.sipp_jit;"
+        " tasks.routing.sipp_jit.warm()"
+    )
     before = _children_cpu()
     subprocess.run([sys.executable, "-c", code], check=True)
     return _children_cpu() - before
@@ -648,6 +653,7 @@ class Replay:
         record = await self.service.authenticate(self.task_id, f"Bearer {joined.token}")
         task = create_task(joined.task["kind"], joined.task["params"])
         proposer = make_proposer(c.proposer, task, self.knobs, c.seed * 1000 + index, c.proposer_options)
+        capabilities.warm_up(task)  # as the worker does before its first lease
         if isinstance(proposer, SimulatedLLMProposer):
             proposer.sleep = False  # its latency goes on the agent's virtual clock (``_latency``)
         return Agent(index, record, proposer)

@@ -207,6 +207,7 @@ class TaskCache:
 
                 def make() -> BuiltTask:
                     task = create_task(spec.kind, spec.params)
+                    capabilities.warm_up(task)  # a replica's first scoring of this kind pays for nothing
                     return BuiltTask(task, RoundEngine(task, settings), snapshot_of(task, head))
 
                 m.built = await asyncio.to_thread(make)

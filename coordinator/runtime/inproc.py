@@ -23,6 +23,7 @@ from coordinator.engine.rounds import EngineSettings, RoundEngine, RoundOutcome,
 from coordinator.reports.ledger import RunLedger, StopRule
 from coordinator.reports.stopping import stalled_reason
 from coordinator.status import TaskStatus
+from tasks import capabilities
 from tasks.base import Draft, Proposer, Task
 
 
@@ -76,6 +77,7 @@ def run_inproc(
     engine_settings: EngineSettings,
     on_round: Callable[[RoundOutcome, RunLedger], None] | None = None,
 ) -> RunResult:
+    capabilities.warm_up(task)  # the proposers' first calls pay for no compiling
     engine = RoundEngine(task, engine_settings, timed_reference(task))  # the ledger's clock starts after it
     snap = engine.initial_snapshot()
     ledger = RunLedger(

@@ -41,6 +41,9 @@ class Prepared:
     state_json: Any
     neighbourhoods: list[str]
     lag_rounds: int
+    warm_up_seconds: float = 0.0
+    """What the kind's warm-up took (``capabilities.WarmUp``): a cost of this process, which the task's clock
+    leaves out as it leaves out the reference."""
 
 
 def prepare(
@@ -53,7 +56,8 @@ def prepare(
 ) -> Prepared:
     """Build the task and everything it needs before its first lease (blocking: call it in a thread).
 
-    The engine's reference carries the seconds it took on ``clock`` (the service's: ``Reference.seconds``).
+    The engine's reference carries the seconds it took on ``clock`` (the service's: ``Reference.seconds``),
+    ``warm_up_seconds`` those of the kind's warm-up.
     Raises ``errors.InvalidRequest`` naming the field for parameters the kind refuses."""
     try:
         task = create_task(kind, params)
@@ -68,10 +72,19 @@ def prepare(
         )
     except ValueError as exc:
         raise errors.InvalidRequest(str(exc), field="selection.generators") from None
+    started = clock()
+    capabilities.warm_up(task)  # before the first plan, and before any scoring on the event loop's behalf
+    warm_up_seconds = max(0.0, clock() - started)
     engine = RoundEngine(task, engine_settings, timed_reference(task, clock))
     snap = engine.initial_snapshot()
     return Prepared(
-        task, engine, snap, capabilities.dump_state(task, snap.state), arms, task.lag_rounds(knobs)
+        task,
+        engine,
+        snap,
+        capabilities.dump_state(task, snap.state),
+        arms,
+        task.lag_rounds(knobs),
+        warm_up_seconds,
     )
 
 

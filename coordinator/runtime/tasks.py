@@ -61,7 +61,8 @@ class TaskBook:
         seconds to make, counts against the time limit as a solver's initial solution counts against its
         own; the reference, a yardstick for reports and forecasts and no part of the search, does not (a
         10 s CP-SAT reference left a 10 s run no time). Its seconds are in the reference's provenance
-        (``seconds``); ``created_at`` is the request's time plus them. A request the kind
+        (``seconds``); ``created_at`` is the request's time plus them, and plus the kind's warm-up (a kind
+        compiles its kernels on a fresh install: 5 s of a 10 s run). A request the kind
         refuses within the wait is answered 400 and leaves nothing behind; a kind that raises anything
         else, or refuses later, leaves the task ``failed`` with the reason."""
         return (await self._start(req))[0]
@@ -150,7 +151,7 @@ class TaskBook:
                 budgets=budgets,
                 join_hash=join_hash,
                 read_hash=read_hash,
-                created_at=requested + (ready.engine.reference.seconds or 0.0),
+                created_at=requested + (ready.engine.reference.seconds or 0.0) + ready.warm_up_seconds,
             )
             await self.ctx.store.create_task(spec, head_of(ready.snapshot, ready.state_json, version=0))
         except BaseException as exc:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks import capabilities
 from tasks.base import InvalidProposal, Reference, RenderedContract, Task
+from tasks.routing import sipp_jit
 from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.destroy import delays
 from tasks.routing.instance import Instance, RoutingParams, build_instance
@@ -638,6 +639,10 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             draw_plan(self.inst, state.paths, stem + "-plan.png"),
             draw_animation(self.inst, state.paths, stem + "-moves.gif"),
         ]
+
+    def warm_up(self) -> None:
+        """The compiled SIPP kernels, compiled or loaded from numba's cache before any search needs them."""
+        sipp_jit.warm()
 
     def lag_rounds(self, knobs: BaseModel) -> int:
         """A randomized search that finds nothing in one budget may find something in the next."""

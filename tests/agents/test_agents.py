@@ -241,3 +241,36 @@ def test_after_a_search_that_found_nothing_the_worker_waits_its_proposers_retry_
     assert events == (["abandon"] * 4 if retry_pause == 0 else ["abandon", retry_pause] * 4)
     # leasing again at once, it asks for the next lease with its report: one request per search
     assert len(leased) == (1 if retry_pause == 0 else 4)
+
+
+def test_a_worker_warms_its_kind_up_after_joining_before_its_first_lease(
+    coordinator: Coordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a fresh install a routing worker compiled the kernels (about 6 s) inside its first proposals'
+    budgets, which then found nothing (a fresh clone's CI, b2482e4); now it warms the kind up first."""
+    from tasks.routing.task import RoutingTask
+
+    params = {"map": "random-32-32-10", "robots": 20, "blocks": 2, "exact_limit": 0, "initial": "shortest"}
+    task = coordinator.create_task(kind="routing", params=params, mode="async")
+    coordinator.wait_for(task["id"], lambda v: v["status"] != "preparing")
+    mine = threading.current_thread()  # the coordinator's own warm-ups run in its threads
+    order: list[str] = []
+    warm = RoutingTask.warm_up
+    monkeypatch.setattr(
+        RoutingTask,
+        "warm_up",
+        lambda self: (threading.current_thread() is mine and order.append("warmed")) or warm(self),
+    )
+    worker = Worker(WorkerConfig(coordinator.url, task["id"], task["join_token"]))
+    call = worker.api.call
+    monkeypatch.setattr(
+        worker.api,
+        "call",
+        lambda method, path, **kw: (
+            (method == "POST" and path.endswith(("/agents", "/leases")) and order.append(path.split("/")[-1]))
+            or call(method, path, **kw)
+        ),
+    )
+    worker.join()
+    assert worker.step()
+    assert order[:3] == ["agents", "warmed", "leases"]
