@@ -275,28 +275,31 @@ def change_in_conflicts(
 ) -> int:
     """Conflicts after replacing ``old`` paths by ``new`` ones, minus before (same robots); ``before``, the
     old paths' conflicts, where the caller knows them (0 on a plan without any): half the count then."""
-    return scan_change(index, old, new, before).d_conf
+    robots = frozenset(new)
+    after = index.cross_conflicts(new, robots) + conflicts_among(index.n, new)
+    if before is None:
+        before = index.cross_conflicts(old, robots) + conflicts_among(index.n, old)
+    return after - before
 
 
 @dataclass
 class ChangeScan:
-    """``change_in_conflicts`` with its work kept: a rebase of the same change starts from it instead of
-    walking every new path again (``rebase.keep_what_fits``)."""
+    """``change_in_conflicts`` path by path: a rebase of the same change reads which new paths collide from
+    it instead of walking them again (``rebase.keep_what_fits``)."""
 
     d_conf: int
     outside: dict[int, int]
     """Each new path's conflicts with the indexed robots outside the change."""
-    among: OccupancyIndex
-    """The new paths' own index."""
+    inside: dict[int, int]
+    """Each new path's conflicts with the other new paths (each such conflict is in two of these)."""
 
 
-def scan_change(
-    index: OccupancyIndex, old: Mapping[int, Path], new: Mapping[int, Path], before: int | None = None
-) -> ChangeScan:
+def scan_change(index: OccupancyIndex, old: Mapping[int, Path], new: Mapping[int, Path]) -> ChangeScan:
+    """``change_in_conflicts`` with each path's share, off the index (what ``PlanMirror.scan`` computes
+    compiled; the tests hold one to the other)."""
     robots = frozenset(new)
     outside = {r: index._cross_path(p, robots) for r, p in new.items()}
     among = OccupancyIndex.build(index.n, new)
-    after = sum(outside.values()) + among.total_conflicts()
-    if before is None:
-        before = index.cross_conflicts(old, robots) + conflicts_among(index.n, old)
-    return ChangeScan(after - before, outside, among)
+    inside = {r: among._cross_path(p, {r}) for r, p in new.items()}
+    before = index.cross_conflicts(old, robots) + conflicts_among(index.n, old)
+    return ChangeScan(sum(outside.values()) + sum(inside.values()) // 2 - before, outside, inside)

@@ -52,13 +52,12 @@ def keep_what_fits(
     Then a kept robot whose new path costs more than its current one (moved aside for a robot now put back)
     gets its current path back where that path fits the kept ones. No search.
 
-    ``scan``: the scoring's ``scan_change`` of these very paths on this plan (its index is taken over):
-    the first pass is then read off it, without a walk."""
+    ``scan``: the scoring's ``ChangeScan`` of these very paths on this plan: the first pass is then read off
+    it, without a walk, and the new paths' own index is built only if a later step needs it."""
     kept = dict(written)
+    among: OccupancyIndex | None = None
     if scan is not None and scan.outside.keys() == kept.keys():
-        among = scan.among
-        inside = among.conflicting_robots()
-        colliding = [r for r in kept if scan.outside[r] or r in inside]
+        colliding = [r for r in kept if scan.outside[r] or scan.inside[r]]
     else:
         among = OccupancyIndex.build(index.n, kept)
         out = set(kept)
@@ -69,6 +68,8 @@ def keep_what_fits(
         ]
     collided = bool(colliding)
     while colliding:
+        if among is None:
+            among = OccupancyIndex.build(index.n, kept)
         for r in colliding:
             among.remove(r, kept.pop(r))
         hit: set[int] = set()
@@ -78,6 +79,8 @@ def keep_what_fits(
     for r in sorted(kept, key=lambda r: cost(current[r]) - cost(kept[r])):  # the dearest change first
         if cost(kept[r]) <= cost(current[r]):
             break
+        if among is None:
+            among = OccupancyIndex.build(index.n, kept)
         if not among.cross_conflicts({r: current[r]}, {r}):
             among.remove(r, kept.pop(r))
     return kept, collided

@@ -9,7 +9,8 @@ a microsecond per dict lookup of it. Here the same search runs over arrays:
 - ``latest[cell]``: no robot moves through ``cell`` after this time (an upper bound: removals leave it).
 
 ``apply_run`` keeps the mirrors in step with ``Reservations``; ``path_conflicts_of`` counts a path's
-conflicts off them. A cell's safe intervals are read off its row of ``occupied`` when the search first
+conflicts off them, ``scan_paths`` those of an answer's paths for the coordinator (``plan_mirror.py``).
+A cell's safe intervals are read off its row of ``occupied`` when the search first
 reaches it, so nothing is cached between searches and nothing needs invalidating. Nodes, their order in the
 heap and the tie-breaks are those of ``sipp.sipp_search_python``: both return the very same path
 (tests/tasks/routing/test_routing_sipp_jit.py).
@@ -106,6 +107,61 @@ def path_conflicts_of(
     for t in range(last, min(latest[goal], horizon - 1) + 1):
         total += occupied[goal, t]
     return total
+
+
+@njit(cache=True)
+def _move_path(
+    occupied: np.ndarray, stepping: np.ndarray, parked: np.ndarray, latest: np.ndarray, path: np.ndarray,
+    width: int, sign: int,
+) -> None:  # fmt: skip
+    """A whole path (from t = 0, parked at its goal) into the table (sign 1) or out of it (-1)."""
+    last = len(path) - 1
+    apply_run(occupied, stepping, latest, 0, path, True, width, sign)
+    if sign > 0:
+        parked[path[last]] = last
+    elif parked[path[last]] == last:
+        parked[path[last]] = -1
+
+
+@njit(cache=True)
+def scan_paths(
+    occupied: np.ndarray, stepping: np.ndarray, parked: np.ndarray, latest: np.ndarray, width: int,
+    removed: np.ndarray, removed_ends: np.ndarray, probes: np.ndarray, probe_ends: np.ndarray,
+    outside: np.ndarray, inside: np.ndarray,
+) -> None:  # fmt: skip
+    """Each probe path's conflicts with the table less the ``removed`` paths (``outside``) and with the other
+    probes (``inside``), the paths given concatenated with their ends; the table is left as it was. One call,
+    so no other thread sees the table in between (it holds the interpreter lock). The coordinator's scoring of
+    an answer: the new paths against the plan without the paths they replace (``occupancy.scan_change``).
+    The horizon must hold the longest path (the caller widens it)."""
+    start = 0
+    for i in range(len(removed_ends)):
+        _move_path(occupied, stepping, parked, latest, removed[start : removed_ends[i]], width, -1)
+        start = removed_ends[i]
+    start = 0
+    for i in range(len(probe_ends)):
+        path = probes[start : probe_ends[i]]
+        outside[i] = path_conflicts_of(occupied, stepping, parked, latest, path, width)
+        start = probe_ends[i]
+    start = 0
+    for i in range(len(probe_ends)):
+        _move_path(occupied, stepping, parked, latest, probes[start : probe_ends[i]], width, 1)
+        start = probe_ends[i]
+    start = 0
+    for i in range(len(probe_ends)):  # each against all the others: out, counted, back in
+        path = probes[start : probe_ends[i]]
+        _move_path(occupied, stepping, parked, latest, path, width, -1)
+        inside[i] = path_conflicts_of(occupied, stepping, parked, latest, path, width) - outside[i]
+        _move_path(occupied, stepping, parked, latest, path, width, 1)
+        start = probe_ends[i]
+    start = 0
+    for i in range(len(probe_ends)):
+        _move_path(occupied, stepping, parked, latest, probes[start : probe_ends[i]], width, -1)
+        start = probe_ends[i]
+    start = 0
+    for i in range(len(removed_ends)):
+        _move_path(occupied, stepping, parked, latest, removed[start : removed_ends[i]], width, 1)
+        start = removed_ends[i]
 
 
 @njit(cache=True)
@@ -276,5 +332,8 @@ def warm() -> None:
     parked = np.full(2, -1, np.int64)
     apply_run(occupied, stepping, latest, 0, np.array([0, 1], np.int64), True, 2, 1)
     path_conflicts_of(occupied, stepping, parked, latest, np.array([1, 0], np.int64), 2)
+    one, ends = np.array([1, 0], np.int64), np.array([2], np.int64)
+    counts = np.zeros(1, np.int64)
+    scan_paths(occupied, stepping, parked, latest, 2, one, ends, one, ends, counts, counts.copy())
     steps = np.array([[1, -1, -1, -1], [0, -1, -1, -1]], np.int64)
     search(steps, np.array([1, 0], np.int64), occupied, stepping, latest, parked, 3, 2, 0, 1, 10, 100, 0)

@@ -33,9 +33,9 @@ from tasks.routing.occupancy import (
     conflicts_between,
     cost,
     full_conflicts,
-    scan_change,
 )
 from tasks.routing.opening import OPENING_SECONDS, Opening
+from tasks.routing.plan_mirror import PlanMirror
 from tasks.routing.prompt import RoutingPrompt
 from tasks.routing.rebase import Rebaser
 from tasks.routing.regroup import Blocks, holding_up, regroup_by_weight
@@ -146,6 +146,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         """The last change counted from scratch, with the work of its count: a stale answer is scored, then
         rebased (``rebase``), and the rebase's first pass reads which paths collide off it."""
         self._rebaser = Rebaser(self.grid, self.inst.starts, self.inst.goals, self.inst.max_len)
+        self._mirror = PlanMirror(self.grid.n_cells, self.grid.width)
         self._opening = self._team_opening()
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
         """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
@@ -254,11 +255,20 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         last = self._last_change
         if last is not None and _same_change(last[0], last[1], state, changes):
             return last[2]
-        # a plan without conflicts has none among the paths about to go (most heads are such plans)
-        scan = scan_change(state.index, old, new, before=0 if state.conflicts == 0 else None)
+        scan = self._scan(state, old, new)
         self._last_change = (state, list(changes.items()), scan.d_conf)
         self._last_scan = (state, list(changes.items()), scan)
         return scan.d_conf
+
+    def _scan(self, state: RoutingState, old: dict[int, Path], new: dict[int, Path]) -> ChangeScan:
+        """The change's conflicts off the plan's compiled mirror; the paths about to go have none on a plan
+        without conflicts (most heads are such plans), so they are counted only on the others."""
+        outside, inside = self._mirror.scan(state.paths, old, new)
+        before = 0
+        if state.conflicts:
+            gone_outside, gone_inside = self._mirror.scan(state.paths, old, old)
+            before = sum(gone_outside.values()) + sum(gone_inside.values()) // 2
+        return ChangeScan(sum(outside.values()) + sum(inside.values()) // 2 - before, outside, inside)
 
     def apply(self, state: RoutingState, changes: Mapping[int, Proposed]) -> RoutingState:
         old, new = self._changed(state, changes)
@@ -336,7 +346,7 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         repair); None when nothing collides or nothing of it can be kept."""
         rng = random.Random(self.p.seed + block)
         last = self._last_scan
-        self._last_scan = None  # the rebase takes the scan's index over and changes it
+        self._last_scan = None  # read once: the rebase changes what the scan was of
         scan = last[2] if last is not None and _same_change(last[0], last[1], state, {block: value}) else None
         fixed = self._rebaser.rebase(state, state.blocks[block], value, self.p.rebase_repair, rng, scan)
         if fixed is not None and state.conflicts == 0:

@@ -1,0 +1,106 @@
+"""The coordinator's plan as count arrays, so that scoring an answer runs compiled (``sipp_jit.scan_paths``).
+
+Scoring an answer on the occupancy index walked each new path through Python dicts and built an index of
+the new paths to count their conflicts among themselves: a quarter of the coordinator's CPU with 16 agents
+at k = 300 (docs/notes/2026-12-07-coordinator-scan.md). The agents' searches already count off array
+mirrors (``reservations.TableArrays``); this is the same table for the plan the coordinator scores on. It
+follows whichever plan it is asked about, path by path (a commit changes a few dozen of 300), and one
+lock keeps two threads from moving it at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from tasks.routing.occupancy import Path
+from tasks.routing.sipp_jit import apply_run, scan_paths
+
+
+class PlanMirror:
+    """Counts of who is where when in one plan (``sipp_jit``'s arrays), moved to the next plan asked about."""
+
+    def __init__(self, n_cells: int, width: int) -> None:
+        self.n_cells, self.width = n_cells, width
+        self._paths: Sequence[Path] | None = None
+        self._occupied = np.zeros((n_cells, 64), np.int16)
+        self._stepping = np.zeros((n_cells, 64, 4), np.int16)
+        self._parked = np.full(n_cells, -1, np.int64)
+        self._latest = np.full(n_cells, -1, np.int64)
+        self._lock = threading.Lock()
+
+    def scan(
+        self, paths: Sequence[Path], old: Mapping[int, Path], new: Mapping[int, Path]
+    ) -> tuple[dict[int, int], dict[int, int]]:
+        """For each robot of ``new`` (the robots of ``old``, whose paths in ``paths`` they replace): its new
+        path's conflicts with the plan's other robots, and with the other new paths (``scan_change``'s)."""
+        removed, removed_ends = _concatenated(old.values())
+        probes, probe_ends = _concatenated(new.values())
+        outside = np.zeros(len(new), np.int64)
+        inside = np.zeros(len(new), np.int64)
+        longest = max((len(p) for p in (*old.values(), *new.values())), default=1)
+        with self._lock:
+            self._follow(paths)
+            self._widen(longest)
+            scan_paths(
+                self._occupied, self._stepping, self._parked, self._latest, self.width,
+                removed, removed_ends, probes, probe_ends, outside, inside,
+            )  # fmt: skip
+        robots = list(new)
+        return (
+            dict(zip(robots, outside.tolist(), strict=True)),
+            dict(zip(robots, inside.tolist(), strict=True)),
+        )
+
+    def _follow(self, paths: Sequence[Path]) -> None:
+        """Become ``paths``: from scratch the first time (or for another number of robots), else only the
+        paths that differ (a plan shares its unchanged paths with the plan it came from)."""
+        before = self._paths
+        if before is paths:
+            return
+        if before is None or len(before) != len(paths):
+            self._occupied[:] = 0
+            self._stepping[:] = 0
+            self._parked[:] = -1
+            self._latest[:] = -1
+            for p in paths:
+                self._move(p, 1)
+        else:
+            for was, now in zip(before, paths, strict=True):
+                if was is not now and was != now:
+                    self._move(was, -1)
+                    self._move(now, 1)
+        self._paths = paths
+
+    def _move(self, path: Path, sign: int) -> None:
+        last = len(path) - 1
+        self._widen(last + 1)
+        cells = np.asarray(path, np.int64)
+        apply_run(self._occupied, self._stepping, self._latest, 0, cells, True, self.width, sign)
+        goal = path[last]
+        if sign > 0:
+            self._parked[goal] = last
+        elif self._parked[goal] == last:
+            self._parked[goal] = -1
+
+    def _widen(self, length: int) -> None:
+        """A horizon that holds a path of ``length`` cells (the kernels do not check bounds)."""
+        old = self._occupied.shape[1]
+        if length <= old:
+            return
+        horizon = max(2 * old, length)
+        occupied = np.zeros((self.n_cells, horizon), np.int16)
+        occupied[:, :old] = self._occupied
+        stepping = np.zeros((self.n_cells, horizon, 4), np.int16)
+        stepping[:, :old] = self._stepping
+        self._occupied, self._stepping = occupied, stepping
+
+
+def _concatenated(paths: Iterable[Path]) -> tuple[np.ndarray, np.ndarray]:
+    """Paths as one array of cells and the end of each."""
+    listed = list(paths)
+    ends = np.cumsum([len(p) for p in listed], dtype=np.int64)
+    cells = np.fromiter((c for p in listed for c in p), np.int64, int(ends[-1]) if len(ends) else 0)
+    return cells, ends
