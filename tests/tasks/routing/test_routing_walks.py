@@ -208,9 +208,14 @@ def test_follow_from_a_clean_search_ends_as_counting_every_change_did(
     search = _walked(grid, starts, goals, plan, seed)
     assume(search.collisions == 0)
     now = list(_walked(grid, starts, goals, plan, seed + 1).paths)
-    if broken:
-        i, j = rng.sample(range(robots), 2)
-        now[i] = (now[j][0], *now[j])  # robot i waits where j starts, then moves as j: they collide
+    if broken:  # robot i waits at its start until a robot ``now`` moved too passes there: they collide
+        i = rng.randrange(robots)  # (its own start and goal: the index parks one robot per goal)
+        moved = [now[j] for j in range(robots) if j != i and now[j] != plan[j]]
+        waits = ((now[i][0],) * k + now[i] for k in range(1, 41))
+        hits = (w for w in waits if any(full_conflicts(grid.n_cells, {0: w, 1: m}) for m in moved))
+        path = next(hits, None)
+        assume(path is not None)
+        now[i] = path
     reference = copy.deepcopy(search)
     assert search.follow(plan, now) == reference_follow(reference, plan, now)
     assert search.paths == reference.paths and search.ext == reference.ext
