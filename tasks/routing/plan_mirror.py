@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from tasks.routing.occupancy import Path
-from tasks.routing.sipp_jit import apply_run, scan_paths
+from tasks.routing.occupancy import ChangeScan, Path
+from tasks.routing.sipp_jit import apply_run, keep_fitting, scan_paths
 
 
 class PlanMirror:
@@ -53,6 +53,29 @@ class PlanMirror:
             dict(zip(robots, outside.tolist(), strict=True)),
             dict(zip(robots, inside.tolist(), strict=True)),
         )
+
+    def keep_what_fits(
+        self, paths: Sequence[Path], written: Mapping[int, Path], scan: ChangeScan
+    ) -> tuple[dict[int, Path], bool]:
+        """``rebase.keep_what_fits(index, paths, written, scan)`` compiled (``sipp_jit.keep_fitting``): the
+        written paths that fit the plan as it is, and whether any collided. ``scan`` is this mirror's of the
+        same change (its robots those of ``written``)."""
+        robots = list(written)
+        current, current_ends = _concatenated(paths[r] for r in robots)
+        new, new_ends = _concatenated(written.values())
+        outside = np.fromiter((scan.outside[r] for r in robots), np.int64, len(robots))
+        inside = np.fromiter((scan.inside[r] for r in robots), np.int64, len(robots))
+        order = sorted(range(len(robots)), key=lambda i: len(paths[robots[i]]) - len(written[robots[i]]))
+        kept = np.zeros(len(robots), np.bool_)
+        longest = max((len(p) for p in written.values()), default=1)
+        with self._lock:
+            self._follow(paths)
+            self._widen(longest)
+            collided = keep_fitting(
+                self._occupied, self._stepping, self._parked, self._latest, self.width,
+                current, current_ends, new, new_ends, outside, inside, np.asarray(order, np.int64), kept,
+            )  # fmt: skip
+        return {r: written[r] for r, keep in zip(robots, kept.tolist(), strict=True) if keep}, bool(collided)
 
     def _follow(self, paths: Sequence[Path]) -> None:
         """Become ``paths``: from scratch the first time (or for another number of robots), else only the

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from tasks.routing.grid import Grid
 from tasks.routing.occupancy import ChangeScan, OccupancyIndex, Path, cost
+from tasks.routing.plan_mirror import PlanMirror
 from tasks.routing.repair import BlockSearch, repair
 from tasks.routing.reservations import Reservations
 from tasks.routing.state import Proposed, RoutingState
@@ -90,8 +91,18 @@ class Rebaser:
     """Settles stale proposals against the current plan; keeps the plan's reservation table between calls
     (moved path by path from one plan to the next) for the repair."""
 
-    def __init__(self, grid: Grid, starts: Sequence[int], goals: Sequence[int], max_len: int) -> None:
+    def __init__(
+        self,
+        grid: Grid,
+        starts: Sequence[int],
+        goals: Sequence[int],
+        max_len: int,
+        mirror: PlanMirror | None = None,
+    ) -> None:
+        """``mirror``: the plan's count arrays that scored the answers (``PlanMirror``), which then settle
+        them compiled; without it, or without the scoring's scan, ``keep_what_fits`` walks the index."""
         self.grid, self.starts, self.goals, self.max_len = grid, starts, goals, max_len
+        self.mirror = mirror
         self._plan: tuple[tuple[Path, ...], Reservations] | None = None
 
     def rebase(
@@ -113,7 +124,10 @@ class Rebaser:
         # on a plan without conflicts a path sent again as it is collides only where a changed one does, so
         # only the changed are checked (the paths the scoring's ``scan`` holds)
         changed = written if state.conflicts else {r: p for r, p in written.items() if p != paths[r]}
-        kept, collided = keep_what_fits(state.index, paths, changed, scan)
+        if self.mirror is not None and scan is not None and scan.outside.keys() == changed.keys():
+            kept, collided = self.mirror.keep_what_fits(paths, changed, scan)
+        else:
+            kept, collided = keep_what_fits(state.index, paths, changed, scan)
         if not collided:
             return None
         if kept and sum(cost(p) - cost(state.paths[r]) for r, p in kept.items()) < 0:

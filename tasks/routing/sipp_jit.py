@@ -165,6 +165,105 @@ def scan_paths(
 
 
 @njit(cache=True)
+def _nth(paths: np.ndarray, ends: np.ndarray, i: int) -> np.ndarray:
+    """Path ``i`` of paths given concatenated with the end of each."""
+    return paths[(0 if i == 0 else ends[i - 1]) : ends[i]]
+
+
+@njit(cache=True)
+def keep_fitting(
+    occupied: np.ndarray, stepping: np.ndarray, parked: np.ndarray, latest: np.ndarray, width: int,
+    current: np.ndarray, current_ends: np.ndarray, written: np.ndarray, written_ends: np.ndarray,
+    outside: np.ndarray, inside: np.ndarray, dearest_first: np.ndarray, kept: np.ndarray,
+) -> bool:  # fmt: skip
+    """``rebase.keep_what_fits`` off the plan's table, for an answer ``scan_paths`` counted on it: robot i's
+    path in the plan is ``current``'s i-th, its new one ``written``'s; ``kept[i]`` is set to whether the
+    new one stays. Returns whether any collided. The table is left as it was."""
+    n = len(written_ends)
+    for i in range(n):
+        _move_path(occupied, stepping, parked, latest, _nth(current, current_ends, i), width, -1)
+    back = np.zeros(n, np.bool_)  # the robot's current path is in the table again
+    collided = _put_back_colliding(
+        occupied, stepping, parked, latest, width, current, current_ends, written, written_ends,
+        outside, inside, kept, back,
+    )  # fmt: skip
+    _put_back_dearer(
+        occupied, stepping, parked, latest, width, current, current_ends, written, written_ends,
+        dearest_first, kept,
+    )  # fmt: skip
+    for i in range(n):  # the new paths out first: a robot's two paths end at one goal, parked once
+        if kept[i]:
+            _move_path(occupied, stepping, parked, latest, _nth(written, written_ends, i), width, -1)
+    for i in range(n):
+        if not back[i]:
+            _move_path(occupied, stepping, parked, latest, _nth(current, current_ends, i), width, 1)
+    return collided
+
+
+@njit(cache=True)
+def _put_back_colliding(
+    occupied: np.ndarray, stepping: np.ndarray, parked: np.ndarray, latest: np.ndarray, width: int,
+    current: np.ndarray, current_ends: np.ndarray, written: np.ndarray, written_ends: np.ndarray,
+    outside: np.ndarray, inside: np.ndarray, kept: np.ndarray, back: np.ndarray,
+) -> bool:  # fmt: skip
+    """The new paths that collide go back (their current paths into the table), then, pass by pass, those
+    that collide with a path just put back: a count against the plan less the robots' paths plus the paths
+    put back, above ``outside``. Whether any collided."""
+    n = len(written_ends)
+    colliding = np.zeros(n, np.bool_)
+    collided = False
+    for i in range(n):
+        kept[i] = True
+        if outside[i] > 0 or inside[i] > 0:
+            colliding[i] = collided = True
+    going = collided
+    while going:
+        for i in range(n):
+            if colliding[i]:
+                kept[i], back[i], colliding[i] = False, True, False
+                _move_path(occupied, stepping, parked, latest, _nth(current, current_ends, i), width, 1)
+        going = False
+        for i in range(n):
+            mine = _nth(written, written_ends, i)
+            if kept[i] and path_conflicts_of(occupied, stepping, parked, latest, mine, width) > outside[i]:
+                colliding[i] = going = True
+    return collided
+
+
+@njit(cache=True)
+def _put_back_dearer(
+    occupied: np.ndarray, stepping: np.ndarray, parked: np.ndarray, latest: np.ndarray, width: int,
+    current: np.ndarray, current_ends: np.ndarray, written: np.ndarray, written_ends: np.ndarray,
+    dearest_first: np.ndarray, kept: np.ndarray,
+) -> None:  # fmt: skip
+    """In ``dearest_first`` order while a kept new path costs more than the robot's current one, the robot
+    goes back where its current path fits beside the other new paths kept (a count against the table with
+    them equal to one without). Leaves the kept new paths in the table."""
+    n = len(written_ends)
+    fitting = np.zeros(n, np.int64)
+    for i in range(n):
+        if kept[i]:
+            fitting[i] = path_conflicts_of(
+                occupied, stepping, parked, latest, _nth(current, current_ends, i), width
+            )
+    for i in range(n):
+        if kept[i]:
+            _move_path(occupied, stepping, parked, latest, _nth(written, written_ends, i), width, 1)
+    for j in range(n):
+        i = dearest_first[j]
+        if not kept[i]:
+            continue
+        mine, was = _nth(written, written_ends, i), _nth(current, current_ends, i)
+        if len(mine) <= len(was):
+            break
+        _move_path(occupied, stepping, parked, latest, mine, width, -1)
+        if path_conflicts_of(occupied, stepping, parked, latest, was, width) == fitting[i]:
+            kept[i] = False
+        else:
+            _move_path(occupied, stepping, parked, latest, mine, width, 1)
+
+
+@njit(cache=True)
 def _intervals(
     occupied: np.ndarray, latest: np.ndarray, parked: np.ndarray, cell: int, ignore_t0: bool,
     lo: np.ndarray, hi: np.ndarray, at: int,
@@ -335,5 +434,8 @@ def warm() -> None:
     one, ends = np.array([1, 0], np.int64), np.array([2], np.int64)
     counts = np.zeros(1, np.int64)
     scan_paths(occupied, stepping, parked, latest, 2, one, ends, one, ends, counts, counts.copy())
+    first = np.zeros(1, np.int64)
+    kept = np.zeros(1, np.bool_)
+    keep_fitting(occupied, stepping, parked, latest, 2, one, ends, one, ends, counts, counts, first, kept)
     steps = np.array([[1, -1, -1, -1], [0, -1, -1, -1]], np.int64)
     search(steps, np.array([1, 0], np.int64), occupied, stepping, latest, parked, 3, 2, 0, 1, 10, 100, 0)

@@ -145,8 +145,8 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         self._last_scan: tuple[RoutingState, list[tuple[int, Proposed]], ChangeScan] | None = None
         """The last change counted from scratch, with the work of its count: a stale answer is scored, then
         rebased (``rebase``), and the rebase's first pass reads which paths collide off it."""
-        self._rebaser = Rebaser(self.grid, self.inst.starts, self.inst.goals, self.inst.max_len)
         self._mirror = PlanMirror(self.grid.n_cells, self.grid.width)
+        self._rebaser = Rebaser(self.grid, self.inst.starts, self.inst.goals, self.inst.max_len, self._mirror)
         self._opening = self._team_opening()
         self._robot_of_start = {s: r for r, s in enumerate(self.inst.starts)}
         """Starts are distinct, so a path names its robot by its first cell (how ``validate`` stays stateless)."""
