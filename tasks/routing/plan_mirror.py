@@ -10,6 +10,7 @@ lock keeps two threads from moving it at once.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -125,5 +126,5 @@ def _concatenated(paths: Iterable[Path]) -> tuple[np.ndarray, np.ndarray]:
     """Paths as one array of cells and the end of each."""
     listed = list(paths)
     ends = np.cumsum([len(p) for p in listed], dtype=np.int64)
-    cells = np.fromiter((c for p in listed for c in p), np.int64, int(ends[-1]) if len(ends) else 0)
+    cells = np.fromiter(itertools.chain.from_iterable(listed), np.int64, int(ends[-1]) if len(ends) else 0)
     return cells, ends
