@@ -41,7 +41,7 @@ from tasks.routing.rebase import Rebaser
 from tasks.routing.regroup import Blocks, holding_up, regroup_by_weight
 from tasks.routing.repair import prioritized, repair
 from tasks.routing.reservations import Reservations
-from tasks.routing.state import Proposed, RoutingState
+from tasks.routing.state import LazyIndex, Proposed, RoutingState
 
 TEAM_STOP_AFTER = 300
 """An async team's ``stop_after`` (``RoutingTask.team_defaults``): side by side with 100 (random-32-32-10,
@@ -196,7 +196,11 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
     def state_of(self, paths: tuple[Path, ...], blocks: Blocks | None = None) -> RoutingState:
         index = OccupancyIndex.build(self.grid.n_cells, dict(enumerate(paths)))
         return RoutingState(
-            paths, index, sum(cost(p) for p in paths), index.total_conflicts(), blocks or self.inst.blocks
+            paths,
+            LazyIndex(self.grid.n_cells, paths, made=index),
+            sum(cost(p) for p in paths),
+            index.total_conflicts(),
+            blocks or self.inst.blocks,
         )
 
     # -- model -----------------------------------------------------------------
@@ -275,18 +279,16 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         if not new:
             return state
         d_conf = self._conflicts_change(state, changes, old, new)
-        index = state.index.copy()
         paths = list(state.paths)
-        for r, p in old.items():
-            index.remove(r, p)
         for r, p in new.items():
-            index.add(r, p)
             paths[r] = p
         d_soc = sum(cost(p) for p in new.values()) - sum(cost(p) for p in old.values())
         if self._opening is not None:  # (apply is the engine's commit)
             for b in changes:
                 self._opening.merged(b)
-        return RoutingState(tuple(paths), index, state.soc + d_soc, state.conflicts + d_conf, state.blocks)
+        after = tuple(paths)
+        index = state.lazy_index.after(after, old, new)
+        return RoutingState(after, index, state.soc + d_soc, state.conflicts + d_conf, state.blocks)
 
     def block_value(self, state: RoutingState, block: int) -> tuple[Path, ...]:
         return tuple(state.paths[r] for r in state.blocks[block])

@@ -171,6 +171,38 @@ def test_applying_a_change_leaves_the_old_plans_index_as_it_was(seed: int) -> No
     assert state.index.visits == before.visits
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), read=st.lists(st.booleans(), min_size=1, max_size=5))
+def test_a_commits_index_is_made_only_when_read_and_is_the_index_of_its_paths(
+    seed: int, read: list[bool]
+) -> None:
+    """``apply`` makes no index (a team's commits need none): one is made when read, from the last state's
+    if that one was made, else from the paths, and either way it is the index of the state's paths. Seen to
+    fail with the changed paths not taken out of the copy, and with the last state's index made to derive
+    the next one's."""
+    from tasks.routing.occupancy import OccupancyIndex
+
+    rng = random.Random(seed)
+    task = _task(24, 4)
+    state = task.initial_state()
+    unread = []
+    for look in read:  # a chain of commits, some of whose indexes are read
+        moved = rng.randrange(task.n_blocks)
+        walks = tuple(_random_walk_path(task, r, rng) for r in state.blocks[moved])
+        state = task.apply(state, {moved: walks})
+        assert state.lazy_index._made is None
+        if not look:
+            unread.append(state)
+        else:
+            fresh = OccupancyIndex.build(task.grid.n_cells, dict(enumerate(state.paths)))
+            index = state.index
+            for mine, theirs in ((index.vert, fresh.vert), (index.edge, fresh.edge)):  # (robots in any order)
+                assert {k: sorted(v) for k, v in mine.items()} == {k: sorted(v) for k, v in theirs.items()}
+            assert (index.park, index.visits) == (fresh.park, fresh.visits)
+            assert index.total_conflicts() == state.conflicts
+    assert all(s.lazy_index._made is None for s in unread)  # what nobody read was never made
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000), st.integers(2, 30))
 def test_a_copied_index_and_its_source_change_independently(seed: int, count: int) -> None:
