@@ -50,11 +50,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _compiled_routing_kernels() -> None:
-    """Compile routing's SIPP once, before any test starts worker processes: on a fresh clone each of them
-    would otherwise compile it anew (about 6 s each) inside a timed run."""
-    from tasks.routing.sipp_jit import warm
+    """Compile routing's kernels once, before any test starts worker processes: on a fresh clone each of them
+    would otherwise compile them anew (about 6 s each) inside a timed run."""
+    from tasks.routing import plan_jit, sipp_jit
 
-    warm()
+    sipp_jit.warm()
+    plan_jit.warm_counts()
 
 
 @dataclass

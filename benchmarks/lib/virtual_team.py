@@ -402,8 +402,8 @@ def worker_startup_cpu() -> float:
     """CPU seconds of a fresh worker process's imports and its kind's warm-up from numba's on-disk cache (what
     ``blockopt`` spawns per agent; in this one process the kernels are loaded once, by the first agent)."""
     code = (
-        "import agents.worker, agents.proposers, tasks.registry, tasks.routing.lns, tasks.routing.sipp_jit;"
-        " tasks.routing.sipp_jit.warm()"
+        "import agents.worker, agents.proposers, tasks.registry, tasks.routing.lns, tasks.routing.plan_jit;"
+        " tasks.routing.sipp_jit.warm(); tasks.routing.plan_jit.warm_counts()"
     )
     before = _children_cpu()
     subprocess.run([sys.executable, "-c", code], check=True)

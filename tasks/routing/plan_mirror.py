@@ -1,4 +1,4 @@
-"""The coordinator's plan as count arrays, so that scoring an answer runs compiled (``sipp_jit.scan_paths``).
+"""The coordinator's plan as count arrays, so that scoring an answer runs compiled (``plan_jit``).
 
 Scoring an answer on the occupancy index walked each new path through Python dicts and built an index of
 the new paths to count their conflicts among themselves: a quarter of the coordinator's CPU with 16 agents
@@ -17,11 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from tasks.routing.occupancy import ChangeScan, Path
-from tasks.routing.sipp_jit import apply_run, keep_fitting, scan_paths
+from tasks.routing.plan_jit import keep_fitting, scan_paths
+from tasks.routing.sipp_jit import apply_run
 
 
 class PlanMirror:
-    """Counts of who is where when in one plan (``sipp_jit``'s arrays), moved to the next plan asked about."""
+    """Counts of who is where when in one plan (``sipp_jit``'s arrays, ``plan_jit``'s kernels), moved to the
+    next plan asked about."""
 
     def __init__(self, n_cells: int, width: int) -> None:
         self.n_cells, self.width = n_cells, width
@@ -58,7 +60,7 @@ class PlanMirror:
     def keep_what_fits(
         self, paths: Sequence[Path], written: Mapping[int, Path], scan: ChangeScan
     ) -> tuple[dict[int, Path], bool]:
-        """``rebase.keep_what_fits(index, paths, written, scan)`` compiled (``sipp_jit.keep_fitting``): the
+        """``rebase.keep_what_fits(index, paths, written, scan)`` compiled (``plan_jit.keep_fitting``): the
         written paths that fit the plan as it is, and whether any collided. ``scan`` is this mirror's of the
         same change (its robots those of ``written``)."""
         robots = list(written)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks import capabilities
 from tasks.base import InvalidProposal, Reference, RenderedContract, Task
-from tasks.routing import sipp_jit
+from tasks.routing import plan_jit, sipp_jit
 from tasks.routing.contract import GeometryCache, build_contract
 from tasks.routing.destroy import delays
 from tasks.routing.instance import Instance, RoutingParams, build_instance
@@ -653,8 +653,10 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
         ]
 
     def warm_up(self) -> None:
-        """The compiled SIPP kernels, compiled or loaded from numba's cache before any search needs them."""
+        """The compiled kernels (the agents' SIPP, the coordinator's counts), compiled or loaded from numba's
+        cache before any search or scoring needs them."""
         sipp_jit.warm()
+        plan_jit.warm_counts()
 
     def lag_rounds(self, knobs: BaseModel) -> int:
         """A randomized search that finds nothing in one budget may find something in the next."""

@@ -8,10 +8,12 @@ was made, including runs later than the mirror's first horizon (it widens).
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -100,24 +102,31 @@ def test_a_search_cut_short_says_a_path_may_exist() -> None:
     assert sipp_search(grid, start, goal, table, 300, deadline=time.perf_counter() - 1) == (None, False)
 
 
-def test_after_warm_a_routing_proposal_compiles_nothing() -> None:
-    """``warm`` (the test session's first step; a deployment's before it starts workers) leaves nothing for
-    a proposal to compile inside its time budget: in a fresh process, numba records no compilation while a
-    routing proposer repairs and searches a plan that starts with collisions. A kernel left out of ``warm``
-    once made a fresh clone's first routing proposal spend its 0.5 s compiling, and find nothing."""
+def test_after_warm_a_routing_proposal_and_its_scoring_compile_nothing(tmp_path: Path) -> None:
+    """The kind's warm-up (``RoutingTask.warm_up``: the coordinator's while it prepares a task, an agent's
+    after joining, the test session's first step) leaves nothing for a proposal to compile inside its time
+    budget, nor for the coordinator's scoring and rebase of it: in a fresh process, numba records no
+    compilation while a routing proposer repairs and searches a plan that starts with collisions and the
+    task scores and settles what it found. A kernel left out of ``warm`` once made a fresh clone's first
+    routing proposal spend its 0.5 s compiling, and find nothing. With numba's cache empty, as on a fresh
+    clone (a kernel loaded from the cache is no compilation)."""
     code = (
         "from numba.core.event import install_recorder\n"
         "from coordinator.engine.contract import contract_envelope\n"
         "from coordinator.engine.rounds import RoundEngine\n"
         "from tasks.registry import create_task\n"
-        "from tasks.routing import sipp_jit\n"
-        "sipp_jit.warm()\n"
         "task = create_task('routing', {'robots': 12, 'blocks': 1, 'seed': 0, 'initial': 'shortest'})\n"
-        "contract = contract_envelope(task, RoundEngine(task).initial_snapshot(), 0)\n"
+        "task.warm_up()\n"
+        "snap = RoundEngine(task).initial_snapshot()\n"
+        "contract = contract_envelope(task, snap, 0)\n"
         "proposer = task.make_proposer(task.ProposerParams(time_budget=1.0), seed=1)\n"
         "with install_recorder('numba:compile') as compiled:\n"
         "    draft = proposer.propose(contract)\n"
+        "    value = task.validate(0, draft.value)\n"
+        "    task.evaluate_change(snap.state, {0: value})\n"
+        "    task.rebase(snap.state, 0, value)\n"
         "print(draft is not None, len(compiled.buffer))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert done.stdout.split() == ["True", "0"], done.stdout
