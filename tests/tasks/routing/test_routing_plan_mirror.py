@@ -8,6 +8,8 @@ follows the head, and is checked against ``occupancy.scan_change`` on each.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,6 +69,16 @@ def plan_histories(draw: st.DrawFn) -> tuple[list[tuple[Path, ...]], list[dict[i
     return plans, [some_new_paths() for _ in plans]
 
 
+def changes_along(
+    history: tuple[list[tuple[Path, ...]], list[dict[int, Path]]],
+) -> Iterator[tuple[tuple[Path, ...], dict[int, Path]]]:
+    """Each plan of the history with the paths of its change that differ from the plan's (if any do)."""
+    for plan, written in zip(*history, strict=True):
+        new = {r: p for r, p in written.items() if p != plan[r]}
+        if new:
+            yield plan, new
+
+
 @settings(max_examples=400, deadline=None)
 @given(plan_histories())
 def test_the_mirror_counts_each_new_path_as_the_index_does_and_is_left_as_it_was(
@@ -76,12 +88,8 @@ def test_the_mirror_counts_each_new_path_as_the_index_does_and_is_left_as_it_was
     paths are the index's (``scan_change``), and the arrays after a scan are those of the plan alone. Seen
     to fail with a parked robot's time left in place when its path is taken out, and with the other new
     paths left out of the table when each is counted against them."""
-    plans, changes = history
     mirror = PlanMirror(CELLS, WIDTH)
-    for plan, written in zip(plans, changes, strict=True):
-        new = {r: p for r, p in written.items() if p != plan[r]}
-        if not new:
-            continue
+    for plan, new in changes_along(history):
         old = {r: plan[r] for r in new}
         expected = scan_change(OccupancyIndex.build(CELLS, dict(enumerate(plan))), old, new)
         outside, inside = mirror.scan(plan, old, new)
@@ -108,12 +116,8 @@ def test_the_compiled_rebase_keeps_what_walking_the_index_keeps(
     the current one fits) keeps what ``rebase.keep_what_fits`` keeps walking the index, says alike whether
     anything collided, and leaves the arrays as they were. Seen to fail with only the first pass, and with
     the dearer paths' check made against the whole table instead of the new paths kept."""
-    plans, changes = history
     mirror = PlanMirror(CELLS, WIDTH)
-    for plan, written in zip(plans, changes, strict=True):
-        new = {r: p for r, p in written.items() if p != plan[r]}
-        if not new:
-            continue
+    for plan, new in changes_along(history):
         outside, inside = mirror.scan(plan, {r: plan[r] for r in new}, new)
         scan = ChangeScan(0, outside, inside)
         index = OccupancyIndex.build(CELLS, dict(enumerate(plan)))
