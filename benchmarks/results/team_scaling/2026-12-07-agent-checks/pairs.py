@@ -57,7 +57,7 @@ def main() -> None:
             runs[(arm, int(run["seed"]), f.stem.rsplit("-", 1)[1])] = run
     from_start: Heads = {key: [value_at(run["curve"], t) for t in MARKS] for key, run in runs.items()}
     joined = {key: run["create_cpu"] + run["agent_start"] for key, run in runs.items()}
-    from_join = {key: [value_at(run["curve"], at + t) for t in FROM_JOIN] for key, at in joined.items()}
+    from_join = {key: [value_at(runs[key]["curve"], at + t) for t in FROM_JOIN] for key, at in joined.items()}
     for key, run in runs.items():
         stale = sum(v for k, v in run["rejected_by_reason"].items() if k.startswith("stale"))
         print(
