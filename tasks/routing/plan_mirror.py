@@ -28,8 +28,9 @@ class PlanMirror:
     def __init__(self, n_cells: int, width: int) -> None:
         self.n_cells, self.width = n_cells, width
         self._paths: Sequence[Path] | None = None
-        self._occupied = np.zeros((n_cells, 64), np.int16)
-        self._stepping = np.zeros((n_cells, 64, 4), np.int16)
+        # no horizon until first used: every process that builds the task has a mirror, an agent's unused
+        self._occupied = np.zeros((n_cells, 0), np.int16)
+        self._stepping = np.zeros((n_cells, 0, 4), np.int16)
         self._parked = np.full(n_cells, -1, np.int64)
         self._latest = np.full(n_cells, -1, np.int64)
         self._lock = threading.Lock()
@@ -116,7 +117,7 @@ class PlanMirror:
         old = self._occupied.shape[1]
         if length <= old:
             return
-        horizon = max(2 * old, length)
+        horizon = max(2 * old, length, 64)
         occupied = np.zeros((self.n_cells, horizon), np.int16)
         occupied[:, :old] = self._occupied
         stepping = np.zeros((self.n_cells, horizon, 4), np.int16)
