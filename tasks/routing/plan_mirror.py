@@ -17,8 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from tasks.routing.occupancy import ChangeScan, Path
-from tasks.routing.plan_jit import keep_fitting, scan_paths
-from tasks.routing.sipp_jit import apply_run
+from tasks.routing.plan_jit import Paths, Table, keep_fitting, move_path, scan_paths
 
 
 class PlanMirror:
@@ -40,18 +39,14 @@ class PlanMirror:
     ) -> tuple[dict[int, int], dict[int, int]]:
         """For each robot of ``new`` (the robots of ``old``, whose paths in ``paths`` they replace): its new
         path's conflicts with the plan's other robots, and with the other new paths (``scan_change``'s)."""
-        removed, removed_ends = _concatenated(old.values())
-        probes, probe_ends = _concatenated(new.values())
+        removed, probes = _concatenated(old.values()), _concatenated(new.values())
         outside = np.zeros(len(new), np.int64)
         inside = np.zeros(len(new), np.int64)
         longest = max((len(p) for p in (*old.values(), *new.values())), default=1)
         with self._lock:
             self._follow(paths)
             self._widen(longest)
-            scan_paths(
-                self._occupied, self._stepping, self._parked, self._latest, self.width,
-                removed, removed_ends, probes, probe_ends, outside, inside,
-            )  # fmt: skip
+            scan_paths(self._table(), removed, probes, outside, inside)
         robots = list(new)
         return (
             dict(zip(robots, outside.tolist(), strict=True)),
@@ -65,8 +60,7 @@ class PlanMirror:
         written paths that fit the plan as it is, and whether any collided. ``scan`` is this mirror's of the
         same change (its robots those of ``written``)."""
         robots = list(written)
-        current, current_ends = _concatenated(paths[r] for r in robots)
-        new, new_ends = _concatenated(written.values())
+        current, new = _concatenated(paths[r] for r in robots), _concatenated(written.values())
         outside = np.fromiter((scan.outside[r] for r in robots), np.int64, len(robots))
         inside = np.fromiter((scan.inside[r] for r in robots), np.int64, len(robots))
         order = sorted(range(len(robots)), key=lambda i: len(paths[robots[i]]) - len(written[robots[i]]))
@@ -75,11 +69,12 @@ class PlanMirror:
         with self._lock:
             self._follow(paths)
             self._widen(longest)
-            collided = keep_fitting(
-                self._occupied, self._stepping, self._parked, self._latest, self.width,
-                current, current_ends, new, new_ends, outside, inside, np.asarray(order, np.int64), kept,
-            )  # fmt: skip
+            dearest_first = np.asarray(order, np.int64)
+            collided = keep_fitting(self._table(), current, new, outside, inside, dearest_first, kept)
         return {r: written[r] for r, keep in zip(robots, kept.tolist(), strict=True) if keep}, bool(collided)
+
+    def _table(self) -> Table:
+        return self._occupied, self._stepping, self._parked, self._latest, self.width
 
     def _follow(self, paths: Sequence[Path]) -> None:
         """Become ``paths``: from scratch the first time (or for another number of robots), else only the
@@ -102,15 +97,8 @@ class PlanMirror:
         self._paths = paths
 
     def _move(self, path: Path, sign: int) -> None:
-        last = len(path) - 1
-        self._widen(last + 1)
-        cells = np.asarray(path, np.int64)
-        apply_run(self._occupied, self._stepping, self._latest, 0, cells, True, self.width, sign)
-        goal = path[last]
-        if sign > 0:
-            self._parked[goal] = last
-        elif self._parked[goal] == last:
-            self._parked[goal] = -1
+        self._widen(len(path))
+        move_path(self._table(), np.asarray(path, np.int64), sign)
 
     def _widen(self, length: int) -> None:
         """A horizon that holds a path of ``length`` cells (the kernels do not check bounds)."""
@@ -125,7 +113,7 @@ class PlanMirror:
         self._occupied, self._stepping = occupied, stepping
 
 
-def _concatenated(paths: Iterable[Path]) -> tuple[np.ndarray, np.ndarray]:
+def _concatenated(paths: Iterable[Path]) -> Paths:
     """Paths as one array of cells and the end of each."""
     listed = list(paths)
     ends = np.cumsum([len(p) for p in listed], dtype=np.int64)
