@@ -21,6 +21,7 @@ capability             members                              without it
 ``ChangedBlocks``      ``changed_blocks``                   every block's value compared
 ``Rebasing``           ``rebase``                           a stale value is scored as it came
 ``HeadChanges``        ``head_changes``                     an agent's search stays on its lease's head
+``LevelMerges``         ``moves``                            an answer that does not improve is refused
 ``Ownership``          ``block_elements``,                  a block holds ``("block", b)``, and every
                        ``written_elements``                 value writes exactly that
 ``Persistence``        ``dump_state``, ``load_state``       the state already is JSON
@@ -194,6 +195,20 @@ class HeadChanges(Protocol):
         (docs/notes/2026-12-06-searches-follow-the-head.md)."""
 
 
+@runtime_checkable
+class LevelMerges(Protocol):
+    def moves(self, state: Any, block: int, value: Value) -> bool:
+        """Whether ``value`` changes ``state`` (validated, scored as keeping the objective): such an answer
+        is merged, so that the head walks the plateau with every agent's search instead of only one agent's
+        walk reaching the next improvement.
+
+        A kind whose searches walk among equal solutions offers it (routing: its LNS keeps a step that
+        does not lengthen the plan). In a model with no protocol cost, sixteen whole-plan searches merged only
+        when they improved kept pace with two or three searches (random-32-32-10, k = 300); merged every
+        0.05 s also when level, with six to seventeen (docs/notes/2026-12-07-the-head-walks.md). The round
+        record counts such a merge as none: the books and the stall rule read improvements."""
+
+
 # -- ownership: a block's agent writes only what its lease holds --------------------------------------
 @runtime_checkable
 class Ownership(Protocol):
@@ -258,6 +273,7 @@ CAPABILITIES: tuple[type, ...] = (
     ChangedBlocks,
     Rebasing,
     HeadChanges,
+    LevelMerges,
     Ownership,
     Persistence,
     Views,
@@ -404,6 +420,11 @@ def rebase(task: Task[Any, Any], state: Any, block: int, value: Value) -> Value 
 def head_changes(task: Task[Any, Any], before: Any, after: Any) -> JSON | None:
     """The kind's ``head_changes``, or None: without it an agent's search stays on its lease's head."""
     return cast(HeadChanges, task).head_changes(before, after) if offers(task, HeadChanges) else None
+
+
+def moves(task: Task[Any, Any], state: Any, block: int, value: Value) -> bool:
+    """The kind's ``moves``; without it no answer is merged for keeping the objective."""
+    return cast(LevelMerges, task).moves(state, block, value) if offers(task, LevelMerges) else False
 
 
 def block_elements(task: Task[Any, Any], state: Any, block: int) -> frozenset[Hashable]:

@@ -712,7 +712,9 @@ class Replay:
         rounds = await self.service.store.rounds(self.task_id)
         spec = await self.service.spec(self.task_id)
         curve = [(0.0, spec.initial_objective)]
-        curve += [(e.closed_at - self.created_at, e.record.objective) for e in rounds]
+        for e in rounds:  # where the head's objective changed (level merges move it at the same objective)
+            if e.record.objective != curve[-1][1]:
+                curve.append((e.closed_at - self.created_at, e.record.objective))
         check_order(self.queue.handled)
         check_calls(self.core.calls)
         create = self.core.calls[0][1:3]

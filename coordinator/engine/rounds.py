@@ -244,7 +244,7 @@ class RoundEngine:
                     screened=gain,
                 )
                 continue
-            if gain <= self.tolerance:
+            if gain <= self.tolerance and not self._level(state, p.block, value, gain):
                 reject(p, "not_improving", f"standalone improvement {gain:.6g} is not positive", gain)
                 continue
             fp = capabilities.footprint(self.task, state, p.block, value)
@@ -263,7 +263,8 @@ class RoundEngine:
         if changes:
             new_state = self.task.apply(state, changes)
             f1 = meter(self.task.objective, new_state)
-            if f1 < f0 - self.tolerance:
+            level = f1 <= f0 + self.tolerance and any(improving[i].gain <= self.tolerance for i in chosen)
+            if f1 < f0 - self.tolerance or level:  # a level answer: the head walks with it (LevelMerges)
                 version = snap.version + 1
                 blocks = list(snap.block_versions)
                 for b in changes:
@@ -307,7 +308,8 @@ class RoundEngine:
                     block=p.block,
                     status="accepted",
                     code="merged",
-                    reason="merged" + (f" ({how})" if rebased or s.repaired else ""),
+                    reason=("merged" if s.gain > self.tolerance else "merged level: the plan walks with it")
+                    + (f" ({how})" if rebased or s.repaired else ""),
                     repaired=s.repaired,
                     rebased=rebased,
                     round=round_index,
@@ -323,7 +325,8 @@ class RoundEngine:
                 reject(p, "not_selected", "interferes with a better combination in this round", s.gain)
 
         consts = round_constants(f0, new_snap.objective, self.reference.value, merged_scores, self.tolerance)
-        merged_set = chosen if committed else set()
+        # a level merge (``LevelMerges``) moved the head and not the objective: the books count improvements
+        merged_set = chosen if committed and new_snap.objective < f0 - self.tolerance else set()
         merge_kind: MergeKind = "none"
         if merged_set:
             interfering_merged = graph.subgraph(merged_set).number_of_edges() > 0
@@ -396,7 +399,13 @@ class RoundEngine:
         if fixed is None:
             return value, gain, False
         fixed_gain = f0 - self._standalone(state, {block: fixed}, meter)
-        return (fixed, fixed_gain, True) if fixed_gain > self.tolerance else (value, gain, False)
+        kept = fixed_gain > self.tolerance or self._level(state, block, fixed, fixed_gain)
+        return (fixed, fixed_gain, True) if kept else (value, gain, False)
+
+    def _level(self, state: Any, block: int, value: Any, gain: float) -> bool:
+        """An answer that keeps the objective and changes the state, of a kind that merges such answers
+        (``LevelMerges``): the head walks the plateau with the agents' searches."""
+        return gain >= -self.tolerance and capabilities.moves(self.task, state, block, value)
 
     def _standalone(self, state: Any, changes: dict[int, Any], meter: _Meter) -> float:
         """F after one proposal: screened when the kind screens (decided by the round's first answer)."""

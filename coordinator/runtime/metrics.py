@@ -156,7 +156,7 @@ class TaskStateCollector(Collector):
         rejected = CounterMetricFamily(
             "blockopt_proposals_rejected", "Proposals rejected, by reason", labels=["task", "reason"]
         )
-        merges = CounterMetricFamily("blockopt_merges", "Merges by kind", labels=["task", "kind"])
+        merges = CounterMetricFamily("blockopt_merges", "Merges by kind (level: the objective kept, the head moved with a search)", labels=["task", "kind"])
         prior = CounterMetricFamily(
             "blockopt_a_priori_checks",
             "Rounds checked against the kind's a priori bound",
@@ -176,7 +176,7 @@ class TaskStateCollector(Collector):
                     by_reason[reason] = by_reason.get(reason, 0.0) + value
             for reason, value in sorted(by_reason.items()):
                 rejected.add_metric([t.task, reason], value)
-            for kind in ("independent", "checked_combination"):
+            for kind in ("independent", "checked_combination", "level"):
                 merges.add_metric([t.task, kind], t.counters.get(f"merges:{kind}", 0.0))
             for result in ("held", "failed", "precondition_failed"):
                 prior.add_metric([t.task, result], t.counters.get(f"a_priori_{result}", 0.0))

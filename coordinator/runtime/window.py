@@ -98,22 +98,26 @@ class AsyncMerges:
         if window.opened_at is None:  # the window's forecast is made when it opens, before any scoring
             window.opened_at, window.start_objective = self.ctx.clock(), head.objective
             window.predicted_gap = await self.ledgers.predict_next(task_id)
+        v = arrival.verdict
+        # a level merge (``LevelMerges``) moves the head, not the objective: the engine counts it in no merge,
+        # the window in ``moved``
+        level = v.status == "accepted" and arrival.accepted == 0
         window.proposals += 1
+        window.moved += int(level)
         window.accepted += arrival.accepted
         window.interfering += arrival.interfering
         window.checks += arrival.checks
         window.engine_seconds += arrival.engine_seconds
         window.eval_seconds += arrival.eval_seconds
-        v = arrival.verdict
-        if v.status == "accepted" and v.delta is not None:
+        if v.status == "accepted" and v.delta is not None and not level:
             window.merged.append((queued.proposal.predicted_improvement, v.delta))
-        if v.status == "accepted":  # the anytime curve at the resolution of commits, not windows
+        if v.status == "accepted" and not level:  # the anytime curve at the resolution of commits
             point = (round(self.ctx.clock() - spec.created_at, 6), arrival.snapshot.objective)
             window.points = keep_point(window.points, point)
         new_head = head_of(arrival.snapshot, state_json) if arrival.committed else None
         counters = counters_of([v], None)
-        if arrival.merge_kind != "none":
-            counters["merges:independent"] = 1
+        if arrival.merge_kind != "none" or level:
+            counters["merges:level" if level else "merges:independent"] = 1
         await self.ctx.store.commit(
             task_id,
             Commit(

@@ -106,6 +106,9 @@ class WindowState(BaseModel):
     start_objective: float | None = None
     proposals: int = 0
     accepted: int = 0
+    """Merges that improved the objective."""
+    moved: int = 0
+    """Level merges (``LevelMerges``): the head moved with an agent's search, the objective did not."""
     interfering: int = 0
     checks: int = 0
     merged: list[tuple[float, float]] = Field(default_factory=list)

@@ -93,6 +93,13 @@ class RoutingParams(BaseModel):
         " plan and asks for an answer within 0.1 s while at least a fifth of recent leases merge, then leases"
         " lease_robots",
     )
+    level_merges: bool = Field(
+        False,
+        description="a team's whole-plan leases ask for an answer after 0.05 s of search, gain or not: a walk"
+        " that kept the sum of costs is merged too, so the plan walks with every agent's search (off, the"
+        " default: only answers that shorten the plan merge; on, the coordinator scores about four times the"
+        " answers)",
+    )
     rebase_repair: float = Field(
         0.0,
         ge=0.0,

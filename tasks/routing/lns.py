@@ -188,7 +188,8 @@ class RoutingProposer(Proposer):
     def _budget(self, contract: Mapping[str, Any], block: int) -> float:
         """A block where the last searches found nothing gets a longer search (up to 4x); a block whose
         robots changed since (regrouped, or formed anew by adaptive selection) is a new search space and
-        gets the base budget again. A contract's ``search_seconds`` caps it (routing's opening leases)."""
+        gets the base budget again. A contract's ``search_seconds`` caps it (routing's opening leases, and a
+        team's leases when the plan walks with it)."""
         members = tuple(int(r["id"]) for r in contract["data"]["robots"])
         if self._members.get(block) != members:
             self._members[block] = members
@@ -223,6 +224,39 @@ class RoutingProposer(Proposer):
         search.follow(current, now)
         return now, sum(cost(p) - cost(c) for p, c in zip(now, current, strict=True) if p is not c)
 
+    def _without_gain(
+        self,
+        search: BlockSearch,
+        current: list[Path],
+        block: int,
+        data: Mapping[str, Any],
+        spent: tuple[int, float],
+    ) -> Draft | None:
+        """A search that kept the sum of costs: in a team whose plan walks with it (``answer_walk``) it
+        answers its walk, each search as short as the last; otherwise nothing (no paths put back: 2-3 of such
+        a call's 95-99 ms), and the block's next search is longer."""
+        if data.get("answer_walk"):
+            return self._walk(search, current, block, *spent)
+        self._misses[block] = self._misses.get(block, 0) + 1
+        return None
+
+    def _walk(
+        self, search: BlockSearch, current: list[Path], block: int, iterations: int, started: float
+    ) -> Draft | None:
+        """Where the walk went (its robots that still fit their old paths put back), predicting 0, for the
+        plan to walk with it (the kind's ``moves``); None when it went nowhere."""
+        search.put_back(current)
+        value = [None if p is c or p == c else p for p, c in zip(search.paths, current, strict=True)]
+        if all(p is None for p in value):
+            return None
+        xy = self.grid.xy
+        return Draft(
+            block=block,
+            value=[None if p is None else [list(xy(x)) for x in p] for p in value],
+            predicted_improvement=0.0,
+            info={"iterations": iterations, "seconds": time.perf_counter() - started, "walk": True},
+        )
+
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         started = time.perf_counter()
         data = contract["data"]
@@ -255,7 +289,8 @@ class RoutingProposer(Proposer):
             collisions = [fixed.accepted[0], fixed.accepted[-1]]
             iterations += fixed.iterations
         best_value = search.soc + weight * search.collisions
-        answer_after = self.answer_after if data.get("answer_on_gain") else 0
+        # a team's search answers once it gained and stopped gaining, unless each answers after a short walk
+        answer_after = self.answer_after if data.get("answer_on_gain") and not data.get("answer_walk") else 0
         # a team's search of the whole plan (no robot outside it) takes what merges while it runs
         feed = self.feed if data.get("answer_on_gain") and self.follow_every > 0 and not moves else None
         next_ask = time.perf_counter() + self.follow_every
@@ -289,9 +324,8 @@ class RoutingProposer(Proposer):
             best_value = search.soc + weight * search.collisions
         if not search.collisions:
             self._kept = KeptSearch(ids, moves, current, search)
-        if best_value >= initial:  # nothing to answer: no paths to put back (2-3 of such a call's 95-99 ms)
-            self._misses[block] = self._misses.get(block, 0) + 1
-            return None
+        if best_value >= initial:
+            return self._without_gain(search, current, block, data, (iterations, started))
         self._misses[block] = 0
         put_back = search.put_back(current)
         best = search.paths

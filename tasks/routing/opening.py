@@ -25,6 +25,12 @@ WINDOW = 48
 CLOSE_SHARE = 0.2
 """The opening ends when fewer leases than this share of the window merged."""
 
+WALK_SECONDS = 0.05
+"""Search seconds of a team's lease when the plan walks with it (``level_merges``): the model of a team with
+no protocol gained with every search merged after 0.05 s of steps; in the product (16 agents, 20 s, seeds
+1-3) searches of 0.1 s ended 31-58 higher than those of 0.05 s, and higher than a team without level merges
+(docs/notes/2026-12-07-the-head-walks.md)."""
+
 OPENING_SECONDS = 0.1
 """Search seconds of an opening lease (the contract's ``search_seconds``): a whole-plan answer found in
 0.5 s wrote about 100 robots, most of which collided with what merged meanwhile."""

@@ -116,7 +116,8 @@ class Rebaser:
     ) -> Proposed | None:
         """``value`` (one entry per robot of ``robots``, null: keep) made to fit ``state``: None when nothing
         of it collides (it did not improve for another reason), or neither dropping nor a repair within
-        ``seconds`` (0: none) keeps a gain."""
+        ``seconds`` (0: none) keeps a gain. What fits and costs no more is kept: a team's walk merges level
+        (``RoutingTask.moves``)."""
         written = {r: p for r, p in zip(robots, value, strict=True) if p is not None}
         if not written:
             return None
@@ -130,7 +131,8 @@ class Rebaser:
             kept, collided = keep_what_fits(state.index, paths, changed, scan)
         if not collided:
             return None
-        if kept and sum(cost(p) - cost(state.paths[r]) for r, p in kept.items()) < 0:
+        longer = sum(cost(p) - cost(paths[r]) for r, p in kept.items())
+        if kept and (longer < 0 or (longer == 0 and any(p != paths[r] for r, p in kept.items()))):
             return tuple(kept.get(r) for r in robots)
         repaired = self.repair(state, written, seconds, rng) if seconds > 0 else None
         return None if repaired is None else tuple(repaired.get(r) for r in robots)

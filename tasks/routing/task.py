@@ -34,7 +34,7 @@ from tasks.routing.occupancy import (
     cost,
     full_conflicts,
 )
-from tasks.routing.opening import OPENING_SECONDS, Opening
+from tasks.routing.opening import OPENING_SECONDS, WALK_SECONDS, Opening
 from tasks.routing.plan_mirror import PlanMirror
 from tasks.routing.prompt import RoutingPrompt
 from tasks.routing.rebase import Rebaser
@@ -357,6 +357,14 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             self._last_change = (state, [(block, fixed)], 0)
         return fixed
 
+    def moves(self, state: RoutingState, block: int, value: Proposed) -> bool:
+        """Whether ``value`` gives a robot of ``block`` another path (``LevelMerges``): a team's search walks
+        among plans of one sum of costs, and the head walks with it."""
+        if not self.p.level_merges:
+            return False
+        paths = state.paths
+        return any(p is not None and p != paths[r] for r, p in zip(state.blocks[block], value, strict=True))
+
     def head_changes(self, before: RoutingState, after: RoutingState) -> dict[str, Any]:
         """The robots whose paths differ from ``before`` to ``after``, each with its path in the contract's
         [x, y] form: ``{"paths": {"robot id": [[x, y], ...]}}``. A merge shares the paths it left alone, so
@@ -455,6 +463,9 @@ class RoutingTask(Task[RoutingState, RoutingParams]):
             extra["search_seconds"] = OPENING_SECONDS  # an opening lease: answer soon (``opening.py``)
         if self.n_blocks > 1:
             extra["answer_on_gain"] = True  # others merge meanwhile (``RoutingProposer.answer_after``)
+            if self.p.level_merges and len(robots) == len(state.paths):  # the plan walks with the team
+                extra["answer_walk"] = True  # (``moves``): every search answers, gain or level,
+                extra["search_seconds"] = WALK_SECONDS  # after a short walk
         return build_contract(
             self.inst, state.paths, robots, self.p.margin, self.weight, self._geometry, extra=extra or None
         )

@@ -1,7 +1,11 @@
 """cProfile of the coordinator's calls alone in a virtual replay (switched on inside ``Replay.serve``, so no
-agent's search is in it). Run from a checkout: PYTHONPATH=. .venv/bin/python THIS AGENTS SEED SECONDS"""
+agent's search is in it). Run from a checkout:
+[PARAMS=JSON] PYTHONPATH=. .venv/bin/python THIS AGENTS SEED SECONDS (PARAMS: more task parameters, e.g.
+'{"level_merges": true}')."""
 
 import cProfile
+import json
+import os
 import pstats
 import sys
 
@@ -29,6 +33,7 @@ async def profiled_serve(self, arrival, what, call):
 vt.Replay.serve = profiled_serve
 team = RoutingTask.team_defaults(agents, "async")
 params = {"blocks": team["blocks"], "map": "random-32-32-10", "robots": 300, "seed": seed}
+params |= json.loads(os.environ.get("PARAMS", "{}"))
 # every kind call on the loop (no worker threads), so that the profile sees all of it; the team's knobs as
 # ``team_scaling virtual`` sets them (``stop_after`` from 2026-12-06 on; trees before had none)
 knobs = {k: v for k, v in team.items() if k == "stop_after"}

@@ -2,7 +2,9 @@
 (``try_group``), ``put_back``, ``follow``, building a search, drawing neighbourhoods and ``propose`` itself
 (nested parts overlap: ``follow`` runs inside ``_follow``, everything inside ``propose``).
 
-    PYTHONPATH=. .venv/bin/python $L/parts.py SECONDS AGENTS SEED     # from a checkout's root
+    PYTHONPATH=. .venv/bin/python $L/parts.py SECONDS AGENTS SEED [OPTION...]   # from a checkout's root
+
+(OPTIONs: more ``team_scaling virtual`` options, e.g. ``--param level_merges=true``.)
 
 Not a product module; ``labrun.py`` is the team-scaling lab's shared replay (its parent folder).
 """
@@ -30,7 +32,7 @@ def main() -> None:
     for name in ("_neighbourhood", "_follow", "_table", "propose"):
         method = getattr(lns.RoutingProposer, name)
         setattr(lns.RoutingProposer, name, thread_cpu(spent, name, method, calls))
-    run = replay_once(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [])
+    run = replay_once(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
     total = sum(run["agent_cpu"])
     print(f"agent cpu {total:.1f}")
     for k, v in spent.most_common():

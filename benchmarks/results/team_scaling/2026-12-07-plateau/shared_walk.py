@@ -15,13 +15,11 @@ RUN: which rngs (run r seeds agent i with 1000 + 100 r + i); ONE=0 leaves out th
 
 import json
 import os
-import random
 import sys
 
-from lab import routing_config, walk
+from lab import Searcher, merge_changes, routing_config
 
 from tasks.registry import create_task
-from tasks.routing.lns import RoutingProposer
 from tasks.routing.repair import BlockSearch
 from tasks.routing.reservations import Reservations
 
@@ -34,31 +32,15 @@ starts, goals = list(inst.starts), list(inst.goals)
 base = [tuple(p) for p in json.load(open(plan_file))["paths"]]
 
 
-class Searcher:
-    def __init__(self, paths, seed):
-        self.rng = random.Random(seed)
-        self.proposer = RoutingProposer(
-            grid, time_budget=1.0, neighbourhood=8, max_len=inst.max_len, seed=seed
-        )
-        self.proposer.rng = self.rng
-        self.search = BlockSearch(
-            grid, starts, goals, paths, Reservations(grid.n_cells), inst.max_len, rng=self.rng
-        )
-        self.on = list(paths)
-
-    def run(self, seconds):
-        walk(self.search, self.proposer, seconds)
-
-
 def soc(paths):
     return sum(len(p) - 1 for p in paths)
 
 
-Searcher(base, 0).run(2.0)  # numba compiles SIPP on the first searches
+Searcher(grid, inst.max_len, starts, goals, base, 0).run(2.0)  # numba compiles SIPP on the first searches
 out = {}
 for mode in modes:
     head = list(base)
-    team = [Searcher(base, 1000 + 100 * runs + i) for i in range(agents)]
+    team = [Searcher(grid, inst.max_len, starts, goals, base, 1000 + 100 * runs + i) for i in range(agents)]
     curve = [(0.0, soc(head))]
     merged_count = 0
     for r in range(rounds):
@@ -68,26 +50,10 @@ for mode in modes:
             s = a.search
             s.put_back(a.on)
             changes.append({i: p for i, p in enumerate(s.paths) if p is not a.on[i] and p != a.on[i]})
-        probe = BlockSearch(grid, starts, goals, head, Reservations(grid.n_cells), inst.max_len)
-        for delta in changes:
-            delta = {i: p for i, p in delta.items() if p != probe.paths[i]}
-            if not delta:
-                continue
-            old = {i: probe.paths[i] for i in delta}
-            before = probe.soc
-            probe._replace(delta)
-            while mode.endswith("-fit") and probe.collisions:  # keep what fits: colliding robots go back
-                hit = probe._colliding_with(delta)
-                back = {i: old[i] for i in hit if i in old and probe.paths[i] != old[i]}
-                if not back:
-                    break
-                probe._replace(back)
-            worse = probe.soc > before or (mode.startswith("gain") and probe.soc == before)
-            if probe.collisions or worse:
-                probe._replace(old)
-            else:
-                merged_count += 1
-        new_head = list(probe.paths)
+        new_head, merged, _offered = merge_changes(
+            BlockSearch, Reservations, grid, starts, goals, inst.max_len, head, changes, mode
+        )
+        merged_count += merged
         for a in team:
             a.search.follow(a.on, new_head)
             a.on = new_head
@@ -101,7 +67,7 @@ for mode in modes:
     )
 team_time = rounds * step_cpu
 for seconds in (team_time, team_time * agents) if os.environ.get("ONE", "1") == "1" else ():
-    one = Searcher(base, 999)
+    one = Searcher(grid, inst.max_len, starts, goals, base, 999)
     one.run(seconds)
     print(f"one search, {seconds:.1f} s: {one.search.soc}", flush=True)
 json.dump(
