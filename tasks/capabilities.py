@@ -21,7 +21,7 @@ capability             members                              without it
 ``ChangedBlocks``      ``changed_blocks``                   every block's value compared
 ``Rebasing``           ``rebase``                           a stale value is scored as it came
 ``HeadChanges``        ``head_changes``                     an agent's search stays on its lease's head
-``LevelMerges``         ``moves``                            an answer that does not improve is refused
+``LevelMerges``        ``moves``                            an answer that does not improve is refused
 ``Ownership``          ``block_elements``,                  a block holds ``("block", b)``, and every
                        ``written_elements``                 value writes exactly that
 ``Persistence``        ``dump_state``, ``load_state``       the state already is JSON

@@ -156,7 +156,11 @@ class TaskStateCollector(Collector):
         rejected = CounterMetricFamily(
             "blockopt_proposals_rejected", "Proposals rejected, by reason", labels=["task", "reason"]
         )
-        merges = CounterMetricFamily("blockopt_merges", "Merges by kind (level: the objective kept, the head moved with a search)", labels=["task", "kind"])
+        merges = CounterMetricFamily(
+            "blockopt_merges",
+            "Merges by kind (level: the objective kept, the head moved with a search)",
+            labels=["task", "kind"],
+        )
         prior = CounterMetricFamily(
             "blockopt_a_priori_checks",
             "Rounds checked against the kind's a priori bound",
