@@ -2,9 +2,10 @@
 virtual` sets them), then per bucket of virtual time the head, the commits, the coordinator's busy share and
 how long answers waited for its core.
 
-Usage: [COORDINATOR_SCALE=F] [TAG=-x] opening.py AGENTS SEED SECONDS [BUCKET] > out.txt
+Usage: [COORDINATOR_SCALE=F] [PARAMS=JSON] [TAG=-x] opening.py AGENTS SEED SECONDS [BUCKET] > out.txt
 COORDINATOR_SCALE: each coordinator call after creation books F x its CPU (0: a coordinator that costs
-nothing); TAG names the JSON written into the current directory."""
+nothing); PARAMS: more task parameters (e.g. '{"level_merges": true}'); TAG names the JSON written into the
+current directory."""
 
 import json
 import os
@@ -20,6 +21,7 @@ def config(agents: int, seed: int, seconds: float) -> vt.ReplayConfig:
     team = RoutingTask.team_defaults(agents, "async")
     params = {k: v for k, v in team.items() if k in RoutingTask.Params.model_fields}
     params |= {"map": "random-32-32-10", "robots": 300, "seed": seed}
+    params |= json.loads(os.environ.get("PARAMS", "{}"))
     knobs = {k: v for k, v in team.items() if k in RoutingTask.ProposerParams.model_fields}
     return vt.ReplayConfig(
         kind="routing", params=params, agents=agents, seconds=seconds, seed=seed, knobs=knobs
