@@ -1,5 +1,8 @@
 """One agent worker: join → (lease → contract → propose → submit → verdict)* over HTTP.
 
+Each request that leases says ``since`` when the proposer keeps its last contract (``contract_kept``): the
+coordinator may then write the next one as changes against it.
+
 Talks to the coordinator only through its HTTP API (never imports
 ``coordinator``). Handling by the coordinator's error codes: 409 drops the
 lease and leases again; 429 waits (Retry-After) unless a budget is spent;
@@ -62,6 +65,8 @@ class WorkerStats:
     abandoned: int = 0
     """Leases ended without a proposal whose cost was reported (``POST .../abandon``)."""
     waits: int = 0
+    written_since: int = 0
+    """Leases whose contract came written against the one the proposer kept (``since``): only what changed."""
     verdicts: dict[str, int] = field(default_factory=dict)
     ended: str = ""
 
@@ -193,7 +198,7 @@ class Worker:
                 "POST",
                 f"{self._base}/leases/{lease_id}/abandon",
                 json=body,
-                params={"next_lease": "true"} if again else None,
+                params=self._lease_params({"next_lease": "true"}) if again else None,
                 retry=not self.stop.is_set(),
             )
             self.stats.abandoned += 1
@@ -211,10 +216,11 @@ class Worker:
         lease, self.next_lease = self.next_lease, None
         if lease is None:
             try:
-                lease = self.api.call("POST", f"{self._base}/leases").json()
+                lease = self.api.call("POST", f"{self._base}/leases", params=self._lease_params({})).json()
             except ApiError as exc:
                 return self._may_retry(exc)  # lease again on the next step, or stop: the task ended
         self.stats.leases += 1
+        self.stats.written_since += "since" in lease["contract"]
         self.lease_id = lease["lease_id"]
         feed = self.proposer.feed = HttpHeadFeed(
             self.api, self._base, int(lease["version"]), self.feed_requests
@@ -256,6 +262,12 @@ class Worker:
                 self.stats.rejected += 1
         return self.stats.ended == ""
 
+    def _lease_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` of a request that leases, with ``since`` when the proposer keeps its last contract: the
+        next one may then be written against it (the kind's ``ContractDeltas``)."""
+        kept = getattr(self.proposer, "contract_kept", None)
+        return params if kept is None else {**params, "since": kept}
+
     def close(self) -> None:
         """Release the lease, wait for the feed's request in flight, close the HTTP client."""
         self.release()
@@ -280,7 +292,7 @@ class Worker:
                     "POST",
                     f"{self._base}/proposals",
                     json=body,
-                    params={"wait": self.config.poll_wait, "next_lease": "true"},
+                    params=self._lease_params({"wait": self.config.poll_wait, "next_lease": "true"}),
                 )
                 break
             except ApiError as exc:
@@ -307,7 +319,7 @@ class Worker:
                 r = self.api.call(
                     "GET",
                     f"{self._base}/proposals/{view['id']}",
-                    params={"wait": self.config.poll_wait, "next_lease": "true"},
+                    params=self._lease_params({"wait": self.config.poll_wait, "next_lease": "true"}),
                 )
             except ApiError as exc:
                 if not self._may_retry(exc):
@@ -349,11 +361,13 @@ class Worker:
         if not self.stats.ended:
             self.stats.ended = "stopped"
         log.info(
-            "%s: %s after %d proposals (%d accepted)",
+            "%s: %s after %d proposals (%d accepted; %d of %d contracts written since the last)",
             self.config.name,
             self.stats.ended,
             self.stats.proposals,
             self.stats.accepted,
+            self.stats.written_since,
+            self.stats.leases,
         )
         return self.stats
 

@@ -185,6 +185,11 @@ class Proposer(abc.ABC):
     """Set by the worker for each lease; a proposer that can take the head's changes into a search under way
     may call it, one that cannot leaves it alone."""
 
+    contract_kept: int | None = None
+    """The version of the last contract this proposer keeps whole, or None: the worker then asks for its next
+    contract written against it (``since``; the kind's ``ContractDeltas``), and the proposer reads it so. A
+    proposer that does not keep its contracts leaves it None and gets every contract whole."""
+
     retry_pause: float = 0.05
     """Seconds a worker waits, after a call that found nothing, before it leases again: a search that is the
     same on the same contract would find nothing again until the plan has moved. A randomized search sets 0."""

@@ -22,6 +22,7 @@ capability             members                              without it
 ``Rebasing``           ``rebase``                           a stale value is scored as it came
 ``HeadChanges``        ``head_changes``                     an agent's search stays on its lease's head
 ``LevelMerges``        ``moves``                            an answer that does not improve is refused
+``ContractDeltas``     ``contract_since``                   every lease's contract is written whole
 ``Ownership``          ``block_elements``,                  a block holds ``("block", b)``, and every
                        ``written_elements``                 value writes exactly that
 ``Persistence``        ``dump_state``, ``load_state``       the state already is JSON
@@ -209,6 +210,19 @@ class LevelMerges(Protocol):
         record counts such a merge as none: the books and the stall rule read improvements."""
 
 
+@runtime_checkable
+class ContractDeltas(Protocol):
+    def contract_since(self, before: Any, state: Any, block: int) -> JSON | None:
+        """``contract(state, block)`` written for an agent that keeps the contract it got at ``before``: what
+        it holds already may be left out, as the kind's proposer knows to read it; None to write it whole.
+
+        An agent asks with ``since`` (``POST .../leases?since=V``, and with ``next_lease``) only when its
+        proposer keeps that contract (``Proposer.contract_kept``); the coordinator asks the kind only when it
+        still holds version V (``BuiltTask.recent``). Routing's whole-plan contract at k = 300 is 78 KB, and
+        a team of sixteen whose plan walks with it leases about 190 times a second; between two leases of
+        one agent some tens of its 300 paths change."""
+
+
 # -- ownership: a block's agent writes only what its lease holds --------------------------------------
 @runtime_checkable
 class Ownership(Protocol):
@@ -274,6 +288,7 @@ CAPABILITIES: tuple[type, ...] = (
     Rebasing,
     HeadChanges,
     LevelMerges,
+    ContractDeltas,
     Ownership,
     Persistence,
     Views,
@@ -420,6 +435,13 @@ def rebase(task: Task[Any, Any], state: Any, block: int, value: Value) -> Value 
 def head_changes(task: Task[Any, Any], before: Any, after: Any) -> JSON | None:
     """The kind's ``head_changes``, or None: without it an agent's search stays on its lease's head."""
     return cast(HeadChanges, task).head_changes(before, after) if offers(task, HeadChanges) else None
+
+
+def contract_since(task: Task[Any, Any], before: Any, state: Any, block: int) -> JSON | None:
+    """The kind's ``contract_since``, or None: the contract is written whole."""
+    if not offers(task, ContractDeltas):
+        return None
+    return cast(ContractDeltas, task).contract_since(before, state, block)
 
 
 def moves(task: Task[Any, Any], state: Any, block: int, value: Value) -> bool:

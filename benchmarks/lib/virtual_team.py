@@ -552,13 +552,15 @@ class Replay:
         self._propose(agent, result, end)
 
     async def _grant_json(self, agent: Agent) -> str:
-        grant = await self.service.lease(self.task_id, agent.record)
+        grant = await self.service.lease(self.task_id, agent.record, agent.proposer.contract_kept)
         return dump_json(grant)
 
     async def _on_submit(self, agent: Agent, at: float, body: str) -> None:
         async def call() -> tuple[str, dict[str, Any]]:
             proposal = ProposalIn.model_validate_json(body)
-            view, _ = await self.service.submit(self.task_id, agent.record, proposal, 0.0, next_lease=True)
+            view, _ = await self.service.submit(
+                self.task_id, agent.record, proposal, 0.0, next_lease=True, since=agent.proposer.contract_kept
+            )
             out = dump_json(view)
             verdict = view.verdict
             head = None
@@ -601,7 +603,8 @@ class Replay:
                 at=self.clock(),
             )
             await self.service.abandon(self.task_id, agent.record, lease["lease_id"], record)
-            grant = await self.service.next_lease(self.task_id, agent.record) if again else None
+            since = agent.proposer.contract_kept
+            grant = await self.service.next_lease(self.task_id, agent.record, since) if again else None
             return None if grant is None else dump_json(grant)
 
         end, result = await self.serve(at, "abandon", call)

@@ -89,5 +89,13 @@ WaitQuery = Annotated[float, Query(ge=0, description="seconds to wait for the ve
 NextLeaseQuery = Annotated[
     bool, Query(description="with the verdict, also lease the agent's next block (`next_lease`)")
 ]
+SinceQuery = Annotated[
+    int | None,
+    Query(
+        ge=0,
+        description="the version of the last contract the agent keeps: the lease's contract may be written "
+        "against it (the envelope then says `since`; the kind's ContractDeltas), else it is whole",
+    ),
+]
 ADMIN = [Depends(require_admin)]
 READ = [Depends(require_read)]

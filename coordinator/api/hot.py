@@ -46,11 +46,11 @@ _BOOLS = {b"true": True, b"false": False, b"1": True, b"0": False}
 _JSON = (b"application/json",)
 
 
-def _query(raw: bytes) -> tuple[float, bool] | None:
-    """(wait, next_lease) when both are absent or plainly written; None: let FastAPI read them."""
-    wait, next_lease = 0.0, False
+def _query(raw: bytes) -> tuple[float, bool, int | None] | None:
+    """(wait, next_lease, since) when each is absent or plainly written; None: let FastAPI read them."""
+    wait, next_lease, since = 0.0, False, None
     if not raw:
-        return wait, next_lease
+        return wait, next_lease, since
     if b"%" in raw or b"+" in raw:  # encoded names or values: FastAPI decodes them
         return None
     for part in raw.split(b"&"):
@@ -63,7 +63,11 @@ def _query(raw: bytes) -> tuple[float, bool] | None:
             if value not in _BOOLS:
                 return None
             next_lease = _BOOLS[value]
-    return wait, next_lease  # other names are ignored, as FastAPI ignores them
+        elif key == b"since":
+            if since is not None or not _DIGITS.fullmatch(value):
+                return None
+            since = int(value)
+    return wait, next_lease, since  # other names are ignored, as FastAPI ignores them
 
 
 def _since(raw: bytes) -> int | None:
@@ -109,8 +113,11 @@ class HotRoutes:
                     await self._answer(scope, receive, send, self._poll(scope, found[1], found[2], *query))
                 return
         elif method == "POST" and (leased := _LEASES.fullmatch(path)) is not None:
-            await self._answer(scope, receive, send, self._lease(scope, leased[1]))
-            return
+            raw = scope.get("query_string", b"")
+            since = _since(raw) if raw else None
+            if not raw or since is not None:
+                await self._answer(scope, receive, send, self._lease(scope, leased[1], since))
+                return
         elif method == "GET" and (asked := _CHANGES.fullmatch(path)) is not None:
             since = _since(scope.get("query_string", b""))
             if since is not None:
@@ -119,7 +126,14 @@ class HotRoutes:
         await self.app(scope, receive, send)
 
     async def _submit(
-        self, scope: Scope, receive: Receive, send: Send, task_id: str, wait: float, next_lease: bool
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        task_id: str,
+        wait: float,
+        next_lease: bool,
+        since: int | None,
     ) -> None:
         length = _header(scope, b"content-length")
         kind = _header(scope, b"content-type")
@@ -145,21 +159,21 @@ class HotRoutes:
 
         async def submit() -> tuple[BaseModel, int]:
             me = await self.service.authenticate(task_id, _text(scope, b"authorization"))
-            view, decided = await self.service.submit(task_id, me, body, wait, next_lease)
+            view, decided = await self.service.submit(task_id, me, body, wait, next_lease, since)
             return view, 200 if decided else 202
 
         await self._answer(scope, receive, send, submit())
 
     async def _poll(
-        self, scope: Scope, task_id: str, proposal_id: str, wait: float, next_lease: bool
+        self, scope: Scope, task_id: str, proposal_id: str, wait: float, next_lease: bool, since: int | None
     ) -> tuple[BaseModel, int]:
         me = await self.service.authenticate(task_id, _text(scope, b"authorization"))
-        view, decided = await self.service.proposal(task_id, proposal_id, wait, me, next_lease)
+        view, decided = await self.service.proposal(task_id, proposal_id, wait, me, next_lease, since)
         return view, 200 if decided else 202
 
-    async def _lease(self, scope: Scope, task_id: str) -> tuple[BaseModel, int]:
+    async def _lease(self, scope: Scope, task_id: str, since: int | None) -> tuple[BaseModel, int]:
         me = await self.service.authenticate(task_id, _text(scope, b"authorization"))
-        return await self.service.lease(task_id, me), 201
+        return await self.service.lease(task_id, me, since), 201
 
     async def _changes(self, scope: Scope, task_id: str, since: int) -> tuple[BaseModel, int]:
         me = await self.service.authenticate(task_id, _text(scope, b"authorization"))

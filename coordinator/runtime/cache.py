@@ -42,8 +42,9 @@ class BuiltTask:
     """The last ``kept`` heads this process loaded or committed, by version: ``GET .../changes`` tells an
     agent what changed since the one its search is on (a dict keeps insertion order: oldest first)."""
     kept: int = 1
-    """How many heads ``recent`` keeps: the head alone until an agent first asks for changes (``KEPT`` from
-    then on), so that a task nobody follows holds no old states (a state may hold large indexes)."""
+    """How many heads ``recent`` keeps: the head alone until an agent first asks for changes or leases from a
+    kind that writes contracts since an agent's last (``KEPT`` from then on), so that a task nobody follows
+    holds no old states (a state may hold large indexes)."""
     KEPT: ClassVar[int] = 32
 
     def __post_init__(self, initial: Snapshot) -> None:

@@ -36,7 +36,10 @@ class Leases:
     budgets: BudgetKeeper
     rounds: Rounds
 
-    async def lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant:
+    async def lease(self, task_id: str, agent: AgentRecord, since: int | None = None) -> LeaseGrant:
+        """A free block and its contract; with ``since`` (the version of the contract the agent keeps) the
+        contract is written against that one where the kind can (``ContractDeltas``) and this process still
+        holds that head (``BuiltTask.recent``), else whole."""
         spec = await self.cache.spec(task_id)
         # The head's version, not the head: its state is read (and parsed) only when this process has not
         # loaded that version yet; one round trip with the runtime on a networked store.
@@ -74,8 +77,11 @@ class Leases:
             lease.version != built.snapshot.version
         ):  # an older lease handed back: show it the head it is on now
             lease = lease.model_copy(update={"version": built.snapshot.version})
+        if capabilities.offers(built.task, capabilities.ContractDeltas):
+            built.kept = built.KEPT  # from the first lease on: the next may be written since this one
+        kept = None if since is None else built.recent.get(since)
         contract = await self.steps.kind_call(
-            built, "contract", contract_envelope, built.task, built.snapshot, lease.block, left
+            built, "contract", contract_envelope, built.task, built.snapshot, lease.block, left, kept
         )
         # (every field comes from the store or this process: no validation per lease, the contract's dict
         # of lists included)
@@ -89,12 +95,14 @@ class Leases:
             contract=contract,
         )
 
-    async def next_lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant | None:
+    async def next_lease(
+        self, task_id: str, agent: AgentRecord, since: int | None = None
+    ) -> LeaseGrant | None:
         """The agent's next lease, folded into the reply to its last call (a verdict, an abandoned lease):
         one request per search instead of two. Any reason not to lease (no free block, the task ended, a
         budget spent) leaves it out; the agent's own ``POST /leases`` then reports that reason."""
         try:
-            return await self.lease(task_id, agent)
+            return await self.lease(task_id, agent, since)
         except errors.BlockoptError:
             return None
 

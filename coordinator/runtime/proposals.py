@@ -36,11 +36,18 @@ class Proposals:
     merges: AsyncMerges
 
     async def submit(
-        self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, next_lease: bool = False
+        self,
+        task_id: str,
+        agent: AgentRecord,
+        body: ProposalIn,
+        wait: float,
+        next_lease: bool = False,
+        since: int | None = None,
     ) -> tuple[ProposalView, bool]:
         """Store the proposal (then it is acknowledged); return its view and whether it has a verdict.
 
-        ``next_lease``: once the verdict is known, also lease the agent's next block (``with_next_lease``).
+        ``next_lease``: once the verdict is known, also lease the agent's next block (``with_next_lease``),
+        its contract written since version ``since`` where it can be (``Leases.lease``).
         """
         spec = await self.cache.spec(task_id)
         runtime = await self.budgets.ensure_running(task_id)
@@ -68,7 +75,7 @@ class Proposals:
             else:
                 await self.rounds.maybe_close(task_id)
         first = event if created and spec.mode == "rounds" else None
-        return await self.proposal(task_id, proposal.id, wait, agent, next_lease, first)
+        return await self.proposal(task_id, proposal.id, wait, agent, next_lease, first, since)
 
     async def queued(self, task_id: str) -> None:
         """A proposal was stored or a lease released, here or in another process: run what it makes due."""
@@ -77,10 +84,12 @@ class Proposals:
         else:
             await self.rounds.maybe_close(task_id)
 
-    async def with_next_lease(self, task_id: str, agent: AgentRecord, view: ProposalView) -> ProposalView:
+    async def with_next_lease(
+        self, task_id: str, agent: AgentRecord, view: ProposalView, since: int | None = None
+    ) -> ProposalView:
         """The view with the agent's next lease folded in (``Leases.next_lease``): the lease round trip of a
         steady agent loop disappears (1 request per proposal instead of 2-3)."""
-        grant = await self.leases.next_lease(task_id, agent)
+        grant = await self.leases.next_lease(task_id, agent, since)
         return view if grant is None else view.model_copy(update={"next_lease": grant})
 
     async def proposal(
@@ -91,6 +100,7 @@ class Proposals:
         agent: AgentRecord | None = None,
         next_lease: bool = False,
         first: asyncio.Event | None = None,
+        since: int | None = None,
     ) -> tuple[ProposalView, bool]:
         """The proposal's view once it has a verdict or ``wait`` seconds passed. ``first``: the task's
         change event taken before the proposal was stored; wait on it before the first read."""
@@ -119,7 +129,7 @@ class Proposals:
             verdict=verdict,
         )
         if next_lease and verdict is not None and agent is not None:
-            view = await self.with_next_lease(task_id, agent, view)
+            view = await self.with_next_lease(task_id, agent, view, since)
         return view, verdict is not None
 
     async def _wait(self, event: asyncio.Event, deadline: float) -> None:

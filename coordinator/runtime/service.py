@@ -213,8 +213,8 @@ class CoordinatorService:
     async def authenticate(self, task_id: str, header: str | None) -> AgentRecord:
         return await self.agents.authenticate(task_id, header)
 
-    async def lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant:
-        return await self.leases.lease(task_id, agent)
+    async def lease(self, task_id: str, agent: AgentRecord, since: int | None = None) -> LeaseGrant:
+        return await self.leases.lease(task_id, agent, since)
 
     async def renew(self, task_id: str, agent: AgentRecord, lease_id: str) -> Lease:
         return await self.leases.renew(task_id, agent, lease_id)
@@ -228,13 +228,21 @@ class CoordinatorService:
     async def abandon(self, task_id: str, agent: AgentRecord, lease_id: str, record: AbandonedLease) -> bool:
         return await self.leases.abandon(task_id, agent, lease_id, record)
 
-    async def next_lease(self, task_id: str, agent: AgentRecord) -> LeaseGrant | None:
-        return await self.leases.next_lease(task_id, agent)
+    async def next_lease(
+        self, task_id: str, agent: AgentRecord, since: int | None = None
+    ) -> LeaseGrant | None:
+        return await self.leases.next_lease(task_id, agent, since)
 
     async def submit(
-        self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, next_lease: bool = False
+        self,
+        task_id: str,
+        agent: AgentRecord,
+        body: ProposalIn,
+        wait: float,
+        next_lease: bool = False,
+        since: int | None = None,
     ) -> tuple[ProposalView, bool]:
-        return await self.proposals.submit(task_id, agent, body, wait, next_lease)
+        return await self.proposals.submit(task_id, agent, body, wait, next_lease, since)
 
     async def proposal(
         self,
@@ -243,14 +251,17 @@ class CoordinatorService:
         wait: float,
         agent: AgentRecord | None = None,
         next_lease: bool = False,
+        since: int | None = None,
     ) -> tuple[ProposalView, bool]:
-        return await self.proposals.proposal(task_id, proposal_id, wait, agent, next_lease)
+        return await self.proposals.proposal(task_id, proposal_id, wait, agent, next_lease, since=since)
 
     async def queued(self, task_id: str) -> None:
         await self.proposals.queued(task_id)
 
-    async def with_next_lease(self, task_id: str, agent: AgentRecord, view: ProposalView) -> ProposalView:
-        return await self.proposals.with_next_lease(task_id, agent, view)
+    async def with_next_lease(
+        self, task_id: str, agent: AgentRecord, view: ProposalView, since: int | None = None
+    ) -> ProposalView:
+        return await self.proposals.with_next_lease(task_id, agent, view, since)
 
     # -- this process's memory and wake-ups ------------------------------------------------------------
     def changed(self, task_id: str) -> asyncio.Event:

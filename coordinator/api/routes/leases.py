@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
-from coordinator.api.deps import AgentDep, ServiceDep
+from coordinator.api.deps import AgentDep, ServiceDep, SinceQuery
 from coordinator.api.responses import model_response
 from coordinator.runtime.wire import HeadChangesView, LeaseGrant, LeaseRenewed
 
@@ -34,8 +34,8 @@ async def changes(
     summary="Lease a block: block, base version, contract, expiry, budget left",
     responses={201: {"model": LeaseGrant, "description": "the lease and its contract"}},
 )
-async def lease(task_id: str, me: AgentDep, service: ServiceDep) -> Response:
-    return model_response(await service.lease(task_id, me), 201)
+async def lease(task_id: str, me: AgentDep, service: ServiceDep, since: SinceQuery = None) -> Response:
+    return model_response(await service.lease(task_id, me, since), 201)
 
 
 @router.post("/{lease_id}/renew", response_model=LeaseRenewed, summary="Extend a lease by the lease TTL")

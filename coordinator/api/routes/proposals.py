@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from coordinator.api.deps import AgentDep, NextLeaseQuery, ServiceDep, WaitQuery
+from coordinator.api.deps import AgentDep, NextLeaseQuery, ServiceDep, SinceQuery, WaitQuery
 from coordinator.api.responses import model_response
 from coordinator.runtime.wire import ProposalIn, ProposalView
 
@@ -25,8 +25,9 @@ async def submit(
     service: ServiceDep,
     wait: WaitQuery = 0.0,
     next_lease: NextLeaseQuery = False,
+    since: SinceQuery = None,
 ) -> Response:
-    view, decided = await service.submit(task_id, me, body, wait, next_lease)
+    view, decided = await service.submit(task_id, me, body, wait, next_lease, since)
     return model_response(view, 200 if decided else 202)
 
 
@@ -43,6 +44,7 @@ async def get_proposal(
     service: ServiceDep,
     wait: WaitQuery = 0.0,
     next_lease: NextLeaseQuery = False,
+    since: SinceQuery = None,
 ) -> Response:
-    view, decided = await service.proposal(task_id, proposal_id, wait, me, next_lease)
+    view, decided = await service.proposal(task_id, proposal_id, wait, me, next_lease, since)
     return model_response(view, 200 if decided else 202)

@@ -23,7 +23,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator.api.deps import AgentDep, ServiceDep, StoreDep
+from coordinator.api.deps import AgentDep, ServiceDep, SinceQuery, StoreDep
 from coordinator.api.responses import model_response
 from coordinator.engine.records import Usage
 from coordinator.json_integers import WholeNumbers
@@ -103,6 +103,7 @@ async def abandon(
     me: AgentDep,
     service: ServiceDep,
     next_lease: bool = Query(False, description="also lease the agent's next block (in ``next_lease``)"),
+    since: SinceQuery = None,
 ) -> Response:
     record = AbandonedLease(
         id=body.id or uuid.uuid4().hex,
@@ -116,7 +117,7 @@ async def abandon(
         at=service.clock(),
     )
     created = await service.abandon(task_id, me, lease_id, record)
-    grant = await service.next_lease(task_id, me) if next_lease else None
+    grant = await service.next_lease(task_id, me, since) if next_lease else None
     return model_response(AbandonOut(id=record.id, recorded=created, next_lease=grant))
 
 
