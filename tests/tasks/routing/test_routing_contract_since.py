@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from coordinator.engine.contract import contract_envelope
 from coordinator.engine.records import Snapshot
 from tasks import capabilities
 from tasks.routing import RoutingTask
 from tasks.routing.lns import RoutingProposer
+from tests.tasks.routing.test_routing_incremental import _naive_robots, _random_walk_path, _task
 from tests.tasks.routing.test_routing_level_merges import level_step, routing
 
 
@@ -120,3 +124,40 @@ def test_an_agent_told_to_keep_nothing_never_asks_for_changes() -> None:
     agent = proposer(task, keep_contract=False)
     agent.propose(contract_envelope(task, whole_plan(task), 0))
     assert agent.contract_kept is None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), leases=st.integers(1, 6))
+def test_every_contract_written_since_reads_as_the_definition(seed: int, leases: int) -> None:
+    """One block of every robot: between two leases one to three heads pass, each moving a random few robots
+    (some back to a path they had); every contract written since the last one the agent read gives it the
+    robots, starts, goals and paths of the plan by the definition (``_naive_robots``)."""
+    rng = random.Random(seed)
+    task = _task(24, 1)
+    state = task.initial_state()
+    agent = proposer(task)
+    held = Snapshot(0, 0.0, (0,), state)
+    agent._read_robots(contract_envelope(task, held, 0))
+    version = 0
+    for _ in range(leases):
+        for _ in range(rng.randint(1, 3)):
+            moved = set(rng.sample(range(24), rng.randint(0, 6)))
+            back = {r: held.state.paths[r] for r in rng.sample(range(24), 2)}  # some as the agent holds them
+            value = tuple(
+                back.get(r, _random_walk_path(task, r, rng) if r in moved else state.paths[r])
+                for r in state.blocks[0]
+            )
+            state = task.apply(state, {0: value})
+            version += 1
+        head = Snapshot(version, 0.0, (version,), state)
+        envelope = contract_envelope(task, head, 0, since=held)
+        assert envelope["since"] == held.version
+        ids, starts, goals, paths = agent._read_robots(envelope)
+        xy = task.grid.xy
+        read = [
+            {"id": r, "start": list(xy(s)), "goal": list(xy(g)), "path": [list(xy(c)) for c in p]}
+            for r, s, g, p in zip(ids, starts, goals, paths, strict=True)
+        ]
+        assert read == _naive_robots(task, state.paths, 0)
+        assert agent.contract_kept == version
+        held = head
