@@ -23,6 +23,7 @@ from typing import Any
 from agents.feed import HttpHeadFeed
 from agents.http import Api, ApiError, GaveUp
 from agents.proposers import make_proposer
+from agents.renewer import LeaseRenewer
 from tasks import capabilities
 from tasks.base import Proposer
 from tasks.registry import create_task
@@ -226,7 +227,7 @@ class Worker:
             self.api, self._base, int(lease["version"]), self.feed_requests
         )
         t0 = time.perf_counter()
-        with _Renewer(self, lease["lease_id"], float(lease["ttl"])):
+        with LeaseRenewer(self.api, f"{self._base}/leases/{lease['lease_id']}/renew", float(lease["ttl"])):
             self.interruptible = True
             try:
                 if self.stop.is_set():  # a signal landed just before the flag was up
@@ -388,27 +389,3 @@ def interrupt(worker: Worker) -> None:
     if worker.interruptible:
         worker.interruptible = False
         raise Shutdown()
-
-
-class _Renewer:
-    """Renews the lease every ttl/3 while a slow proposer thinks (an LLM call can outlive a lease)."""
-
-    def __init__(self, worker: Worker, lease_id: str, ttl: float) -> None:
-        self.worker, self.lease_id, self.period = worker, lease_id, max(0.05, ttl / 3.0)
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True, name="lease-renewer")
-
-    def _run(self) -> None:
-        w = self.worker
-        while not self.done.wait(self.period):
-            try:
-                w.api.call("POST", f"{w._base}/leases/{self.lease_id}/renew", retry=False)
-            except (ApiError, GaveUp):
-                return
-
-    def __enter__(self) -> _Renewer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()

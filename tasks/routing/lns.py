@@ -33,16 +33,12 @@ from typing import Any, NamedTuple
 from tasks.base import Draft, Proposer
 from tasks.routing.destroy import GENERATORS, AdaptiveWeights
 from tasks.routing.grid import Grid
+from tasks.routing.kept_contract import ContractNotKept, ContractReader, Robots
 from tasks.routing.occupancy import Path, cost
 from tasks.routing.repair import BlockSearch, repair
 from tasks.routing.reservations import Reservations
 
 log = logging.getLogger("blockopt.agent")
-
-
-class ContractNotKept(ValueError):
-    """A contract written since a version this proposer does not keep: a coordinator's fault, never the
-    agent's (it asks with ``since`` only for what it keeps)."""
 
 
 def table_from_contract(grid: Grid, data: Mapping[str, Any]) -> Reservations:
@@ -61,16 +57,6 @@ class KeptSearch(NamedTuple):
     moves: Any
     plan: list[Path]
     search: BlockSearch
-
-
-class KeptContract(NamedTuple):
-    """The robots of the last whole-plan contract, by id: a contract written since it (``contract_since``)
-    leaves out the robots whose paths are the same."""
-
-    version: int
-    starts: dict[int, int]
-    goals: dict[int, int]
-    paths: dict[int, Path]
 
 
 class RoutingProposer(Proposer):
@@ -92,10 +78,9 @@ class RoutingProposer(Proposer):
         robots: int = 0,
     ) -> None:
         self.grid = grid
-        self.robots = robots
-        """The instance's robots: a contract that holds them all is kept, for the next to be written since it
-        (0: none is kept)."""
-        self._contract: KeptContract | None = None
+        self.contracts = ContractReader(grid, robots)
+        """Reads each contract; with ``robots`` (the instance's) it keeps a whole-plan one, for the next to be
+        written since it (0: none is kept)."""
         self.time_budget = time_budget
         self.stop_after = stop_after
         """LNS steps in a row without a lower sum of costs that end a collision-free block's proposal
@@ -131,48 +116,6 @@ class RoutingProposer(Proposer):
         against the same table, the search goes on from where it stopped, the contract's changes taken in:
         its walk whole, and without building it again (half of a search's CPU at 300 robots with 100
         steps). One slot, not one per block: each kept search holds a copy of the reservation table."""
-
-    def _read_robots(self, contract: Mapping[str, Any]) -> tuple[list[int], list[int], list[int], list[Path]]:
-        """The contract's robots: (ids, starts, goals, paths), a robot written ``{"id": r}`` in a contract
-        since the kept one (``since``) taken from it, its path the same tuple (a search following the plan
-        tells its changes apart by identity). A contract that holds every robot is kept for the next."""
-        grid, kept = self.grid, self._contract
-        since = contract.get("since")
-        if since is not None and (kept is None or kept.version != since):
-            raise ContractNotKept(
-                f"a contract written since version {since}, and this agent keeps "
-                f"{'none' if kept is None else kept.version}"
-            )
-        ids: list[int] = []
-        starts: list[int] = []
-        goals: list[int] = []
-        paths: list[Path] = []
-        for r in contract["data"]["robots"]:
-            robot = int(r["id"])
-            ids.append(robot)
-            if "path" in r:
-                starts.append(grid.cell(*r["start"]))
-                goals.append(grid.cell(*r["goal"]))
-                paths.append(grid.path_cells(r["path"]))
-            elif kept is not None and since is not None:
-                starts.append(kept.starts[robot])
-                goals.append(kept.goals[robot])
-                paths.append(kept.paths[robot])
-            else:
-                raise ContractNotKept(f"robot {robot} has no path and the contract is not written since one")
-        whole = self.robots > 0 and len(ids) == self.robots and "version" in contract
-        self._contract = (
-            KeptContract(
-                int(contract["version"]),
-                dict(zip(ids, starts, strict=True)),
-                dict(zip(ids, goals, strict=True)),
-                dict(zip(ids, paths, strict=True)),
-            )
-            if whole
-            else None
-        )
-        self.contract_kept = None if self._contract is None else self._contract.version
-        return ids, starts, goals, paths
 
     def _table(self, block: int, data: Mapping[str, Any]) -> Reservations:
         """The block's reservation table, kept between its contracts: only the robots whose runs changed are
@@ -325,20 +268,22 @@ class RoutingProposer(Proposer):
     def propose(self, contract: Mapping[str, Any]) -> Draft | None:
         started = time.perf_counter()
         try:
-            robots = self._read_robots(contract)
+            robots = self.contracts.read(contract)
         except ContractNotKept as exc:  # found nothing: the next contract comes whole
             log.warning("contract not read: %s", exc)
-            self._contract = self.contract_kept = None
+            self.contracts.forget()
             return None
+        finally:
+            self.contract_kept = self.contracts.version
         return self._search(contract, robots, started)
 
     def _search(
         self,
         contract: Mapping[str, Any],
-        robots: tuple[list[int], list[int], list[int], list[Path]],
+        robots: Robots,
         started: float,
     ) -> Draft | None:
-        """One proposal's search of the contract's ``robots`` (``_read_robots``)."""
+        """One proposal's search of the contract's ``robots`` (``ContractReader.read``)."""
         data = contract["data"]
         block = int(contract["block"])
         grid = self.grid

@@ -94,10 +94,10 @@ def test_the_proposer_reads_a_contract_since_as_the_whole_one() -> None:
     for agent in (reads_changes, reads_whole):
         agent.propose(contract_envelope(task, before, 0))
         assert agent.contract_kept == before.version
-    kept_before = reads_changes._contract
+    kept_before = reads_changes.contracts.kept
     reads_changes.propose(contract_envelope(task, after, 0, since=before))
     reads_whole.propose(contract_envelope(task, after, 0))
-    changes, whole = reads_changes._contract, reads_whole._contract
+    changes, whole = reads_changes.contracts.kept, reads_whole.contracts.kept
     assert changes is not None and whole is not None and kept_before is not None
     assert changes == whole and changes.version == after.version
     assert changes.paths == dict(enumerate(after.state.paths))
@@ -137,7 +137,7 @@ def test_every_contract_written_since_reads_as_the_definition(seed: int, leases:
     state = task.initial_state()
     agent = proposer(task)
     held = Snapshot(0, 0.0, (0,), state)
-    agent._read_robots(contract_envelope(task, held, 0))
+    agent.contracts.read(contract_envelope(task, held, 0))
     version = 0
     for _ in range(leases):
         for _ in range(rng.randint(1, 3)):
@@ -152,12 +152,12 @@ def test_every_contract_written_since_reads_as_the_definition(seed: int, leases:
         head = Snapshot(version, 0.0, (version,), state)
         envelope = contract_envelope(task, head, 0, since=held)
         assert envelope["since"] == held.version
-        ids, starts, goals, paths = agent._read_robots(envelope)
+        ids, starts, goals, paths = agent.contracts.read(envelope)
         xy = task.grid.xy
         read = [
             {"id": r, "start": list(xy(s)), "goal": list(xy(g)), "path": [list(xy(c)) for c in p]}
             for r, s, g, p in zip(ids, starts, goals, paths, strict=True)
         ]
         assert read == _naive_robots(task, state.paths, 0)
-        assert agent.contract_kept == version
+        assert agent.contracts.version == version
         held = head

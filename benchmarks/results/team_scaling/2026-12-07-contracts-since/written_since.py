@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from labrun import replay_once  # noqa: E402
 
-from tasks.routing import lns  # noqa: E402
+from tasks.routing import kept_contract  # noqa: E402
 
 came: collections.Counter[str] = collections.Counter()
 sizes: dict[str, list[int]] = collections.defaultdict(list)
@@ -28,10 +28,10 @@ gaps: list[int] = []
 
 
 def main() -> None:
-    read = lns.RoutingProposer._read_robots
+    read = kept_contract.ContractReader.read
 
-    def counted(self: lns.RoutingProposer, contract: Any) -> Any:
-        kept = self.contract_kept
+    def counted(self: kept_contract.ContractReader, contract: Any) -> Any:
+        kept = self.version
         how = "since" if "since" in contract else "whole"
         came[how] += 1
         sizes[how].append(len(json.dumps(contract["data"], separators=(",", ":"))))
@@ -39,7 +39,7 @@ def main() -> None:
             gaps.append(int(contract["version"]) - kept)
         return read(self, contract)
 
-    lns.RoutingProposer._read_robots = counted  # type: ignore[method-assign]
+    kept_contract.ContractReader.read = counted  # type: ignore[method-assign]
     replay_once(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
     print(dict(came), {how: f"median {statistics.median(n) / 1000:.1f} KB" for how, n in sizes.items()})
     if gaps:

@@ -33,6 +33,12 @@ def main() -> None:
         method = getattr(lns.RoutingProposer, name, None)  # (the last two: trees from 2026-12-07 on)
         if method is not None:
             setattr(lns.RoutingProposer, name, thread_cpu(spent, name, method, calls))
+    try:  # reading a contract, in its own module from 53cd39d's successor on (_read_robots before)
+        from tasks.routing.kept_contract import ContractReader
+
+        ContractReader.read = thread_cpu(spent, "_read_robots", ContractReader.read, calls)  # type: ignore
+    except ImportError:
+        pass
     run = replay_once(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
     total = sum(run["agent_cpu"])
     print(f"agent cpu {total:.1f}")
