@@ -244,7 +244,10 @@ class LeaseGrant(BaseModel):
     version: int
     expires_at: float
     ttl: float
-    contract: dict[str, Any]
+    contract: dict[str, Any] = Field(
+        description="the envelope {block, version, budget, data}; with since (the lease asked since=V and the"
+        " kind could), data is written against the contract of version V the agent keeps"
+    )
 
 
 class LeaseRenewed(BaseModel):
