@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from coordinator import errors
 from coordinator.api.http_errors import error_response, internal_error
+from coordinator.runtime.proposals import NextLeaseAsk
 from coordinator.runtime.service import CoordinatorService
 from coordinator.runtime.wire import ProposalIn
 from coordinator.runtime.wire_json import dump_json
@@ -159,7 +160,8 @@ class HotRoutes:
 
         async def submit() -> tuple[BaseModel, int]:
             me = await self.service.authenticate(task_id, _text(scope, b"authorization"))
-            view, decided = await self.service.submit(task_id, me, body, wait, next_lease, since)
+            ask = NextLeaseAsk(next_lease=next_lease, since=since)
+            view, decided = await self.service.submit(task_id, me, body, wait, **ask)
             return view, 200 if decided else 202
 
         await self._answer(scope, receive, send, submit())

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from coordinator import errors
 from coordinator.engine.records import Proposal
@@ -23,6 +24,15 @@ from coordinator.store.base import TERMINAL, AgentRecord
 log = logging.getLogger("blockopt.service")
 
 
+class NextLeaseAsk(TypedDict, total=False):
+    """What an agent asks of a reply that may carry its next lease: ``next_lease`` (``with_next_lease``), and
+    ``since``, the version of the contract it keeps (the next one is written against it where it can be,
+    ``Leases.lease``)."""
+
+    next_lease: bool
+    since: int | None
+
+
 @dataclass(eq=False)
 class Proposals:
     """Store a proposal, long-poll its verdict, fold in the next lease."""
@@ -36,18 +46,11 @@ class Proposals:
     merges: AsyncMerges
 
     async def submit(
-        self,
-        task_id: str,
-        agent: AgentRecord,
-        body: ProposalIn,
-        wait: float,
-        next_lease: bool = False,
-        since: int | None = None,
+        self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, **ask: Unpack[NextLeaseAsk]
     ) -> tuple[ProposalView, bool]:
         """Store the proposal (then it is acknowledged); return its view and whether it has a verdict.
 
-        ``next_lease``: once the verdict is known, also lease the agent's next block (``with_next_lease``),
-        its contract written since version ``since`` where it can be (``Leases.lease``).
+        ``ask``: once the verdict is known, also lease the agent's next block (``NextLeaseAsk``).
         """
         spec = await self.cache.spec(task_id)
         runtime = await self.budgets.ensure_running(task_id)
@@ -75,6 +78,7 @@ class Proposals:
             else:
                 await self.rounds.maybe_close(task_id)
         first = event if created and spec.mode == "rounds" else None
+        next_lease, since = ask.get("next_lease", False), ask.get("since")
         return await self.proposal(task_id, proposal.id, wait, agent, next_lease, first, since)
 
     async def queued(self, task_id: str) -> None:

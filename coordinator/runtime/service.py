@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from coordinator.cancelling import stop_tasks
 from coordinator.engine import forecast as fc
@@ -42,7 +42,7 @@ from coordinator.runtime.following import HeadFeeds
 from coordinator.runtime.leases import Leases
 from coordinator.runtime.ledgers import Ledgers
 from coordinator.runtime.metrics import ServiceMetrics
-from coordinator.runtime.proposals import Proposals
+from coordinator.runtime.proposals import NextLeaseAsk, Proposals
 from coordinator.runtime.round_lock import RoundLock
 from coordinator.runtime.rounds import Rounds
 from coordinator.runtime.scheduler import Scheduler
@@ -234,15 +234,9 @@ class CoordinatorService:
         return await self.leases.next_lease(task_id, agent, since)
 
     async def submit(
-        self,
-        task_id: str,
-        agent: AgentRecord,
-        body: ProposalIn,
-        wait: float,
-        next_lease: bool = False,
-        since: int | None = None,
+        self, task_id: str, agent: AgentRecord, body: ProposalIn, wait: float, **ask: Unpack[NextLeaseAsk]
     ) -> tuple[ProposalView, bool]:
-        return await self.proposals.submit(task_id, agent, body, wait, next_lease, since)
+        return await self.proposals.submit(task_id, agent, body, wait, **ask)
 
     async def proposal(
         self,

@@ -27,7 +27,7 @@ async def submit(
     next_lease: NextLeaseQuery = False,
     since: SinceQuery = None,
 ) -> Response:
-    view, decided = await service.submit(task_id, me, body, wait, next_lease, since)
+    view, decided = await service.submit(task_id, me, body, wait, next_lease=next_lease, since=since)
     return model_response(view, 200 if decided else 202)
 
 
